@@ -1,0 +1,154 @@
+"""The SparkSession factory of the commit service: local or any master, Delta, optional s3a.
+
+Called once per process by the service (never at import time: ``create_app`` takes the factory)
+and by the tests. The Delta and hadoop-aws jars come from the project's jar cache, filled by
+``scripts/fetch-jars`` (or at image build time); nothing is downloaded when a session starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from commit_service.errors import SparkSetupError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+logger = logging.getLogger(__name__)
+
+# Jar groups (directories under the jars dir) the service puts on Spark's class path.
+DELTA_GROUP = "delta"
+S3A_GROUP = "hadoop-aws"
+
+
+def default_cache_dir() -> Path:
+    """``$LAKEGATE_CACHE_DIR`` or ``~/.cache/lakegate``: the project's cache outside git."""
+    env = os.environ.get("LAKEGATE_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "lakegate"
+
+
+def default_jars_dir() -> Path:
+    """``$LAKEGATE_JARS_DIR`` or ``<cache>/jars``: one sub-directory of jars per group."""
+    env = os.environ.get("LAKEGATE_JARS_DIR")
+    return Path(env).expanduser() if env else default_cache_dir() / "jars"
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """s3a settings; credentials default to the AWS environment (Hadoop's provider chain)."""
+
+    endpoint: str | None = None
+    region: str = "us-east-1"
+    path_style: bool = True
+    access_key: str | None = None
+    secret_key: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.access_key is None) != (self.secret_key is None):
+            raise SparkSetupError("s3: set both access_key and secret_key, or neither")
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """How the service's SparkSession is built; read from the ``spark:`` config section."""
+
+    master: str = "local[*]"
+    app_name: str = "lakegate"
+    ui_enabled: bool = True
+    ui_port: int = 4040
+    driver_memory: str = "2g"
+    jars_dir: Path | None = None
+    local_dir: Path | None = None
+    s3: S3Settings | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.master:
+            raise SparkSetupError("spark.master must not be empty")
+        if not 0 <= self.ui_port <= 65535:
+            raise SparkSetupError(f"spark.ui_port {self.ui_port} is not a TCP port")
+
+
+def spark_jars(jars_dir: Path | None, *, with_s3a: bool) -> list[Path]:
+    """The Delta jars (and hadoop-aws + AWS SDK when ``with_s3a``) from the cache."""
+    root = jars_dir or default_jars_dir()
+    groups = [DELTA_GROUP] + ([S3A_GROUP] if with_s3a else [])
+    jars: list[Path] = []
+    for group in groups:
+        found = sorted((root / group).glob("*.jar"))
+        if not found:
+            raise SparkSetupError(
+                f"no jars in {root / group}: run `scripts/fetch-jars {' '.join(groups)}` "
+                "(or set LAKEGATE_JARS_DIR to where they are)"
+            )
+        jars.extend(found)
+    return jars
+
+
+def spark_conf(settings: SparkSettings) -> dict[str, str]:
+    """Every Spark property the factory sets; pure, so it is unit-tested without a JVM."""
+    with_s3a = settings.s3 is not None
+    conf = {
+        "spark.master": settings.master,
+        "spark.app.name": settings.app_name,
+        "spark.jars": ",".join(str(p) for p in spark_jars(settings.jars_dir, with_s3a=with_s3a)),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.ui.enabled": str(settings.ui_enabled).lower(),
+        "spark.ui.port": str(settings.ui_port),
+        "spark.driver.memory": settings.driver_memory,
+        "spark.sql.shuffle.partitions": "4",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+    }
+    if settings.local_dir is not None:
+        conf["spark.local.dir"] = str(settings.local_dir / "tmp")
+        conf["spark.sql.warehouse.dir"] = str(settings.local_dir / "warehouse")
+        conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={settings.local_dir / 'derby'}"
+    if settings.s3 is not None:
+        conf.update(s3a_conf(settings.s3))
+    conf.update({str(k): str(v) for k, v in settings.conf.items()})
+    return conf
+
+
+def s3a_conf(s3: S3Settings) -> dict[str, str]:
+    conf = {
+        "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3a.endpoint.region": s3.region,
+        "spark.hadoop.fs.s3a.path.style.access": str(s3.path_style).lower(),
+    }
+    if s3.endpoint:
+        conf["spark.hadoop.fs.s3a.endpoint"] = s3.endpoint
+        conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(s3.endpoint.startswith("https")).lower()
+    if s3.access_key is not None and s3.secret_key is not None:
+        conf["spark.hadoop.fs.s3a.access.key"] = s3.access_key
+        conf["spark.hadoop.fs.s3a.secret.key"] = s3.secret_key
+        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
+            "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+        )
+    return conf
+
+
+def create_session(settings: SparkSettings) -> SparkSession:
+    """Build (or return the process's existing) SparkSession with Delta configured."""
+    conf = spark_conf(settings)
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:  # the service extra is not installed
+        raise SparkSetupError("pyspark is not installed: pip install 'lakegate[service]'") from exc
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:  # py4j/JVM start-up failures come in many types
+        raise SparkSetupError(f"Spark did not start: {exc}") from exc
+    session.sparkContext.setLogLevel("WARN")
+    logger.info("Spark %s on %s; Spark UI at %s", session.version, settings.master,
+                session.sparkContext.uiWebUrl or "(disabled)")  # fmt: skip
+    return session

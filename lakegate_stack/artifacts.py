@@ -1,0 +1,252 @@
+"""Pinned JVM artifacts and their resolution from Maven Central into a project-owned cache.
+
+Read by ``scripts/fetch-jars`` (and through it by the test and demo commands, the Dockerfile),
+by :mod:`lakegate_stack.kafka` / :mod:`lakegate_stack.connect` to build class paths, and by
+:mod:`commit_service.spark` (through :func:`default_jars_dir`) to find the Delta and s3a jars.
+
+Each :class:`ArtifactGroup` lands in ``<cache>/jars/<name>/`` as a flat directory of jars,
+resolved with ``mvn dependency:copy-dependencies`` from a generated POM. A stamp file holding a
+hash of the group's pinned spec makes a second run a no-op; a change of pin re-resolves.
+Nothing here is downloaded at import time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from commit_service.spark import default_jars_dir
+from lakegate_stack.errors import ArtifactError
+
+logger = logging.getLogger(__name__)
+
+KAFKA_VERSION = "4.1.2"
+LOG4J_VERSION = "2.24.3"
+SPARK_VERSION = "4.1.1"  # must equal the pyspark pin in setup.cfg
+DELTA_VERSION = "4.4.0"  # must equal the delta-spark pin in setup.cfg
+HADOOP_VERSION = "3.4.2"  # the hadoop-client-api inside pyspark 4.1.1
+AWS_SDK_V2_VERSION = "2.29.52"  # what hadoop-project 3.4.2 declares for hadoop-aws
+
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
+STAMP_FILE = ".lakegate-stamp"
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """One Maven coordinate ``group:artifact:version`` and the ``group:artifact`` it excludes.
+
+    ``"*:*"`` in ``exclusions`` takes the artifact alone, without its transitive closure.
+    """
+
+    coordinate: str
+    exclusions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        parts = self.coordinate.split(":")
+        if len(parts) != 3 or not all(parts):
+            raise ArtifactError(f"bad Maven coordinate {self.coordinate!r}: want group:artifact:version")
+        for ex in self.exclusions:
+            if len(ex.split(":")) != 2:
+                raise ArtifactError(f"bad exclusion {ex!r} of {self.coordinate}: want group:artifact")
+
+
+@dataclass(frozen=True)
+class ArtifactGroup:
+    """A named set of dependencies resolved together into one flat jar directory."""
+
+    name: str
+    description: str
+    dependencies: tuple[Dependency, ...]
+    # Jars dropped after resolution, by artifact-id prefix (e.g. what the host runtime provides).
+    drop_prefixes: tuple[str, ...] = field(default=())
+
+    def fingerprint(self) -> str:
+        """Hash of the pinned spec; the stamp of a resolved directory must match it."""
+        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _log_binding() -> tuple[Dependency, ...]:
+    return (
+        Dependency(f"org.apache.logging.log4j:log4j-slf4j2-impl:{LOG4J_VERSION}"),
+        Dependency(f"org.apache.logging.log4j:log4j-core:{LOG4J_VERSION}"),
+    )
+
+
+GROUPS: dict[str, ArtifactGroup] = {
+    g.name: g
+    for g in (
+        ArtifactGroup(
+            name="kafka",
+            description=f"Apache Kafka {KAFKA_VERSION} broker (KRaft) with a log4j2 binding",
+            dependencies=(Dependency(f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}"), *_log_binding()),
+        ),
+        ArtifactGroup(
+            name="connect",
+            description=f"Kafka Connect {KAFKA_VERSION} distributed worker runtime",
+            dependencies=(
+                Dependency(f"org.apache.kafka:connect-runtime:{KAFKA_VERSION}"),
+                Dependency(f"org.apache.kafka:connect-json:{KAFKA_VERSION}"),
+                Dependency(f"org.apache.kafka:connect-transforms:{KAFKA_VERSION}"),
+                *_log_binding(),
+            ),
+        ),
+        ArtifactGroup(
+            name="delta",
+            description=f"Delta Lake {DELTA_VERSION} for Spark {SPARK_VERSION[:3]} (Scala 2.13)",
+            dependencies=(
+                Dependency(
+                    f"io.delta:delta-spark_{SPARK_VERSION[:3]}_2.13:{DELTA_VERSION}",
+                    # Spark itself provides Scala and the Hadoop client.
+                    exclusions=("org.scala-lang:scala-library", "org.apache.hadoop:*"),
+                ),
+            ),
+            # Libraries pyspark already ships (newer): keep Spark's copies only.
+            drop_prefixes=(
+                "jackson-", "log4j-", "slf4j-", "parquet-", "snappy-java", "zstd-jni", "aircompressor",
+                "RoaringBitmap", "shims-", "jsr305", "commons-pool", "jts-core",
+            ),
+        ),
+        ArtifactGroup(
+            name="hadoop-aws",
+            description=f"hadoop-aws {HADOOP_VERSION} + AWS SDK v2 bundle {AWS_SDK_V2_VERSION} for s3a://",
+            dependencies=(
+                Dependency(f"org.apache.hadoop:hadoop-aws:{HADOOP_VERSION}", exclusions=("*:*",)),
+                Dependency(f"software.amazon.awssdk:bundle:{AWS_SDK_V2_VERSION}", exclusions=("*:*",)),
+            ),
+        ),
+    )
+}
+
+
+def group_dir(name: str, jars_dir: Path | None = None) -> Path:
+    return (jars_dir or default_jars_dir()) / name
+
+
+def is_resolved(group: ArtifactGroup, jars_dir: Path | None = None) -> bool:
+    stamp = group_dir(group.name, jars_dir) / STAMP_FILE
+    return stamp.is_file() and stamp.read_text().strip() == group.fingerprint()
+
+
+def jars_of(name: str, jars_dir: Path | None = None) -> list[Path]:
+    """The jars of a resolved group, sorted; raises :class:`ArtifactError` if not fetched."""
+    group = GROUPS[name]
+    if not is_resolved(group, jars_dir):
+        raise ArtifactError(
+            f"jar group {name!r} is not in {group_dir(name, jars_dir)} (or its pins changed): "
+            f"run scripts/fetch-jars {name}"
+        )
+    return sorted(group_dir(name, jars_dir).glob("*.jar"))
+
+
+def render_pom(group: ArtifactGroup) -> str:
+    """A throw-away POM whose dependency closure is the group."""
+    deps = []
+    for dep in group.dependencies:
+        g, a, v = (escape(p) for p in dep.coordinate.split(":"))
+        excl = "".join(
+            "<exclusion><groupId>{}</groupId><artifactId>{}</artifactId></exclusion>".format(
+                *(escape(p) for p in ex.split(":"))
+            )
+            for ex in dep.exclusions
+        )
+        deps.append(
+            f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version>"
+            + (f"<exclusions>{excl}</exclusions>" if excl else "")
+            + "</dependency>"
+        )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<project xmlns="http://maven.apache.org/POM/4.0.0">'
+        "<modelVersion>4.0.0</modelVersion>"
+        f"<groupId>lakegate.fetch</groupId><artifactId>{escape(group.name)}</artifactId>"
+        "<version>0</version><packaging>pom</packaging>"
+        f"<dependencies>{''.join(deps)}</dependencies></project>\n"
+    )
+
+
+def resolve(group: ArtifactGroup, jars_dir: Path | None = None, *, mvn: str = "mvn") -> Path:
+    """Resolve ``group`` into its directory unless already there; return the directory.
+
+    The copy goes to a temporary sibling first and is renamed into place, so an interrupted run
+    never leaves a half-filled directory that looks complete.
+    """
+    target = group_dir(group.name, jars_dir)
+    if is_resolved(group, jars_dir):
+        logger.info("%-11s cached   %s", group.name, target)
+        return target
+    if shutil.which(mvn) is None:
+        raise ArtifactError(f"{mvn!r} not found on PATH: Maven is needed to fetch {group.name}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f".{group.name}-", dir=target.parent) as tmp:
+        work = Path(tmp)
+        (work / "pom.xml").write_text(render_pom(group))
+        out = work / "jars"
+        cmd = [
+            mvn, "-B", "-q", "-f", str(work / "pom.xml"),
+            f"{DEPENDENCY_PLUGIN}:copy-dependencies",
+            f"-DoutputDirectory={out}", "-DincludeScope=runtime",
+        ]  # fmt: skip
+        logger.info("%-11s fetching %s", group.name, group.description)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
+            raise ArtifactError(f"mvn failed to resolve {group.name}:\n{tail}")
+        for jar in list(out.glob("*.jar")):
+            if group.drop_prefixes and jar.name.startswith(group.drop_prefixes):
+                jar.unlink()
+        (out / STAMP_FILE).write_text(group.fingerprint() + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        out.rename(target)
+    size_mb = sum(p.stat().st_size for p in target.glob("*.jar")) / 1e6
+    logger.info(
+        "%-11s fetched  %d jars, %.0f MB in %.0fs -> %s",
+        group.name, len(list(target.glob("*.jar"))), size_mb, time.monotonic() - started, target,
+    )  # fmt: skip
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="fetch-jars",
+        description="Resolve Lakegate's pinned JVM artifacts from Maven Central into the cache "
+        "(idempotent; quick once cached).",
+    )
+    parser.add_argument("groups", nargs="*", metavar="GROUP", help=f"any of {', '.join(GROUPS)} (default: all)")
+    parser.add_argument("--jars-dir", type=Path, default=None, help="default: $LAKEGATE_JARS_DIR or ~/.cache/lakegate/jars")
+    parser.add_argument("--list", action="store_true", help="print the pinned groups and exit")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="fetch-jars: %(message)s")
+    if args.list:
+        for g in GROUPS.values():
+            state = "cached" if is_resolved(g, args.jars_dir) else "missing"
+            print(f"{g.name:11} {state:8} {g.description}")
+            for d in g.dependencies:
+                print(f"{'':21}{d.coordinate}")
+        return 0
+    unknown = [n for n in args.groups if n not in GROUPS]
+    if unknown:
+        parser.error(f"unknown group(s) {', '.join(unknown)}; choose from {', '.join(GROUPS)}")
+    try:
+        for name in args.groups or list(GROUPS):
+            resolve(GROUPS[name], args.jars_dir)
+    except ArtifactError as exc:
+        print(f"fetch-jars: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Session-scoped real services on loopback: S3 server, Kafka broker, Connect worker(s), Spark.
+
+Every fixture starts a real process from the project's cache (``scripts/fetch-jars``) and stops
+it at the end of the session; logs land in ``<tmp>/stack/*.log`` and their tails appear in
+start-up errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from commit_service.spark import S3Settings, SparkSettings, create_session
+from lakegate_stack import s3 as s3mod
+from lakegate_stack.connect import ConnectWorker
+from lakegate_stack.kafka import KafkaBroker
+from lakegate_stack.process import free_port
+from lakegate_stack.s3 import S3Server
+
+
+@pytest.fixture(scope="session")
+def stack_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("stack")
+
+
+@pytest.fixture(scope="session")
+def s3_server(stack_dir: Path) -> Iterator[S3Server]:
+    server = S3Server(stack_dir).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(stack_dir: Path) -> Iterator[KafkaBroker]:
+    broker = KafkaBroker(stack_dir / "kafka").start()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_worker(stack_dir: Path, kafka_broker: KafkaBroker) -> Iterator[ConnectWorker]:
+    worker = ConnectWorker(stack_dir / "connect", kafka_broker.bootstrap_servers, name="connect-1").start()
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture
+def extra_connect_worker(
+    stack_dir: Path, kafka_broker: KafkaBroker, connect_worker: ConnectWorker
+) -> Iterator[Callable[[str], ConnectWorker]]:
+    """Starts more workers in the first worker's group; stops them when the test ends."""
+    started: list[ConnectWorker] = []
+
+    def start(name: str) -> ConnectWorker:
+        worker = ConnectWorker(stack_dir / "connect", kafka_broker.bootstrap_servers, name=name,
+                               group_id=connect_worker.group_id).start()  # fmt: skip
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(stack_dir: Path, s3_server: S3Server):  # type: ignore[no-untyped-def]
+    settings = SparkSettings(
+        master="local[2]",
+        app_name="lakegate-tests",
+        ui_port=free_port(),
+        driver_memory="2g",
+        local_dir=stack_dir / "spark",
+        s3=S3Settings(endpoint=s3_server.endpoint, access_key=s3mod.ACCESS_KEY, secret_key=s3mod.SECRET_KEY),
+    )
+    session = create_session(settings)
+    yield session
+    session.stop()
