@@ -37,6 +37,7 @@ DELTA_VERSION = "4.4.0"  # must equal the delta-spark pin in setup.cfg
 HADOOP_VERSION = "3.4.2"  # the hadoop-client-api inside pyspark 4.1.1
 AWS_SDK_V2_VERSION = "2.29.52"  # what hadoop-project 3.4.2 declares for hadoop-aws
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 STAMP_FILE = ".lakegate-stamp"
 
@@ -69,11 +70,19 @@ class ArtifactGroup:
     dependencies: tuple[Dependency, ...]
     # Jars dropped after resolution, by artifact-id prefix (e.g. what the host runtime provides).
     drop_prefixes: tuple[str, ...] = field(default=())
+    # A Maven project in this repository to build instead of resolving ``dependencies``; its
+    # runtime closure plus its own jar become the group (a Connect plugin directory).
+    build_project: str | None = None
 
     def fingerprint(self) -> str:
-        """Hash of the pinned spec; the stamp of a resolved directory must match it."""
-        blob = json.dumps(asdict(self), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+        """Hash of the pinned spec (and of the project's sources); a stamp must match it."""
+        digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode())
+        if self.build_project:
+            root = REPO_ROOT / self.build_project
+            for src in sorted(p for p in root.rglob("*") if p.is_file() and "target" not in p.parts):
+                digest.update(str(src.relative_to(root)).encode())
+                digest.update(src.read_bytes())
+        return digest.hexdigest()[:16]
 
 
 def _log_binding() -> tuple[Dependency, ...]:
@@ -116,6 +125,12 @@ GROUPS: dict[str, ArtifactGroup] = {
                 "jackson-", "log4j-", "slf4j-", "parquet-", "snappy-java", "zstd-jni", "aircompressor",
                 "RoaringBitmap", "shims-", "jsr305", "commons-pool", "jts-core",
             ),
+        ),
+        ArtifactGroup(
+            name="s3-sink",
+            description="Kafka Connect S3 sink plugin (Aiven-compatible stand-in, built from connect-plugin/)",
+            dependencies=(),
+            build_project="connect-plugin",
         ),
         ArtifactGroup(
             name="hadoop-aws",
@@ -191,10 +206,16 @@ def resolve(group: ArtifactGroup, jars_dir: Path | None = None, *, mvn: str = "m
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f".{group.name}-", dir=target.parent) as tmp:
         work = Path(tmp)
-        (work / "pom.xml").write_text(render_pom(group))
         out = work / "jars"
+        if group.build_project:
+            pom = REPO_ROOT / group.build_project / "pom.xml"
+            goals = ["package"]
+        else:
+            pom = work / "pom.xml"
+            pom.write_text(render_pom(group))
+            goals = []
         cmd = [
-            mvn, "-B", "-q", "-f", str(work / "pom.xml"),
+            mvn, "-B", "-q", "-f", str(pom), *goals,
             f"{DEPENDENCY_PLUGIN}:copy-dependencies",
             f"-DoutputDirectory={out}", "-DincludeScope=runtime",
         ]  # fmt: skip
@@ -203,6 +224,9 @@ def resolve(group: ArtifactGroup, jars_dir: Path | None = None, *, mvn: str = "m
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
             raise ArtifactError(f"mvn failed to resolve {group.name}:\n{tail}")
+        if group.build_project:
+            for built in (pom.parent / "target").glob("*.jar"):
+                shutil.copy2(built, out / built.name)
         for jar in list(out.glob("*.jar")):
             if group.drop_prefixes and jar.name.startswith(group.drop_prefixes):
                 jar.unlink()

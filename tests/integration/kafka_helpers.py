@@ -1,0 +1,52 @@
+"""Small Kafka client steps the integration tests share: topics, producing, group offsets."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+
+from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        admin.close()
+
+
+def produce_json(bootstrap: str, topic: str, records: Iterable[tuple[int, str, dict[str, object]]]) -> int:
+    """Send (partition, key, value) records, flushed; returns how many were acknowledged."""
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", linger_ms=20,
+        key_serializer=str.encode, value_serializer=lambda v: json.dumps(v).encode(),
+    )  # fmt: skip
+    try:
+        futures = [producer.send(topic, key=k, value=v, partition=p) for p, k, v in records]
+        producer.flush(60)
+        return sum(1 for f in futures if f.get(timeout=60) is not None)
+    finally:
+        producer.close()
+
+
+def committed_offsets(bootstrap: str, group: str) -> dict[TopicPartition, int]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        return {tp: meta.offset for tp, meta in admin.list_consumer_group_offsets(group).items()}
+    finally:
+        admin.close()
+
+
+def wait_committed(bootstrap: str, group: str, expected: dict[TopicPartition, int], timeout: float) -> None:
+    """Wait until ``group`` has committed at least ``expected`` on every partition."""
+    deadline = time.monotonic() + timeout
+    seen: dict[TopicPartition, int] = {}
+    while time.monotonic() < deadline:
+        seen = committed_offsets(bootstrap, group)
+        if all(seen.get(tp, -1) >= off for tp, off in expected.items()):
+            return
+        time.sleep(1)
+    raise AssertionError(f"group {group} committed {seen}, expected {expected} within {timeout:.0f}s")

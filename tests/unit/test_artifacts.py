@@ -1,0 +1,78 @@
+"""The pinned jar groups: POM rendering, fingerprints, and the cache's 'missing' error."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from lakegate_stack import artifacts
+from lakegate_stack.artifacts import GROUPS, ArtifactGroup, Dependency
+from lakegate_stack.errors import ArtifactError
+
+NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+
+
+def test_every_group_renders_a_pom_with_its_pins() -> None:
+    for group in GROUPS.values():
+        root = ET.fromstring(artifacts.render_pom(group))
+        deps = root.findall("m:dependencies/m:dependency", NS)
+        coords = [":".join(d.find(f"m:{t}", NS).text for t in ("groupId", "artifactId", "version")) for d in deps]  # type: ignore[union-attr,misc]
+        assert coords == [d.coordinate for d in group.dependencies]
+
+
+def test_non_transitive_dependency_excludes_everything() -> None:
+    pom = ET.fromstring(artifacts.render_pom(GROUPS["hadoop-aws"]))
+    for dep in pom.findall("m:dependencies/m:dependency", NS):
+        ex = dep.find("m:exclusions/m:exclusion", NS)
+        assert ex is not None and ex.find("m:groupId", NS).text == "*"  # type: ignore[union-attr]
+
+
+def test_delta_pin_matches_the_installed_delta_spark_and_pyspark() -> None:
+    from importlib.metadata import version
+
+    assert version("pyspark") == artifacts.SPARK_VERSION
+    assert version("delta-spark") == artifacts.DELTA_VERSION
+    [delta] = GROUPS["delta"].dependencies
+    assert delta.coordinate == f"io.delta:delta-spark_{artifacts.SPARK_VERSION[:3]}_2.13:{artifacts.DELTA_VERSION}"
+
+
+def test_hadoop_aws_matches_the_hadoop_inside_pyspark() -> None:
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    assert (jars / f"hadoop-client-api-{artifacts.HADOOP_VERSION}.jar").is_file()
+
+
+def test_fingerprint_changes_with_a_pin() -> None:
+    a = ArtifactGroup("x", "d", (Dependency("g:a:1"),))
+    b = ArtifactGroup("x", "d", (Dependency("g:a:2"),))
+    assert a.fingerprint() == ArtifactGroup("x", "d", (Dependency("g:a:1"),)).fingerprint()
+    assert a.fingerprint() != b.fingerprint()
+
+
+@pytest.mark.parametrize("bad", ["g:a", "g::1", "g:a:1:2"])
+def test_bad_coordinate_is_rejected(bad: str) -> None:
+    with pytest.raises(ArtifactError, match="bad Maven coordinate"):
+        Dependency(bad)
+
+
+def test_missing_group_says_what_to_run(tmp_path: Path) -> None:
+    with pytest.raises(ArtifactError, match="run scripts/fetch-jars kafka"):
+        artifacts.jars_of("kafka", tmp_path)
+
+
+def test_stale_stamp_counts_as_missing(tmp_path: Path) -> None:
+    d = tmp_path / "kafka"
+    d.mkdir()
+    (d / "x.jar").write_bytes(b"")
+    (d / artifacts.STAMP_FILE).write_text("not-the-fingerprint\n")
+    assert not artifacts.is_resolved(GROUPS["kafka"], tmp_path)
+    (d / artifacts.STAMP_FILE).write_text(GROUPS["kafka"].fingerprint() + "\n")
+    assert artifacts.jars_of("kafka", tmp_path) == [d / "x.jar"]
+
+
+def test_resolve_reports_a_missing_maven(tmp_path: Path) -> None:
+    with pytest.raises(ArtifactError, match="not found on PATH"):
+        artifacts.resolve(GROUPS["kafka"], tmp_path, mvn="no-such-mvn-binary")
