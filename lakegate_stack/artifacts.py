@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 KAFKA_VERSION = "4.1.2"
 LOG4J_VERSION = "2.24.3"
+SLF4J_VERSION = "2.0.17"  # the API the log4j-slf4j2 binding needs (Kafka's POMs say 1.7.36)
 SPARK_VERSION = "4.1.1"  # must equal the pyspark pin in setup.cfg
 DELTA_VERSION = "4.4.0"  # must equal the delta-spark pin in setup.cfg
 HADOOP_VERSION = "3.4.2"  # the hadoop-client-api inside pyspark 4.1.1
@@ -87,6 +88,7 @@ class ArtifactGroup:
 
 def _log_binding() -> tuple[Dependency, ...]:
     return (
+        Dependency(f"org.slf4j:slf4j-api:{SLF4J_VERSION}"),
         Dependency(f"org.apache.logging.log4j:log4j-slf4j2-impl:{LOG4J_VERSION}"),
         Dependency(f"org.apache.logging.log4j:log4j-core:{LOG4J_VERSION}"),
     )

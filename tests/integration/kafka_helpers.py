@@ -7,25 +7,25 @@ import time
 from collections.abc import Iterable
 
 from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    """Create ``topic`` and wait until every partition has a leader."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        admin.create_topics([NewTopic(topic, partitions, 1)])
+        admin.create_topics({topic: {"num_partitions": partitions, "replication_factor": 1}})
+        admin.wait_for_topics([topic], timeout_ms=30000)
     finally:
         admin.close()
 
 
 def produce_json(bootstrap: str, topic: str, records: Iterable[tuple[int, str, dict[str, object]]]) -> int:
     """Send (partition, key, value) records, flushed; returns how many were acknowledged."""
-    producer = KafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", linger_ms=20,
-        key_serializer=str.encode, value_serializer=lambda v: json.dumps(v).encode(),
-    )  # fmt: skip
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
     try:
-        futures = [producer.send(topic, key=k, value=v, partition=p) for p, k, v in records]
+        futures = [
+            producer.send(topic, key=k.encode(), value=json.dumps(v).encode(), partition=p) for p, k, v in records
+        ]
         producer.flush(60)
         return sum(1 for f in futures if f.get(timeout=60) is not None)
     finally:
@@ -35,7 +35,7 @@ def produce_json(bootstrap: str, topic: str, records: Iterable[tuple[int, str, d
 def committed_offsets(bootstrap: str, group: str) -> dict[TopicPartition, int]:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        return {tp: meta.offset for tp, meta in admin.list_consumer_group_offsets(group).items()}
+        return {tp: meta.offset for tp, meta in admin.list_group_offsets({group: None})[group].items()}
     finally:
         admin.close()
 

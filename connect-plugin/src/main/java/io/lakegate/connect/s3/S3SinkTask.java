@@ -1,0 +1,159 @@
+/*
+ * Licensed under the Apache License, Version 2.0. See http://www.apache.org/licenses/LICENSE-2.0
+ */
+package io.lakegate.connect.s3;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.sink.SinkRecord;
+import org.apache.kafka.connect.sink.SinkTask;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Buffers records per topic partition and writes one S3 object per partition at each offset commit,
+ * as Aiven's S3 sink does.
+ *
+ * <p>Who calls what (all on the task's own thread, by the Connect runtime's {@code WorkerSinkTask}):
+ * <ul>
+ *   <li>{@link #start} once, then {@link #open} with the partitions assigned by the consumer group;</li>
+ *   <li>{@link #put} with each batch polled from Kafka: records are only buffered, in order;</li>
+ *   <li>{@code preCommit} every {@code offset.flush.interval.ms} and before partitions are revoked:
+ *       the inherited implementation calls {@link #flush} and returns the offsets it was given, which
+ *       the runtime then commits to the consumer group. Since {@link #flush} returns only once every
+ *       buffered record is in S3, the committed offset never passes a record that is not durable;</li>
+ *   <li>{@link #close} with revoked partitions, {@link #stop} at shutdown.</li>
+ * </ul>
+ */
+public class S3SinkTask extends SinkTask {
+
+    private static final Logger log = LoggerFactory.getLogger(S3SinkTask.class);
+
+    /** Records received by {@link #put} and not yet written, per (pre-SMT) topic partition. */
+    private final Map<TopicPartition, List<SinkRecord>> buffers = new HashMap<>();
+
+    private S3SinkConfig config;
+    private S3Storage storage;
+    private RecordFileWriter writer;
+
+    @Override
+    public String version() {
+        return S3SinkConnector.VERSION;
+    }
+
+    @Override
+    public void start(Map<String, String> props) {
+        config = new S3SinkConfig(props);
+        storage = S3Storage.create(config);
+        writer = config.newWriter();
+        log.info("S3 sink task started: bucket={} prefix='{}' format={} fields={} compression={}",
+                config.bucket(), config.prefix(), config.format(), config.fields(), config.compression());
+    }
+
+    @Override
+    public void open(Collection<TopicPartition> partitions) {
+        log.debug("Assigned {}", partitions);
+    }
+
+    @Override
+    public void put(Collection<SinkRecord> records) {
+        for (SinkRecord record : records) {
+            TopicPartition tp = new TopicPartition(record.originalTopic(), record.originalKafkaPartition());
+            buffers.computeIfAbsent(tp, k -> new ArrayList<>()).add(record);
+        }
+    }
+
+    /**
+     * Writes one object per buffered partition (named by its first record's offset), uploads it, and
+     * clears that buffer. Returns only when all uploads succeeded.
+     *
+     * <p>On a failure this throws {@link ConnectException} rather than a {@code RetriableException}
+     * or skipping the partition: nothing may be committed past records that are not in S3. The
+     * runtime's reaction to an exception from {@code preCommit} is to log it at ERROR ("Offset commit
+     * failed, rewinding to last committed offsets"), not commit, and seek the partitions of
+     * {@code currentOffsets} back to their last committed offsets; it then re-delivers those records
+     * to {@link #put}. So the buffers of those partitions are dropped here, or the records would be
+     * written twice. Objects already uploaded in this round are rewritten under the same key (same
+     * start offset) once their records come back. The task keeps RUNNING and retries at each commit.
+     */
+    @Override
+    public void flush(Map<TopicPartition, OffsetAndMetadata> currentOffsets) {
+        List<TopicPartition> pending = new ArrayList<>();
+        buffers.forEach((tp, records) -> {
+            if (!records.isEmpty()) {
+                pending.add(tp);
+            }
+        });
+        pending.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
+        for (TopicPartition tp : pending) {
+            try {
+                writeObject(buffers.get(tp));
+                buffers.remove(tp);
+            } catch (IOException | RuntimeException e) {
+                currentOffsets.keySet().forEach(buffers::remove);
+                throw new ConnectException("Failed to write records of " + tp + " to s3://" + config.bucket()
+                        + "; offsets are not committed and will be re-consumed", e);
+            }
+        }
+    }
+
+    /** Writes {@code records} to a temp file, uploads it, deletes the file and logs one INFO line. */
+    private void writeObject(List<SinkRecord> records) throws IOException {
+        SinkRecord first = records.get(0);
+        SinkRecord last = records.get(records.size() - 1);
+        String key = config.objectKey(first.topic(), first.kafkaPartition(), first.kafkaOffset());
+        Path file = Files.createTempFile("lakegate-s3-sink-", config.format() == S3SinkConfig.Format.PARQUET
+                ? ".parquet" : ".jsonl");
+        try {
+            writer.write(records, file);
+            long bytes = Files.size(file);
+            storage.put(key, file, contentType());
+            log.info("Wrote s3://{}/{}: {} records, offsets {}..{}, {} bytes", storage.bucket(), key,
+                    records.size(), first.kafkaOffset(), last.kafkaOffset(), bytes);
+        } finally {
+            Files.deleteIfExists(file);
+        }
+    }
+
+    private String contentType() {
+        if (config.format() == S3SinkConfig.Format.PARQUET) {
+            return "application/vnd.apache.parquet";
+        }
+        return config.compression() == S3SinkConfig.Compression.GZIP ? "application/gzip" : "application/x-ndjson";
+    }
+
+    /**
+     * Called on rebalance with the revoked partitions (after a final preCommit) and at shutdown:
+     * drops their unwritten records; the new owner re-consumes them from the committed offset.
+     */
+    @Override
+    public void close(Collection<TopicPartition> partitions) {
+        for (TopicPartition tp : partitions) {
+            List<SinkRecord> dropped = buffers.remove(tp);
+            if (dropped != null && !dropped.isEmpty()) {
+                log.info("Dropped {} unwritten records of revoked partition {} (offsets {}..{})", dropped.size(), tp,
+                        dropped.get(0).kafkaOffset(), dropped.get(dropped.size() - 1).kafkaOffset());
+            }
+        }
+    }
+
+    @Override
+    public void stop() {
+        buffers.clear();
+        if (storage != null) {
+            storage.close();
+            storage = null;
+        }
+    }
+}
