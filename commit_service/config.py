@@ -1,0 +1,202 @@
+"""The commit service's configuration (DESIGN §7), read by ``lakegate-service`` at start.
+
+One frozen dataclass per section, validated in ``__post_init__``; every key is documented in
+docs/configuration.md. Without a file the service runs on :func:`embedded_default`: a local
+warehouse, local Spark, one table taking every topic, authentication off (with a loud warning).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from commit_service import configfile
+from commit_service.errors import ConfigError
+from commit_service.spark import S3Settings, SparkSettings
+from commit_service.state import CommitPolicy, OnTimeout
+
+ENV_PREFIX = "LAKEGATE_"
+TABLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+
+
+class Role(str, Enum):
+    SIDECAR = "sidecar"  # may POST manifests and read status
+    ADMIN = "admin"  # may also force commits
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "0.0.0.0"
+    port: int = 8080
+    threads: int = 8
+    max_request_bytes: int = 1 << 20
+    log_format: str = "text"  # text | json
+
+    def __post_init__(self) -> None:
+        if not 0 < self.port < 65536:
+            raise ConfigError(f"server.port: {self.port} is not a TCP port")
+        if self.threads < 1:
+            raise ConfigError("server.threads: must be at least 1")
+        if self.max_request_bytes < 1024:
+            raise ConfigError("server.max_request_bytes: must be at least 1024")
+        if self.log_format not in ("text", "json"):
+            raise ConfigError("server.log_format: must be text or json")
+
+
+@dataclass(frozen=True)
+class TokenConfig:
+    token: str
+    role: Role = Role.SIDECAR
+
+    def __post_init__(self) -> None:
+        if len(self.token) < 16:
+            raise ConfigError("auth.tokens[].token: must be at least 16 characters")
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    enabled: bool = True
+    tokens: tuple[TokenConfig, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.enabled and not self.tokens:
+            raise ConfigError("auth.tokens: at least one token is required while auth.enabled is true")
+
+
+@dataclass(frozen=True)
+class S3Config:
+    endpoint: str | None = None
+    region: str = "us-east-1"
+    path_style: bool = True
+    access_key: str | None = None  # default: the AWS environment (provider chain)
+    secret_key: str | None = None
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    allowed_roots: tuple[str, ...] = ()
+    s3: S3Config | None = None
+
+    def __post_init__(self) -> None:
+        for root in self.allowed_roots:
+            parts = urlsplit(root)
+            if parts.scheme not in ("s3a", "s3", "file") or not root.endswith("/"):
+                raise ConfigError(f"storage.allowed_roots: {root!r} must be an s3a://, s3:// or file:/// URI ending in /")
+            if ".." in parts.path.split("/"):
+                raise ConfigError(f"storage.allowed_roots: {root!r} must not contain '..'")
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    master: str = "local[*]"
+    ui_port: int = 4040
+    ui_enabled: bool = True
+    driver_memory: str = "2g"
+    jars_dir: Path | None = None
+    local_dir: Path | None = None
+    conf: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CommitConfig:
+    interval_seconds: float = 10.0
+    max_files: int = 1000
+    max_bytes: int = 1 << 30
+    timeout_seconds: float = 30.0
+    on_timeout: OnTimeout = OnTimeout.PARTIAL
+
+    def __post_init__(self) -> None:
+        if self.interval_seconds <= 0 or self.timeout_seconds < 0:
+            raise ConfigError("commit.interval_seconds must be > 0 and commit.timeout_seconds >= 0")
+        if self.max_files < 1 or self.max_bytes < 1:
+            raise ConfigError("commit.max_files and commit.max_bytes must be at least 1")
+
+    def policy(self) -> CommitPolicy:
+        return CommitPolicy(self.interval_seconds, self.max_files, self.max_bytes, self.timeout_seconds, self.on_timeout)
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    name: str
+    path: str
+    topics: tuple[str, ...] = ()
+    topics_regex: str | None = None
+    partition_by: tuple[str, ...] = ()
+    commit: CommitConfig = field(default_factory=CommitConfig)
+
+    def __post_init__(self) -> None:
+        if not TABLE_NAME.match(self.name):
+            raise ConfigError(f"tables[].name: {self.name!r} must be 1-128 of A-Z a-z 0-9 _ . -")
+        if bool(self.topics) == bool(self.topics_regex):
+            raise ConfigError(f"tables[{self.name}]: set exactly one of topics or topics_regex")
+        if self.topics_regex:
+            try:
+                re.compile(self.topics_regex)
+            except re.error as exc:
+                raise ConfigError(f"tables[{self.name}].topics_regex: {exc}") from None
+
+    def routes(self, topic: str) -> bool:
+        if self.topics_regex:
+            return re.fullmatch(self.topics_regex, topic) is not None
+        return topic in self.topics
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """The whole ``service.yaml``."""
+
+    server: ServerConfig = field(default_factory=ServerConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    tables: tuple[TableConfig, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.tables:
+            raise ConfigError("tables: at least one table is required")
+        names = [t.name for t in self.tables]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"tables: duplicate table names in {names}")
+        if not self.storage.allowed_roots:
+            raise ConfigError("storage.allowed_roots: at least one root is required")
+
+    def table_for(self, topic: str) -> TableConfig | None:
+        """The one table a topic routes to (the first that matches), or None."""
+        return next((t for t in self.tables if t.routes(topic)), None)
+
+    def spark_settings(self) -> SparkSettings:
+        s3 = self.storage.s3
+        return SparkSettings(
+            master=self.spark.master, app_name="lakegate-service", ui_enabled=self.spark.ui_enabled,
+            ui_port=self.spark.ui_port, driver_memory=self.spark.driver_memory,
+            jars_dir=self.spark.jars_dir, local_dir=self.spark.local_dir, conf=self.spark.conf,
+            s3=None if s3 is None else S3Settings(s3.endpoint, s3.region, s3.path_style, s3.access_key, s3.secret_key),
+        )  # fmt: skip
+
+
+def default_home() -> Path:
+    """``$LAKEGATE_HOME`` or ``~/.local/share/lakegate``: the embedded default's data."""
+    env = os.environ.get("LAKEGATE_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".local" / "share" / "lakegate"
+
+
+def embedded_default(home: Path | None = None) -> dict[str, Any]:
+    """The configuration used when no file is given: local everything, one catch-all table."""
+    home = (home or default_home()).resolve()
+    return {
+        "server": {"host": "127.0.0.1", "port": 8080},
+        "auth": {"enabled": False},
+        "storage": {"allowed_roots": [f"file://{home}/landing/"]},
+        "spark": {"master": "local[*]", "local_dir": str(home / "spark")},
+        "tables": [{"name": "default", "path": str(home / "warehouse" / "default"), "topics_regex": ".*"}],
+    }
+
+
+def load_config(path: Path | None, environ: dict[str, str] | None = None) -> ServiceConfig:
+    return configfile.load(ServiceConfig, path, env_prefix=ENV_PREFIX, default=embedded_default(),
+                           environ=environ)  # fmt: skip

@@ -1,0 +1,259 @@
+"""Per-table commit state: committed offsets, buffered files, and the decision what may commit.
+
+Pure: no I/O, no clock, no threads. The coordinator owns one :class:`TableState` per table, feeds
+it manifests (:meth:`TableState.offer`) and time, asks it for a :class:`CommitPlan`, and tells it
+the outcome (:meth:`TableState.committed_plan` or nothing: a failed commit leaves every buffered
+file in place for the next round).
+
+Invariants (property-tested in ``tests/unit/test_state.py``):
+- a plan holds, per partition, one contiguous run of files starting exactly at the committed
+  offset: it never commits a gap and never commits an offset twice;
+- offering the same file again, in any order or number of times, changes nothing;
+- a file overlapping a committed or buffered range, other than an exact duplicate, is rejected.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+
+from commit_service.protocol import DataFile, FileStatus, ManifestState, Offsets
+
+TopicPartition = tuple[str, int]
+MAX_TRACKED_MANIFESTS = 10_000
+
+
+class OnTimeout(str, Enum):
+    """What a round does when some expected partition has not reported by the timeout."""
+
+    PARTIAL = "partial"  # commit what is contiguous, without a VTTS
+    WAIT = "wait"  # keep waiting (a forced commit still goes through)
+
+
+@dataclass(frozen=True)
+class CommitPolicy:
+    """When a table commits: the ``tables[].commit`` config section."""
+
+    interval_seconds: float = 10.0
+    max_files: int = 1000
+    max_bytes: int = 1 << 30
+    timeout_seconds: float = 30.0
+    on_timeout: OnTimeout = OnTimeout.PARTIAL
+
+
+@dataclass(frozen=True)
+class PendingFile:
+    """A buffered file and who sent it."""
+
+    file: DataFile
+    manifest_id: str
+    sidecar_id: str
+
+    @property
+    def tp(self) -> TopicPartition:
+        return (self.file.topic, self.file.partition)
+
+
+@dataclass(frozen=True)
+class CommitPlan:
+    """What one commit round adds: contiguous runs per partition and the offsets they reach."""
+
+    files: tuple[PendingFile, ...]
+    offsets: dict[TopicPartition, int]  # next offset per partition after the commit
+    vtts: float | None  # the round's cut-off time when every expected partition reported
+    reason: str  # which trigger fired: interval, max_files, max_bytes, forced
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.file.size_bytes for p in self.files)
+
+    @property
+    def records(self) -> int:
+        return sum(p.file.record_count or (p.file.end_offset - p.file.start_offset + 1) for p in self.files)
+
+    def offsets_by_topic(self) -> Offsets:
+        out: Offsets = {}
+        for (topic, partition), offset in self.offsets.items():
+            out.setdefault(topic, {})[partition] = offset
+        return out
+
+
+@dataclass
+class _ManifestTrack:
+    pending: set[tuple[TopicPartition, int]] = field(default_factory=set)
+    state: ManifestState = ManifestState.ACCEPTED
+    version: int | None = None
+    reason: str | None = None
+
+
+class TableState:
+    """The state of one Delta table as the coordinator sees it; not thread-safe (callers lock)."""
+
+    def __init__(self, name: str, committed: dict[TopicPartition, int] | None = None,
+                 policy: CommitPolicy | None = None, *, now: float = 0.0) -> None:  # fmt: skip
+        self.name = name
+        self.policy = policy or CommitPolicy()
+        self.committed: dict[TopicPartition, int] = dict(committed or {})
+        self.log_start: dict[TopicPartition, int] = {}
+        self.pending: dict[TopicPartition, dict[int, PendingFile]] = {}
+        self.expected: set[TopicPartition] = set()
+        self.reported_at: dict[TopicPartition, float] = {}
+        self.version: int = -1
+        self.round_started = now
+        self.last_commit = now
+        self._manifests: OrderedDict[str, _ManifestTrack] = OrderedDict()
+
+    # -- offsets --------------------------------------------------------------------------
+
+    def next_offset(self, tp: TopicPartition) -> int:
+        """Where the next file of ``tp`` must start: committed offset, else the log start, else 0."""
+        return self.committed.get(tp, self.log_start.get(tp, 0))
+
+    # -- intake ---------------------------------------------------------------------------
+
+    def offer(self, pending: PendingFile, now: float) -> tuple[FileStatus, str | None]:
+        """Judge one file and buffer it if accepted; idempotent on (path, range)."""
+        f, tp = pending.file, pending.tp
+        base = self.next_offset(tp)
+        self.reported_at[tp] = now
+        if f.end_offset < base:
+            return FileStatus.ALREADY_COMMITTED, None
+        if f.start_offset < base:
+            return FileStatus.REJECTED, (
+                f"offsets {f.start_offset}..{f.end_offset} overlap the committed range below {base}"
+            )
+        buffered = self.pending.get(tp, {})
+        same = buffered.get(f.start_offset)
+        if same is not None:
+            if same.file.path == f.path and same.file.end_offset == f.end_offset:
+                self._track(pending.manifest_id).pending.add((tp, f.start_offset))
+                return FileStatus.DUPLICATE, None
+            return FileStatus.REJECTED, (
+                f"offsets {f.start_offset}..{f.end_offset} of {f.path} overlap buffered file "
+                f"{same.file.path} ({same.file.start_offset}..{same.file.end_offset})"
+            )
+        for other in buffered.values():
+            if other.file.start_offset <= f.end_offset and f.start_offset <= other.file.end_offset:
+                return FileStatus.REJECTED, (
+                    f"offsets {f.start_offset}..{f.end_offset} overlap buffered file "
+                    f"{other.file.path} ({other.file.start_offset}..{other.file.end_offset})"
+                )
+        self.pending.setdefault(tp, {})[f.start_offset] = pending
+        self._track(pending.manifest_id).pending.add((tp, f.start_offset))
+        return FileStatus.ACCEPTED, None
+
+    def settle_manifest(self, manifest_id: str, verdicts: Iterable[tuple[FileStatus, str | None]]) -> None:
+        """After all files of a manifest were offered: with nothing left buffered it is either
+        committed already (some file was in the table) or rejected (every file was)."""
+        track = self._track(manifest_id)
+        if track.pending:
+            return
+        verdicts = list(verdicts)
+        if verdicts and all(status is FileStatus.REJECTED for status, _ in verdicts):
+            track.state, track.reason = ManifestState.REJECTED, verdicts[0][1]
+        elif track.state is ManifestState.ACCEPTED:
+            track.state, track.version = ManifestState.COMMITTED, self.version
+
+    def _track(self, manifest_id: str) -> _ManifestTrack:
+        track = self._manifests.get(manifest_id)
+        if track is None:
+            track = self._manifests[manifest_id] = _ManifestTrack()
+            while len(self._manifests) > MAX_TRACKED_MANIFESTS:
+                self._manifests.popitem(last=False)
+        return track
+
+    def manifest(self, manifest_id: str) -> tuple[ManifestState, int | None, str | None] | None:
+        track = self._manifests.get(manifest_id)
+        return None if track is None else (track.state, track.version, track.reason)
+
+    # -- progress -------------------------------------------------------------------------
+
+    def set_expected(self, partitions: Iterable[TopicPartition]) -> None:
+        self.expected = set(partitions)
+
+    def note_reported(self, tp: TopicPartition, now: float) -> None:
+        """A sidecar said ``tp`` has nothing more to report up to Connect's committed offset."""
+        self.reported_at[tp] = now
+
+    # -- decisions ------------------------------------------------------------------------
+
+    def contiguous(self) -> list[PendingFile]:
+        """Per partition, the run of buffered files starting at the committed offset."""
+        run: list[PendingFile] = []
+        for tp in sorted(self.pending):
+            cursor, files = self.next_offset(tp), self.pending[tp]
+            while cursor in files:
+                run.append(files[cursor])
+                cursor = files[cursor].file.next_offset
+        return run
+
+    def plan(self, now: float, *, force: bool = False) -> CommitPlan | None:
+        """The commit to make now, or None; see the module docstring for the guarantees."""
+        run = self.contiguous()
+        if not run:
+            return None
+        size = sum(p.file.size_bytes for p in run)
+        reason = (
+            "forced" if force
+            else "max_files" if len(run) >= self.policy.max_files
+            else "max_bytes" if size >= self.policy.max_bytes
+            else "interval" if now - self.last_commit >= self.policy.interval_seconds
+            else None
+        )  # fmt: skip
+        if reason is None:
+            return None
+        complete = bool(self.expected) and all(
+            self.reported_at.get(tp, float("-inf")) >= self.round_started for tp in self.expected
+        )
+        if not complete and not force and reason == "interval":
+            waited = now - self.round_started
+            if self.expected and waited < self.policy.timeout_seconds:
+                return None  # give lagging partitions until the timeout
+            if self.expected and self.policy.on_timeout is OnTimeout.WAIT:
+                return None
+        offsets: dict[TopicPartition, int] = {}
+        for p in run:
+            offsets[p.tp] = max(offsets.get(p.tp, 0), p.file.next_offset)
+        return CommitPlan(files=tuple(run), offsets=offsets, vtts=self.round_started if complete else None,
+                          reason=reason)  # fmt: skip
+
+    def committed_plan(self, plan: CommitPlan, version: int, now: float) -> None:
+        """Apply a successful Delta commit of ``plan`` at table ``version``."""
+        for p in plan.files:
+            self.pending.get(p.tp, {}).pop(p.file.start_offset, None)
+            track = self._manifests.get(p.manifest_id)
+            if track is not None:
+                track.pending.discard((p.tp, p.file.start_offset))
+                if not track.pending:
+                    track.state, track.version = ManifestState.COMMITTED, version
+        for tp, offset in plan.offsets.items():
+            self.committed[tp] = max(self.committed.get(tp, 0), offset)
+        self._drop_stale()
+        self.version = version
+        self.last_commit = now
+        self.round_started = now
+
+    def recovered(self, committed: dict[TopicPartition, int], version: int) -> None:
+        """Adopt offsets read back from the table (at start, or after a concurrent writer)."""
+        for tp, offset in committed.items():
+            self.committed[tp] = max(self.committed.get(tp, 0), offset)
+        self.version = max(self.version, version)
+        self._drop_stale()
+
+    def _drop_stale(self) -> None:
+        """Forget buffered files the committed offsets have passed (e.g. another writer won)."""
+        for tp, files in self.pending.items():
+            base = self.next_offset(tp)
+            for start in [s for s, p in files.items() if p.file.end_offset < base or s < base]:
+                files.pop(start)
+        self.pending = {tp: files for tp, files in self.pending.items() if files}
+
+    # -- reporting ------------------------------------------------------------------------
+
+    def pending_files(self) -> int:
+        return sum(len(files) for files in self.pending.values())
+
+    def pending_bytes(self) -> int:
+        return sum(p.file.size_bytes for files in self.pending.values() for p in files.values())

@@ -1,0 +1,128 @@
+"""Service config: YAML + env overrides + ${VAR}, validation messages naming the key; paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from commit_service.config import Role, ServiceConfig, embedded_default, load_config
+from commit_service.errors import ConfigError
+from commit_service.paths import UnsafePathError, is_under, normalize_uri, table_location
+from commit_service.state import OnTimeout
+
+SAMPLE = """
+server: {host: 0.0.0.0, port: 8080, threads: 8, max_request_bytes: 1048576}
+auth:
+  enabled: true
+  tokens:
+    - {token: "${LAKEGATE_SIDECAR_TOKEN}", role: sidecar}
+    - {token: "${LAKEGATE_ADMIN_TOKEN}", role: admin}
+storage:
+  allowed_roots: ["s3a://landing/", "file:///var/lib/lakegate/data/"]
+  s3: {endpoint: null, region: us-east-1, path_style: true}
+spark: {master: "local[*]", ui_port: 4040, conf: {spark.sql.shuffle.partitions: 8}}
+tables:
+  - name: orders
+    path: s3a://lake/orders
+    topics: [orders]
+    partition_by: []
+    commit: {interval_seconds: 10, max_files: 1000, max_bytes: 1073741824, timeout_seconds: 30, on_timeout: partial}
+"""
+ENV = {"LAKEGATE_SIDECAR_TOKEN": "s" * 20, "LAKEGATE_ADMIN_TOKEN": "a" * 20}
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "service.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_design_sample_loads(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, SAMPLE), environ=ENV)
+    assert [t.role for t in cfg.auth.tokens] == [Role.SIDECAR, Role.ADMIN]
+    assert cfg.auth.tokens[0].token == "s" * 20
+    assert cfg.tables[0].commit.on_timeout is OnTimeout.PARTIAL
+    assert cfg.spark.conf == {"spark.sql.shuffle.partitions": "8"}
+    assert cfg.table_for("orders") is cfg.tables[0] and cfg.table_for("payments") is None
+
+
+def test_env_overrides_keys_and_list_items(tmp_path: Path) -> None:
+    env = {**ENV, "LAKEGATE_SERVER__PORT": "8081", "LAKEGATE_TABLES__0__COMMIT__MAX_FILES": "5",
+           "LAKEGATE_CACHE_DIR": "/not/a/config/key"}  # fmt: skip
+    cfg = load_config(write(tmp_path, SAMPLE), environ=env)
+    assert cfg.server.port == 8081
+    assert cfg.tables[0].commit.max_files == 5
+
+
+@pytest.mark.parametrize(
+    ("text_change", "env", "message"),
+    [
+        (("port: 8080", "port: 80800"), {}, "server.port"),
+        (("port: 8080", "prot: 8080"), {}, "server.prot: unknown key"),
+        (("threads: 8", "threads: eight"), {}, "server.threads: must be an integer"),
+        (("on_timeout: partial", "on_timeout: later"), {}, "tables.commit.on_timeout: must be one of"),
+        (("topics: [orders]", "topics_regex: '(('"), {}, "topics_regex"),
+        (("topics: [orders]", "topics: [orders]\n    topics_regex: o.*"), {}, "exactly one of topics"),
+        (('"s3a://landing/"', '"http://landing/"'), {}, "storage.allowed_roots"),
+        (("enabled: true", "enabled: yes please"), {}, "auth.enabled: must be true or false"),
+    ],
+)
+def test_errors_name_the_key(tmp_path: Path, text_change: tuple[str, str], env: dict[str, str], message: str) -> None:
+    text = SAMPLE.replace(*text_change)
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, text), environ={**ENV, **env})
+    assert message.replace("tables.", "tables[0].") in str(err.value) or message in str(err.value)
+
+
+def test_unset_variable_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="LAKEGATE_ADMIN_TOKEN is not set"):
+        load_config(write(tmp_path, SAMPLE), environ={"LAKEGATE_SIDECAR_TOKEN": "s" * 20})
+
+
+def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path / "nope.yaml", environ={})
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(write(tmp_path, "server: [unclosed"), environ={})
+
+
+def test_embedded_default_is_local_and_open(tmp_path: Path) -> None:
+    cfg = load_config(None, environ={})
+    assert cfg.auth.enabled is False
+    assert cfg.table_for("anything") is not None
+    assert isinstance(ServiceConfig(**{}) if False else cfg, ServiceConfig)
+    d = embedded_default(tmp_path)
+    assert d["tables"][0]["path"].startswith(str(tmp_path.resolve()))
+
+
+@pytest.mark.parametrize(
+    ("raw", "norm"),
+    [
+        ("s3://landing/orders-0-0", "s3a://landing/orders-0-0"),
+        ("s3a://landing/a//b", "s3a://landing/a/b"),
+        ("/var/data/f", "file:///var/data/f"),
+        ("file:///var/data/f", "file:///var/data/f"),
+    ],
+)
+def test_normalize(raw: str, norm: str) -> None:
+    assert normalize_uri(raw) == norm
+
+
+@pytest.mark.parametrize(
+    "bad", ["", "relative/path", "http://x/y", "s3a://landing/../etc", "file:///a/../../etc/passwd",
+            "file://otherhost/x", "s3a://bucket", "hdfs://nn/x", "s3a://b/k?x=1", "/a/%2e%2e/b"],
+)  # fmt: skip
+def test_unsafe_paths_refused(bad: str) -> None:
+    with pytest.raises(UnsafePathError):
+        normalize_uri(bad)
+
+
+def test_is_under_roots() -> None:
+    roots = ["s3a://landing/", "file:///var/lib/lakegate/data/"]
+    assert is_under("s3a://landing/orders-0-0", roots)
+    assert not is_under("s3a://landing2/orders-0-0", roots)
+    assert not is_under("s3a://landing/", roots)
+    assert is_under(normalize_uri("s3://landing/x"), roots)
+    assert not is_under("file:///var/lib/lakegate/database", roots)
+    assert table_location("/tmp/t") == "/tmp/t" and table_location("s3://lake/t") == "s3a://lake/t"

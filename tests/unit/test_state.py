@@ -1,0 +1,198 @@
+"""TableState: what may commit, exhaustively and as properties (no I/O, no JVM)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commit_service.protocol import DataFile, FileStatus, ManifestState
+from commit_service.state import CommitPolicy, OnTimeout, PendingFile, TableState
+
+
+def pf(start: int, end: int, *, partition: int = 0, topic: str = "orders", path: str | None = None,
+       manifest: str = "m1", size: int = 100) -> PendingFile:  # fmt: skip
+    path = path or f"s3a://landing/{topic}-{partition}-{start}"
+    return PendingFile(DataFile(path, topic, partition, start, end, size), manifest, "sidecar-1")
+
+
+def test_contiguous_run_commits_and_a_gap_waits() -> None:
+    s = TableState("t")
+    assert s.offer(pf(0, 9), 0)[0] is FileStatus.ACCEPTED
+    assert s.offer(pf(20, 29), 0)[0] is FileStatus.ACCEPTED  # gap 10..19: waits
+    plan = s.plan(now=100)
+    assert plan is not None and [p.file.start_offset for p in plan.files] == [0]
+    assert plan.offsets == {("orders", 0): 10}
+    s.committed_plan(plan, version=0, now=100)
+    assert s.plan(now=1000) is None  # 20..29 still waits for 10..19
+    assert s.offer(pf(10, 19), 1000)[0] is FileStatus.ACCEPTED
+    plan = s.plan(now=2000)
+    assert plan is not None and [p.file.start_offset for p in plan.files] == [10, 20]
+    s.committed_plan(plan, version=1, now=2000)
+    assert s.committed == {("orders", 0): 30} and s.pending_files() == 0
+
+
+def test_duplicates_overlaps_and_committed_ranges() -> None:
+    s = TableState("t", committed={("orders", 0): 10})
+    assert s.offer(pf(0, 9), 0)[0] is FileStatus.ALREADY_COMMITTED
+    status, reason = s.offer(pf(5, 14), 0)
+    assert status is FileStatus.REJECTED and "committed range below 10" in (reason or "")
+    assert s.offer(pf(10, 19), 0)[0] is FileStatus.ACCEPTED
+    assert s.offer(pf(10, 19), 0)[0] is FileStatus.DUPLICATE
+    status, reason = s.offer(pf(10, 24), 0)  # same start, other end: not an exact duplicate
+    assert status is FileStatus.REJECTED and "overlap buffered file" in (reason or "")
+    assert s.offer(pf(15, 30, path="s3a://landing/other"), 0)[0] is FileStatus.REJECTED
+    assert s.pending_files() == 1
+
+
+def test_triggers() -> None:
+    policy = CommitPolicy(interval_seconds=10, max_files=3, max_bytes=1000)
+    s = TableState("t", policy=policy, now=0)
+    s.offer(pf(0, 0), 0)
+    assert s.plan(now=5) is None  # nothing fired yet
+    assert s.plan(now=5, force=True).reason == "forced"  # type: ignore[union-attr]
+    assert s.plan(now=10).reason == "interval"  # type: ignore[union-attr]
+    s.offer(pf(1, 1), 1)
+    s.offer(pf(2, 2), 1)
+    assert s.plan(now=1).reason == "max_files"  # type: ignore[union-attr]
+    big = TableState("t", policy=policy)
+    big.offer(pf(0, 0, size=5000), 0)
+    assert big.plan(now=0).reason == "max_bytes"  # type: ignore[union-attr]
+
+
+def test_vtts_when_every_expected_partition_reported() -> None:
+    s = TableState("t", policy=CommitPolicy(interval_seconds=10, timeout_seconds=30), now=0)
+    s.set_expected({("orders", 0), ("orders", 1)})
+    s.offer(pf(0, 9), 1)
+    assert s.plan(now=10) is None  # partition 1 has not reported: wait up to the timeout
+    s.note_reported(("orders", 1), 12)
+    plan = s.plan(now=12)
+    assert plan is not None and plan.vtts == 0
+
+
+def test_timeout_policies() -> None:
+    for policy, expect_commit in ((OnTimeout.PARTIAL, True), (OnTimeout.WAIT, False)):
+        s = TableState("t", policy=CommitPolicy(interval_seconds=10, timeout_seconds=30, on_timeout=policy))
+        s.set_expected({("orders", 0), ("orders", 1)})
+        s.offer(pf(0, 9), 1)
+        plan = s.plan(now=31)
+        assert (plan is not None) is expect_commit
+        if plan:
+            assert plan.vtts is None  # partial: no valid-through timestamp
+        assert s.plan(now=31, force=True) is not None  # a forced commit always goes
+
+
+def test_failed_commit_keeps_everything_pending() -> None:
+    s = TableState("t")
+    s.offer(pf(0, 9), 0)
+    assert s.plan(now=0, force=True) is not None
+    # the coordinator's Delta commit failed: it does not call committed_plan
+    again = s.plan(now=0, force=True)
+    assert again is not None and len(again.files) == 1 and s.committed == {}
+
+
+def test_recovered_offsets_drop_buffered_files_another_writer_committed() -> None:
+    s = TableState("t")
+    s.offer(pf(0, 9), 0)
+    s.offer(pf(10, 19), 0)
+    s.recovered({("orders", 0): 10}, version=4)
+    plan = s.plan(now=0, force=True)
+    assert plan is not None and [p.file.start_offset for p in plan.files] == [10]
+    assert s.version == 4
+
+
+def test_manifest_status_follows_its_files() -> None:
+    s = TableState("t", committed={("orders", 0): 10})
+    verdicts = [s.offer(pf(10, 19, manifest="a"), 0), s.offer(pf(20, 29, manifest="a"), 0)]
+    s.settle_manifest("a", verdicts)
+    assert s.manifest("a") == (ManifestState.ACCEPTED, None, None)
+    plan = s.plan(now=0, force=True)
+    s.committed_plan(plan, version=7, now=0)  # type: ignore[arg-type]
+    assert s.manifest("a") == (ManifestState.COMMITTED, 7, None)
+    old = [s.offer(pf(0, 9, manifest="b"), 0)]
+    s.settle_manifest("b", old)
+    assert s.manifest("b") == (ManifestState.COMMITTED, 7, None)
+    bad = [s.offer(pf(25, 34, manifest="c"), 0)]  # straddles the committed offset 30
+    s.settle_manifest("c", bad)
+    state, _, reason = s.manifest("c")  # type: ignore[misc]
+    assert state is ManifestState.REJECTED and "overlap" in (reason or "")
+
+
+# -- properties ------------------------------------------------------------------------------
+
+
+@st.composite
+def partition_files(draw: st.DrawFn, partition: int) -> list[PendingFile]:
+    """A partition's offsets 0..n-1 cut into files at random points."""
+    n = draw(st.integers(1, 60))
+    cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=8)) if n > 1 else set())
+    bounds = [0, *cuts, n]
+    return [pf(a, b - 1, partition=partition, manifest=f"m{partition}-{a}") for a, b in zip(bounds, bounds[1:])]
+
+
+@st.composite
+def scenario(draw: st.DrawFn) -> tuple[list[list[PendingFile]], list[tuple[str, int]]]:
+    parts = [draw(partition_files(p)) for p in range(draw(st.integers(1, 3)))]
+    every = [f for files in parts for f in files]
+    # arrivals: every file at least once, some repeated, in any order, with commits in between
+    arrivals = every + draw(st.lists(st.sampled_from(every), max_size=15))
+    order = draw(st.permutations(arrivals))
+    steps: list[tuple[str, int]] = []
+    for i in range(len(order)):
+        steps.append(("offer", i))
+        if draw(st.booleans()):
+            steps.append(("commit", 0) if draw(st.integers(0, 4)) else ("fail", 0))
+    return [order], steps
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenario())
+def test_never_a_gap_never_twice_whatever_the_arrival_order(case: tuple[list[list[PendingFile]], list[tuple[str, int]]]) -> None:
+    [order], steps = case
+    s = TableState("t")
+    ledger: dict[tuple[str, int], list[int]] = {}
+    version = -1
+
+    def commit(apply: bool) -> None:
+        nonlocal version
+        plan = s.plan(now=0, force=True)
+        if plan is None:
+            return
+        for tp, offset in plan.offsets.items():
+            start = s.next_offset(tp)
+            files = sorted((p for p in plan.files if p.tp == tp), key=lambda p: p.file.start_offset)
+            assert files[0].file.start_offset == start, "a plan must start at the committed offset"
+            for a, b in zip(files, files[1:]):
+                assert a.file.next_offset == b.file.start_offset, "a plan must be contiguous"
+            assert files[-1].file.next_offset == offset
+        if apply:
+            version += 1
+            for p in plan.files:
+                ledger.setdefault(p.tp, []).extend(range(p.file.start_offset, p.file.next_offset))
+            s.committed_plan(plan, version, now=0)
+
+    for kind, i in steps:
+        if kind == "offer":
+            status, _ = s.offer(order[i], now=0)
+            assert status is not FileStatus.REJECTED, "an exact re-send is never rejected"
+        else:
+            commit(apply=(kind == "commit"))
+    while s.plan(now=0, force=True) is not None:
+        commit(apply=True)
+
+    expected = {f.tp: f.file.next_offset for f in order}
+    expected = {tp: max(f.file.next_offset for f in order if f.tp == tp) for tp in expected}
+    assert s.committed == expected
+    for tp, offsets in ledger.items():
+        assert offsets == list(range(expected[tp])), f"{tp}: every offset once, in order"
+    assert s.pending_files() == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 15)), min_size=1, max_size=25))
+def test_random_ranges_never_overlap_once_buffered(ranges: list[tuple[int, int]]) -> None:
+    s = TableState("t")
+    for start, length in ranges:
+        s.offer(pf(start, start + length, path=f"p{start}-{length}"), now=0)
+    spans = sorted((p.file.start_offset, p.file.end_offset) for p in s.pending.get(("orders", 0), {}).values())
+    for (a0, a1), (b0, _) in zip(spans, spans[1:]):
+        assert a1 < b0, f"buffered ranges overlap: {spans}"
