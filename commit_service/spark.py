@@ -105,6 +105,8 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
+        # One SetTransaction per partition is kept in the checksum file for cheap reads.
+        "spark.databricks.delta.setTransactionsInCrc.maxAllowed": "100000",
     }
     if settings.local_dir is not None:
         conf["spark.local.dir"] = str(settings.local_dir / "tmp")

@@ -1,0 +1,287 @@
+"""The one place that talks to Delta: read a table's Lakegate offsets, make one atomic commit.
+
+Called by the coordinator (one thread per table at a time, never from request threads). Through
+py4j it drives Delta's own ``OptimisticTransaction`` (DESIGN §3), building actions with
+``Action.fromJson`` on protocol JSON so nothing depends on Scala default arguments:
+
+1. ``txnVersion(appId)`` for every partition of the plan, inside the transaction (a concurrent
+   writer on the same partition then fails this commit instead of duplicating);
+2. the plan must start exactly at those versions, else :class:`OffsetsMovedError` (re-read, retry);
+3. Parquet files are added in place (``AddFile`` with size, mtime and footer stats); JSON-lines and
+   CSV files are converted by Spark with ``txn.writeFiles`` in the same transaction;
+4. one ``SetTransaction(appId="lakegate-<table>-<topic>-<partition>", version=next offset)`` each;
+5. commit as ``STREAMING UPDATE`` (queryId ``lakegate-<table>``) with ``userMetadata`` =
+   :meth:`CommitRecord.user_metadata`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import quote
+
+from commit_service.errors import CommitError, DataFileError, OffsetsMovedError, SchemaMismatchError
+from commit_service.paths import table_location
+from commit_service.protocol import CommitRecord, FileFormat
+from commit_service.state import CommitPlan, PendingFile, TopicPartition
+from commit_service.storage import FileFacts, StorageReader
+
+logger = logging.getLogger(__name__)
+
+APP_ID_PREFIX = "lakegate"
+FOOTER_THREADS = 16
+
+
+def app_id(table: str, tp: TopicPartition) -> str:
+    """The Delta ``txn`` appId holding a partition's next offset (DESIGN §3 contract)."""
+    return f"{APP_ID_PREFIX}-{table}-{tp[0]}-{tp[1]}"
+
+
+def parse_app_id(table: str, value: str) -> TopicPartition | None:
+    prefix = f"{APP_ID_PREFIX}-{table}-"
+    if not value.startswith(prefix):
+        return None
+    topic, sep, partition = value[len(prefix):].rpartition("-")
+    return (topic, int(partition)) if sep and topic and partition.isdigit() else None
+
+
+@dataclass(frozen=True)
+class TableSnapshot:
+    """What the table's log says right now: its version and the Lakegate offsets in it."""
+
+    version: int  # -1: the table does not exist yet
+    offsets: dict[TopicPartition, int]
+
+
+class DeltaCommitter:
+    """Commits plans into one Delta table; owned by that table's coordinator."""
+
+    def __init__(self, spark: Any, table: str, path: str, storage: StorageReader,
+                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+        self.spark = spark
+        self.table = table
+        self.location = table_location(path)
+        self.storage = storage
+        self.clock = clock
+        self._jvm = spark._jvm
+        self._delta = self._jvm.org.apache.spark.sql.delta
+
+    # -- reading --------------------------------------------------------------------------
+
+    def _log(self) -> Any:
+        return self._delta.DeltaLog.forTable(self.spark._jsparkSession, self.location)
+
+    def snapshot(self) -> TableSnapshot:
+        """The table's version and offsets from its log (the service's only durable state)."""
+        snap = self._log().update(False, self._jvm.scala.Option.empty(), self._jvm.scala.Option.empty())
+        offsets: dict[TopicPartition, int] = {}
+        if snap.version() >= 0:
+            for txn in self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(snap.setTransactions()):
+                tp = parse_app_id(self.table, txn.appId())
+                if tp is not None:
+                    offsets[tp] = int(txn.version())
+        return TableSnapshot(int(snap.version()), offsets)
+
+    # -- committing -----------------------------------------------------------------------
+
+    def commit(self, plan: CommitPlan, *, now_ms: int | None = None) -> CommitRecord:
+        """Make ``plan`` one Delta commit, or raise a :class:`CommitError` having changed nothing."""
+        started = time.monotonic()
+        commit_id = str(uuid.uuid4())
+        parquet = [p for p in plan.files if p.file.format is FileFormat.PARQUET]
+        converted = [p for p in plan.files if p.file.format is not FileFormat.PARQUET]
+        facts = self._facts(parquet)
+        for p in converted:
+            self._check_size(p, self.storage.facts(p.file.path, parquet=False))
+
+        log = self._log()
+        txn = log.startTransaction()
+        read_version = int(txn.readVersion())
+        self._check_offsets(txn, plan, read_version)
+        expected_version = read_version + 1
+        sc = self.spark.sparkContext
+        sc.setLocalProperty("spark.jobGroup.id", f"lakegate-{self.table}")
+        sc.setLocalProperty("spark.job.description", f"lakegate commit {self.table} v{expected_version}: "
+                            f"{len(plan.files)} files, {plan.records} records")  # fmt: skip
+        try:
+            table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
+            new_schema = self._merged_schema(table_schema, parquet, facts, converted)
+            if read_version < 0:
+                txn.updateMetadataForNewTable(self._metadata_action(new_schema, created=int(self.clock() * 1000)))
+            elif new_schema != table_schema:
+                txn.updateMetadata(self._metadata_action(new_schema, like=txn.metadata()), False)
+            actions = [self._add_file(p, facts[p.file.path]) for p in parquet]
+            actions.extend(self._convert(txn, converted))
+            millis = now_ms if now_ms is not None else int(self.clock() * 1000)
+            for tp, offset in sorted(plan.offsets.items()):
+                actions.append(self._action({"txn": {"appId": app_id(self.table, tp), "version": offset,
+                                                     "lastUpdated": millis}}))  # fmt: skip
+            record = CommitRecord(
+                table=self.table, version=expected_version, commit_id=commit_id, files=len(plan.files),
+                records=plan.records, offsets=plan.offsets_by_topic(),
+                vtts=int(plan.vtts * 1000) if plan.vtts is not None else None,
+                sidecars=tuple(sorted({p.sidecar_id for p in plan.files})),
+            )  # fmt: skip
+            op = self._delta.DeltaOperations.StreamingUpdate(
+                self._jvm.org.apache.spark.sql.streaming.OutputMode.Append(), f"lakegate-{self.table}",
+                expected_version, self._jvm.scala.Option.apply(json.dumps(record.user_metadata())),
+            )  # fmt: skip
+            seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(self._java_list(actions)).toSeq()
+            version = int(txn.commit(seq, op))
+        except CommitError:
+            raise
+        except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
+            raise self._translate(exc) from exc
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+            sc.setLocalProperty("spark.job.description", None)
+        duration = int((time.monotonic() - started) * 1000)
+        return replace(record, version=version, duration_ms=duration)
+
+    def _facts(self, files: list[PendingFile]) -> dict[str, FileFacts]:
+        """Stat every Parquet file and read its footer, in parallel (I/O bound)."""
+        if not files:
+            return {}
+        with ThreadPoolExecutor(min(FOOTER_THREADS, len(files))) as pool:
+            results = list(pool.map(lambda p: self.storage.facts(p.file.path, parquet=True), files))
+        facts = {}
+        for p, f in zip(files, results, strict=True):
+            self._check_size(p, f)
+            if f.num_records is not None and p.file.record_count is not None and f.num_records != p.file.record_count:
+                raise DataFileError(p.file.path, f"holds {f.num_records} records, the manifest said {p.file.record_count}")
+            facts[p.file.path] = f
+        return facts
+
+    @staticmethod
+    def _check_size(p: PendingFile, facts: FileFacts) -> None:
+        if facts.size_bytes != p.file.size_bytes:
+            raise DataFileError(p.file.path, f"is {facts.size_bytes} bytes, the manifest said {p.file.size_bytes}")
+
+    def _check_offsets(self, txn: Any, plan: CommitPlan, read_version: int) -> None:
+        moved: dict[TopicPartition, int] = {}
+        for tp in plan.offsets:
+            in_table = int(txn.txnVersion(app_id(self.table, tp)))
+            first = min(p.file.start_offset for p in plan.files if p.tp == tp)
+            if in_table >= 0 and in_table != first:  # no txn yet: the state's start point stands
+                moved[tp] = in_table
+        if moved:
+            raise OffsetsMovedError(f"table {self.table} offsets moved: {moved}", read_version, moved)
+
+    def _merged_schema(self, table: dict[str, Any] | None, parquet: list[PendingFile],
+                       facts: dict[str, FileFacts], converted: list[PendingFile]) -> dict[str, Any]:  # fmt: skip
+        schema = table
+        for path, file_schema in self._file_schemas(parquet, facts, converted):
+            schema = file_schema if schema is None else merge_schema(schema, file_schema, path)
+        if schema is None:
+            raise CommitError(f"table {self.table}: no schema (no files)")
+        return schema
+
+    def _file_schemas(self, parquet: list[PendingFile], facts: dict[str, FileFacts],
+                      converted: list[PendingFile]) -> Iterable[tuple[str, dict[str, Any]]]:  # fmt: skip
+        """Spark's schema of each file; one Spark read per distinct Parquet footer schema."""
+        seen: dict[str | None, dict[str, Any]] = {}
+        for p in parquet:
+            key = facts[p.file.path].schema_key
+            if key not in seen or key is None:
+                seen[key] = json.loads(self.spark.read.parquet(table_location(p.file.path)).schema.json())
+            yield p.file.path, seen[key]
+        for p in converted:
+            yield p.file.path, json.loads(self._read_converted([p]).schema.json())
+
+    def _read_converted(self, files: list[PendingFile]) -> Any:
+        locs = [table_location(p.file.path) for p in files]
+        fmt = files[0].file.format
+        if fmt is FileFormat.JSONL:
+            return self.spark.read.json(locs)
+        return self.spark.read.option("header", "true").option("inferSchema", "true").csv(locs)
+
+    def _convert(self, txn: Any, files: list[PendingFile]) -> list[Any]:
+        """Rewrite JSON-lines / CSV files as Parquet inside ``txn``; returns their AddFiles."""
+        actions: list[Any] = []
+        for fmt in (FileFormat.JSONL, FileFormat.CSV):
+            group = [p for p in files if p.file.format is fmt]
+            if group:
+                written = txn.writeFiles(self._read_converted(group)._jdf)
+                actions.extend(self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(written))
+        return actions
+
+    def _add_file(self, p: PendingFile, facts: FileFacts) -> Any:
+        return self._action({"add": {
+            "path": self._relative(p.file.path), "partitionValues": {}, "size": facts.size_bytes,
+            "modificationTime": facts.modification_time_ms, "dataChange": True,
+            **({"stats": facts.stats_json} if facts.stats_json else {}),
+        }})  # fmt: skip
+
+    def _relative(self, uri: str) -> str:
+        """A path under the table root is stored relative (every reader copes); others absolute."""
+        root = self.location if "://" in self.location else "file://" + self.location
+        base = root.rstrip("/") + "/"
+        return quote(uri[len(base):], safe="/") if uri.startswith(base) else uri
+
+    def _metadata_action(self, schema: dict[str, Any], *, created: int | None = None, like: Any = None) -> Any:
+        if like is not None:
+            meta = json.loads(like.json())["metaData"]
+            meta["schemaString"] = json.dumps(schema)
+            return self._action({"metaData": meta})
+        return self._action({"metaData": {
+            "id": str(uuid.uuid4()), "name": self.table, "format": {"provider": "parquet", "options": {}},
+            "schemaString": json.dumps(schema), "partitionColumns": [], "configuration": {},
+            "createdTime": created,
+        }})  # fmt: skip
+
+    def _action(self, obj: dict[str, Any]) -> Any:
+        return self._delta.actions.Action.fromJson(json.dumps(obj))
+
+    def _java_list(self, items: list[Any]) -> Any:
+        out = self._jvm.java.util.ArrayList()
+        for item in items:
+            out.add(item)
+        return out
+
+    def _translate(self, exc: Exception) -> CommitError:
+        text = str(exc)
+        if "ConcurrentTransactionException" in text or "ConcurrentAppendException" in text or (
+            "MetadataChangedException" in text or "ProtocolChangedException" in text
+        ):
+            snap = self.snapshot()
+            return OffsetsMovedError(f"table {self.table}: concurrent commit, offsets re-read", snap.version, snap.offsets)
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        err = CommitError(f"table {self.table}: Delta commit failed: {first[:500]}")
+        err.retryable = True
+        return err
+
+
+def merge_schema(table: dict[str, Any], incoming: dict[str, Any], path: str, where: str = "") -> dict[str, Any]:
+    """The table schema widened by ``incoming``'s new columns (added as nullable), or an error.
+
+    Same-named columns must have the same type (structs merge recursively); names are compared
+    case-insensitively, as Delta does.
+    """
+    fields = [dict(f) for f in table["fields"]]
+    by_name = {f["name"].lower(): i for i, f in enumerate(fields)}
+    for f in incoming["fields"]:
+        col = f"{where}{f['name']}"
+        i = by_name.get(f["name"].lower())
+        if i is None:
+            fields.append({**f, "nullable": True})
+            by_name[f["name"].lower()] = len(fields) - 1
+            continue
+        have = fields[i]
+        if have["name"] != f["name"]:
+            raise SchemaMismatchError(path, f"column {col!r} differs only in case from {where}{have['name']!r}")
+        t_have, t_new = have["type"], f["type"]
+        if isinstance(t_have, dict) and isinstance(t_new, dict) and t_have.get("type") == t_new.get("type") == "struct":
+            fields[i] = {**have, "type": merge_schema(t_have, t_new, path, f"{col}.")}
+        elif t_have != t_new:
+            raise SchemaMismatchError(path, f"column {col!r} is {_type_name(t_new)} in the file but {_type_name(t_have)} in the table")
+    return {**table, "fields": fields}
+
+
+def _type_name(t: Any) -> str:
+    return t if isinstance(t, str) else str(t.get("type", t))

@@ -1,0 +1,130 @@
+"""Reading what the commit path needs from data files: existence, size, mtime, Parquet footers.
+
+Called by :mod:`commit_service.delta_commit` before each commit (never by the HTTP threads). Uses
+pyarrow's filesystems: S3 (endpoint, region and path-style from ``storage.s3``; credentials from
+the config or the AWS environment) and the local filesystem. Only footers are read, never data.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from commit_service.errors import DataFileError
+from commit_service.spark import S3Settings
+
+MAX_STAT_STRING = 32  # longer strings get no min/max (never a wrong bound)
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """What storage says about one data file."""
+
+    size_bytes: int
+    modification_time_ms: int
+    num_records: int | None = None
+    stats_json: str | None = None  # Delta AddFile stats (numRecords, minValues, maxValues, nullCount)
+    schema_key: str | None = None  # the footer's Arrow schema as text: files sharing it share a schema
+
+
+class StorageReader:
+    """Opens ``s3a://`` and ``file://`` URIs through pyarrow; one instance per service."""
+
+    def __init__(self, s3: S3Settings | None = None) -> None:
+        self._s3_settings = s3 or S3Settings()
+        self._s3: pafs.FileSystem | None = None
+        self._local = pafs.LocalFileSystem()
+
+    def _resolve(self, uri: str) -> tuple[pafs.FileSystem, str]:
+        if uri.startswith("file://"):
+            return self._local, uri[len("file://"):]
+        if uri.startswith("s3a://"):
+            if self._s3 is None:
+                s = self._s3_settings
+                kwargs: dict[str, Any] = {"region": s.region, "force_virtual_addressing": not s.path_style}
+                if s.endpoint:
+                    scheme, _, host = s.endpoint.partition("://")
+                    kwargs.update(endpoint_override=host or scheme, scheme=scheme if host else "https")
+                if s.access_key and s.secret_key:
+                    kwargs.update(access_key=s.access_key, secret_key=s.secret_key)
+                self._s3 = pafs.S3FileSystem(**kwargs)
+            return self._s3, uri[len("s3a://"):]
+        raise DataFileError(uri, "unsupported scheme")
+
+    def facts(self, uri: str, *, parquet: bool) -> FileFacts:
+        fs, path = self._resolve(uri)
+        try:
+            info = fs.get_file_info(path)
+        except OSError as exc:
+            raise DataFileError(uri, f"cannot stat: {exc}", retryable=True) from exc
+        if info.type != pafs.FileType.File:
+            raise DataFileError(uri, "does not exist")
+        mtime = int(info.mtime.timestamp() * 1000) if info.mtime else 0
+        if not parquet:
+            return FileFacts(int(info.size or 0), mtime)
+        try:
+            with fs.open_input_file(path) as handle:
+                meta = pq.ParquetFile(handle).metadata
+        except OSError as exc:
+            raise DataFileError(uri, f"cannot read the Parquet footer: {exc}", retryable=True) from exc
+        except Exception as exc:  # pyarrow raises ArrowInvalid etc. for a corrupt file
+            raise DataFileError(uri, f"is not a readable Parquet file: {exc}") from exc
+        key = meta.schema.to_arrow_schema().to_string(show_schema_metadata=False)
+        return FileFacts(int(info.size or 0), mtime, meta.num_rows, delta_stats(meta), key)
+
+
+def delta_stats(meta: pq.FileMetaData) -> str:
+    """Delta ``stats`` JSON from a Parquet footer: numRecords, min/max of simple columns, nulls.
+
+    Only bounds that are exact are written: a column whose statistics are missing in any row
+    group, a NaN, or a string longer than 32 characters gets no min/max (nulls still counted).
+    """
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    nulls: dict[str, Any] = {}
+    schema = meta.schema.to_arrow_schema()
+    for col in range(meta.num_columns):
+        path = meta.schema.column(col).path.split(".")
+        if len(path) != 1 or schema.field(path[0]).type.num_fields:  # nested/list: nulls only below
+            continue
+        name = path[0]
+        lo = hi = None
+        null_count, exact = 0, True
+        for rg in range(meta.num_row_groups):
+            st = meta.row_group(rg).column(col).statistics
+            if st is None:
+                exact = False
+                break
+            null_count += st.null_count if st.has_null_count else 0
+            if not st.has_null_count:
+                exact = False
+            if st.has_min_max:
+                lo = st.min if lo is None else min(lo, st.min)
+                hi = st.max if hi is None else max(hi, st.max)
+        if not exact:
+            continue
+        nulls[name] = null_count
+        bound_lo, bound_hi = _json_bound(lo), _json_bound(hi)
+        if bound_lo is not None and bound_hi is not None:
+            mins[name], maxs[name] = bound_lo, bound_hi
+    return json.dumps({"numRecords": meta.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls})
+
+
+def _json_bound(value: Any) -> Any:
+    if isinstance(value, bool) or value is None:
+        return None  # Delta keeps no min/max for booleans
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, str):
+        return value if len(value) <= MAX_STAT_STRING else None
+    if isinstance(value, date) and type(value) is date:
+        return value.isoformat()
+    return None  # timestamps, decimals, bytes: left out rather than risk a wrong bound
