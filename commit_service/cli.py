@@ -1,14 +1,22 @@
-"""``lakegate-service``: the command operators run to start the commit service.
+"""``lakegate-service``: validate the config, then serve the app under gunicorn.
 
-The HTTP API, the coordinator and the Delta commit path come with the commit-service issue; until
-then the command parses its options and says plainly that serving is not available yet.
+gunicorn runs ONE worker process (the single writer holding the SparkSession) with
+``server.threads`` threads (gthread). The app is built inside the worker, after the fork, so the
+JVM is never forked. ``--check-config`` validates and prints the effective config, then exits.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 import sys
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
+
+from commit_service.config import ServiceConfig, load_config
+from commit_service.errors import ConfigError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,18 +26,82 @@ def build_parser() -> argparse.ArgumentParser:
         "and commits them into Delta tables atomically, exactly once, with the Kafka offsets in "
         "the same commit. Runs under gunicorn with one worker process holding a SparkSession.",
         epilog="Environment variables LAKEGATE_<SECTION>__<KEY> override config keys, e.g. "
-        "LAKEGATE_SERVER__PORT=8081. See docs/configuration.md.",
+        "LAKEGATE_SERVER__PORT=8081; ${NAME} in the file reads the environment. "
+        "See docs/configuration.md.",
     )
     parser.add_argument("--config", type=Path, metavar="PATH",
                         help="service YAML config; without it an embedded local default is used")  # fmt: skip
+    parser.add_argument("--check-config", action="store_true",
+                        help="validate the config, print it (tokens masked) and exit")  # fmt: skip
     return parser
 
 
+def setup_logging(fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        class Json(logging.Formatter):
+            def format(self, record: logging.LogRecord) -> str:
+                out = {"ts": self.formatTime(record), "level": record.levelname, "logger": record.name,
+                       "message": record.getMessage()}  # fmt: skip
+                if record.exc_info:
+                    out["exc"] = self.formatException(record.exc_info)
+                return json.dumps(out)
+
+        handler.setFormatter(Json())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    for noisy in ("py4j", "kafka"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def masked(config: ServiceConfig) -> dict[str, Any]:
+    d = asdict(config)
+    for t in d["auth"]["tokens"]:
+        t["token"] = t["token"][:4] + "…"
+    if d["storage"]["s3"] and d["storage"]["s3"].get("secret_key"):
+        d["storage"]["s3"]["secret_key"] = "…"
+    return d
+
+
+def serve(config: ServiceConfig) -> None:
+    from gunicorn.app.base import BaseApplication
+
+    from commit_service.app import create_app
+
+    class Service(BaseApplication):  # type: ignore[misc]
+        def load_config(self) -> None:
+            s = config.server
+            for key, value in {"bind": f"{s.host}:{s.port}", "workers": 1, "worker_class": "gthread",
+                               "threads": s.threads, "timeout": 300, "graceful_timeout": 60,
+                               "accesslog": None, "loglevel": "info", "preload_app": False}.items():  # fmt: skip
+                self.cfg.set(key, value)
+
+        def load(self) -> Any:
+            setup_logging(config.server.log_format)
+            return create_app(config)
+
+    Service().run()
+
+
 def main(argv: list[str] | None = None) -> int:
-    build_parser().parse_args(argv)
-    print("lakegate-service: serving is not implemented yet (commit-service issue); "
-          "only --help works in this version", file=sys.stderr)  # fmt: skip
-    return 2
+    args = build_parser().parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"lakegate-service: config error: {exc}", file=sys.stderr)
+        return 2
+    if args.check_config:
+        print(json.dumps(masked(config), indent=2, default=str))
+        return 0
+    setup_logging(config.server.log_format)
+    logging.getLogger(__name__).info("lakegate-service on %s:%d, %d table(s): %s", config.server.host,
+                                     config.server.port, len(config.tables),
+                                     ", ".join(f"{t.name} -> {t.path}" for t in config.tables))  # fmt: skip
+    serve(config)
+    return 0
 
 
 if __name__ == "__main__":

@@ -182,14 +182,16 @@ class Manifest:
         version = _get(d, "schema_version", "", int, required=False) or SCHEMA_VERSION
         if version > SCHEMA_VERSION:
             raise ProtocolError("schema_version", f"{version} is newer than this service's {SCHEMA_VERSION}")
+        manifest_id = _text(d, "manifest_id", "", max_len=256)
+        sidecar = SidecarInfo.from_dict(_get(d, "sidecar", "", dict))
         files = _get(d, "files", "", list)
         if not files:
             raise ProtocolError("files", "must list at least one file")
         if len(files) > MAX_FILES_PER_MANIFEST:
             raise ProtocolError("files", f"at most {MAX_FILES_PER_MANIFEST} files per manifest")
         return cls(
-            manifest_id=_text(d, "manifest_id", "", max_len=256),
-            sidecar=SidecarInfo.from_dict(_get(d, "sidecar", "", dict)),
+            manifest_id=manifest_id,
+            sidecar=sidecar,
             files=tuple(DataFile.from_dict(f, f"files[{i}].") for i, f in enumerate(files)),
             schema_version=version,
         )

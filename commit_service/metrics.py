@@ -1,0 +1,72 @@
+"""Prometheus metrics of the service, served at ``GET /metrics``; fed by the coordinator.
+
+Counters and the duration histogram are updated as commits happen (:class:`ServiceMetrics` is the
+coordinator's ``CommitListener``); pending files/bytes, table versions and committed offsets are
+read from the coordinator at scrape time, so they are never stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from commit_service.errors import CommitError
+from commit_service.protocol import CommitRecord
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class ServiceMetrics:
+    """One registry per app (tests create several apps in one process)."""
+
+    def __init__(self, summaries: Callable[[], list[dict[str, Any]]]) -> None:
+        self.registry = CollectorRegistry()
+        self.commits = Counter("lakegate_commits", "Delta commit rounds by outcome", ["table", "result"],
+                               registry=self.registry)  # fmt: skip
+        self.duration = Histogram("lakegate_commit_duration_seconds", "Duration of successful Delta commits",
+                                  ["table"], registry=self.registry,
+                                  buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))  # fmt: skip
+        self.files = Counter("lakegate_files_committed", "Data files committed", ["table"], registry=self.registry)
+        self.records = Counter("lakegate_records_committed", "Records committed", ["table"], registry=self.registry)
+        self.rejected_files = Counter("lakegate_manifest_files_rejected", "Manifest files rejected, by reason",
+                                      ["reason"], registry=self.registry)  # fmt: skip
+        self.registry.register(_StateCollector(summaries))
+
+    def committed(self, record: CommitRecord) -> None:
+        self.commits.labels(record.table, "ok").inc()
+        self.duration.labels(record.table).observe((record.duration_ms or 0) / 1000)
+        self.files.labels(record.table).inc(record.files)
+        self.records.labels(record.table).inc(record.records)
+
+    def failed(self, table: str, error: CommitError) -> None:
+        self.commits.labels(table, "retryable_error" if error.retryable else "error").inc()
+
+    def rejected(self, reason: str) -> None:
+        self.rejected_files.labels(reason).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _StateCollector(Collector):
+    def __init__(self, summaries: Callable[[], list[dict[str, Any]]]) -> None:
+        self._summaries = summaries
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        pending_files = GaugeMetricFamily("lakegate_pending_files", "Files buffered, not yet committed", labels=["table"])
+        pending_bytes = GaugeMetricFamily("lakegate_pending_bytes", "Bytes buffered, not yet committed", labels=["table"])
+        version = GaugeMetricFamily("lakegate_table_version", "Delta table version", labels=["table"])
+        offset = GaugeMetricFamily("lakegate_committed_offset", "Next offset committed to the table",
+                                   labels=["table", "topic", "partition"])  # fmt: skip
+        for s in self._summaries():
+            pending_files.add_metric([s["table"]], s["pending_files"])
+            pending_bytes.add_metric([s["table"]], s["pending_bytes"])
+            version.add_metric([s["table"]], s["version"])
+            for topic, parts in s["offsets"].items():
+                for partition, value in parts.items():
+                    offset.add_metric([s["table"], topic, partition], value)
+        yield from (pending_files, pending_bytes, version, offset)

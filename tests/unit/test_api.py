@@ -1,0 +1,222 @@
+"""HTTP API v1 over a fake committer (no JVM): auth, limits, validation, statuses, spec."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import jsonschema
+import pytest
+from flask.testing import FlaskClient
+from openapi_spec_validator import validate
+
+from commit_service.app import create_app
+from commit_service.config import ServiceConfig, TableConfig
+from commit_service.configfile import build
+from commit_service.delta_commit import TableSnapshot
+from commit_service.errors import CommitError
+from commit_service.openapi import document
+from commit_service.protocol import CommitRecord
+from commit_service.state import CommitPlan
+
+SIDE, ADMIN = "sidecar-token-0123456789", "admin-token-0123456789"
+
+
+class FakeCommitter:
+    """Commits plans to memory; can be told to fail the next commit."""
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.offsets: dict[tuple[str, int], int] = {}
+        self.commits: list[CommitPlan] = []
+        self.fail_next = False
+
+    def snapshot(self) -> TableSnapshot:
+        return TableSnapshot(self.version, dict(self.offsets))
+
+    def commit(self, plan: CommitPlan) -> CommitRecord:
+        if self.fail_next:
+            self.fail_next = False
+            raise CommitError("storage unavailable")
+        self.version += 1
+        self.offsets.update(plan.offsets)
+        self.commits.append(plan)
+        return CommitRecord("orders", self.version, f"c{self.version}", len(plan.files), plan.records,
+                            plan.offsets_by_topic(), duration_ms=5)  # fmt: skip
+
+
+CONFIG = {
+    "server": {"max_request_bytes": 4096},
+    "auth": {"enabled": True, "tokens": [{"token": SIDE, "role": "sidecar"}, {"token": ADMIN, "role": "admin"}]},
+    "storage": {"allowed_roots": ["s3a://landing/"]},
+    "tables": [{"name": "orders", "path": "s3a://lake/orders", "topics": ["orders"],
+                "commit": {"interval_seconds": 3600}}],
+}  # fmt: skip
+
+
+@pytest.fixture
+def committer() -> FakeCommitter:
+    return FakeCommitter()
+
+
+@pytest.fixture
+def client(committer: FakeCommitter) -> FlaskClient:
+    cfg = build(ServiceConfig, CONFIG)
+    app = create_app(cfg, committer_factory=lambda t: committer, start=False)
+    app.extensions["lakegate"]["coordinator"].load()
+    return app.test_client()
+
+
+def h(token: str = SIDE) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def manifest(mid: str = "m1", start: int = 0, end: int = 9, path: str | None = None, topic: str = "orders",
+             partition: int = 0) -> dict[str, Any]:  # fmt: skip
+    return {"manifest_id": mid, "sidecar": {"id": "sc-1", "worker": "w:8083"}, "files": [{
+        "path": path or f"s3://landing/{topic}-{partition}-{start}", "topic": topic, "partition": partition,
+        "start_offset": start, "end_offset": end, "size_bytes": 100, "format": "parquet"}]}  # fmt: skip
+
+
+def pending(client: FlaskClient) -> int:
+    return int(client.get("/v1/tables/orders", headers=h()).json["pending_files"])  # type: ignore[index]
+
+
+def test_auth(client: FlaskClient) -> None:
+    assert client.get("/v1/tables").status_code == 401
+    r = client.get("/v1/tables", headers=h("wrong-token-000000000"))
+    assert r.status_code == 401 and r.json["error"]["code"] == "unauthorized"  # type: ignore[index]
+    assert client.post("/v1/tables/orders/commit", headers=h()).status_code == 403
+    assert client.post("/v1/tables/orders/commit", headers=h(ADMIN)).status_code == 200
+    for open_path in ("/healthz", "/metrics", "/openapi.json"):
+        assert client.get(open_path).status_code == 200
+
+
+def test_accept_commit_and_resubmit(client: FlaskClient, committer: FakeCommitter) -> None:
+    r = client.post("/v1/manifests", json=manifest(), headers=h())
+    assert r.status_code == 202
+    assert r.json["files"] == [{"path": "s3a://landing/orders-0-0", "status": "accepted", "table": "orders"}]  # type: ignore[index]
+    assert client.get("/v1/manifests/m1", headers=h()).json["status"] == "accepted"  # type: ignore[index]
+    assert client.post("/v1/manifests", json=manifest(), headers=h()).json["files"][0]["status"] == "duplicate"  # type: ignore[index]
+    r = client.post("/v1/tables/orders/commit", headers=h(ADMIN))
+    assert r.json["committed"] is True and r.json["offsets"] == {"orders": {"0": 10}}  # type: ignore[index]
+    assert client.get("/v1/manifests/m1", headers=h()).json == {"manifest_id": "m1", "status": "committed",  # type: ignore[index]
+                                                                "table": "orders", "version": 0}
+    again = client.post("/v1/manifests", json=manifest(), headers=h())
+    assert again.json["files"][0]["status"] == "already_committed"  # type: ignore[index]
+    assert client.get("/v1/tables/orders/offsets", headers=h()).json == {"orders": {"0": 10}}
+    assert len(committer.commits) == 1
+    commits = client.get("/v1/commits?table=orders&limit=5", headers=h()).json["commits"]  # type: ignore[index]
+    assert [c["version"] for c in commits] == [0]
+    assert client.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is False  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"manifest_id": "x"}, "sidecar"),
+        ({**manifest(), "files": [{**manifest()["files"][0], "end_offset": -1}]}, "files[0].end_offset"),
+        ({**manifest(), "files": [{**manifest()["files"][0], "start_offset": 5, "end_offset": 1}]}, "files[0].end_offset"),
+        (manifest(path="s3a://other-bucket/orders-0-0"), "files[0].path"),
+        (manifest(path="s3a://landing/../lake/orders/x"), "files[0].path"),
+        (manifest(path="file:///etc/passwd"), "files[0].path"),
+        (manifest(path="http://landing/x"), "files[0].path"),
+    ],
+)
+def test_bad_input_is_400_and_changes_nothing(client: FlaskClient, body: dict[str, Any], field: str) -> None:
+    client.post("/v1/manifests", json=manifest("base"), headers=h())
+    before = client.get("/v1/tables/orders", headers=h()).json
+    r = client.post("/v1/manifests", json=body, headers=h())
+    assert r.status_code == 400, r.json
+    assert r.json["error"]["details"]["field"] == field  # type: ignore[index]
+    assert client.get("/v1/tables/orders", headers=h()).json == before
+
+
+def test_not_json_and_too_large(client: FlaskClient) -> None:
+    r = client.post("/v1/manifests", data="{not json", headers={**h(), "Content-Type": "application/json"})
+    assert r.status_code == 400 and "not valid JSON" in r.json["error"]["message"]  # type: ignore[index]
+    assert client.post("/v1/manifests", data="x", headers=h()).status_code == 400
+    big = manifest()
+    big["sidecar"]["id"] = "x" * 5000
+    r = client.post("/v1/manifests", json=big, headers=h())
+    assert r.status_code == 413 and r.json["error"]["code"] == "payload_too_large"  # type: ignore[index]
+    assert pending(client) == 0
+
+
+def test_overlap_and_unknown_topic_are_rejected_per_file(client: FlaskClient) -> None:
+    client.post("/v1/manifests", json=manifest("a", 0, 9), headers=h())
+    r = client.post("/v1/manifests", json=manifest("b", 5, 14, path="s3a://landing/other"), headers=h())
+    assert r.status_code == 202 and r.json["files"][0]["status"] == "rejected"  # type: ignore[index]
+    assert client.get("/v1/manifests/b", headers=h()).json["status"] == "rejected"  # type: ignore[index]
+    r = client.post("/v1/manifests", json=manifest("c", topic="payments"), headers=h())
+    assert r.json["files"][0] == {"path": "s3a://landing/payments-0-0", "status": "rejected",  # type: ignore[index]
+                                  "reason": "no table takes topic 'payments'"}
+    assert pending(client) == 1
+    metrics = client.get("/metrics").data.decode()
+    assert 'lakegate_manifest_files_rejected_total{reason="overlap"} 1.0' in metrics
+    assert 'lakegate_pending_files{table="orders"} 1.0' in metrics
+
+
+def test_failed_commit_keeps_files_and_reports(client: FlaskClient, committer: FakeCommitter) -> None:
+    client.post("/v1/manifests", json=manifest(), headers=h())
+    committer.fail_next = True
+    r = client.post("/v1/tables/orders/commit", headers=h(ADMIN))
+    assert r.status_code == 503 and r.json["error"]["code"] == "commit_failed"  # type: ignore[index]
+    assert pending(client) == 1
+    assert client.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is True  # type: ignore[index]
+    assert pending(client) == 0
+    metrics = client.get("/metrics").data.decode()
+    assert 'lakegate_commits_total{result="ok",table="orders"} 1.0' in metrics
+    assert 'lakegate_committed_offset{partition="0",table="orders",topic="orders"} 10.0' in metrics
+
+
+def test_not_found_and_limits(client: FlaskClient) -> None:
+    assert client.get("/v1/tables/nope", headers=h()).status_code == 404
+    assert client.get("/v1/manifests/nope", headers=h()).status_code == 404
+    assert client.get("/v1/commits?limit=0", headers=h()).status_code == 400
+    assert client.get("/v1/nothing-here", headers=h()).status_code == 404
+
+
+def test_readyz_waits_for_the_tables(committer: FakeCommitter) -> None:
+    app = create_app(build(ServiceConfig, CONFIG), committer_factory=lambda t: committer, start=False)
+    c = app.test_client()
+    assert c.get("/readyz").status_code == 503
+    assert c.post("/v1/manifests", json=manifest(), headers=h()).status_code == 503
+    app.extensions["lakegate"]["coordinator"].load()
+    assert c.get("/readyz").status_code == 200
+
+
+def test_start_thread_loads_and_commits_on_interval(committer: FakeCommitter) -> None:
+    cfg = build(ServiceConfig, {**CONFIG, "tables": [{**CONFIG["tables"][0], "commit": {"interval_seconds": 0.2}}]})
+    app = create_app(cfg, committer_factory=lambda t: committer)
+    c = app.test_client()
+    deadline = time.monotonic() + 10
+    while c.get("/readyz").status_code != 200 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    c.post("/v1/manifests", json=manifest(), headers=h())
+    while not committer.commits and time.monotonic() < deadline:
+        time.sleep(0.05)
+    app.extensions["lakegate"]["coordinator"].stop()
+    assert committer.offsets == {("orders", 0): 10}
+
+
+def test_unexpected_error_is_a_500_without_trace(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    coordinator = client.application.extensions["lakegate"]["coordinator"]
+    monkeypatch.setattr(coordinator, "summaries", lambda: 1 / 0)
+    r = client.get("/v1/tables", headers=h())
+    assert r.status_code == 500 and "Traceback" not in r.data.decode() and "ZeroDivision" not in r.data.decode()
+
+
+def test_openapi_is_valid_and_matches_the_protocol() -> None:
+    doc = document()
+    validate(doc)
+    schema = {**doc["components"]["schemas"]["Manifest"], "components": doc["components"]}
+    resolver_doc = {"components": doc["components"], **schema}
+    jsonschema.validate(manifest(), resolver_doc)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**manifest(), "files": [{**manifest()["files"][0], "start_offset": -1}]}, resolver_doc)
+
+
+def test_table_config_routing() -> None:
+    t = TableConfig("t", "/x", topics_regex=r"orders\..*")
+    assert t.routes("orders.eu") and not t.routes("orders")
