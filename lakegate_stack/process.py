@@ -3,7 +3,8 @@
 Used by :mod:`lakegate_stack.kafka`, :mod:`lakegate_stack.connect` and :mod:`lakegate_stack.s3`.
 Each child runs in its own process group with its output in ``<workdir>/<name>.log``. On Linux
 the child also gets ``PR_SET_PDEATHSIG`` so a killed test runner never leaves an orphan JVM, and
-every live process is stopped at interpreter exit.
+every live process is stopped at interpreter exit. The death signal follows the *thread* that
+spawned the child: start processes from a thread that outlives them (the main thread).
 """
 
 from __future__ import annotations
