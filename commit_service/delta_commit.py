@@ -26,6 +26,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
+from py4j.protocol import Py4JError
+
 from commit_service.errors import CommitError, DataFileError, OffsetsMovedError, SchemaMismatchError
 from commit_service.paths import table_location
 from commit_service.protocol import CommitRecord, FileFormat
@@ -82,7 +84,8 @@ class DeltaCommitter:
         snap = self._log().update(False, self._jvm.scala.Option.empty(), self._jvm.scala.Option.empty())
         offsets: dict[TopicPartition, int] = {}
         if snap.version() >= 0:
-            for txn in self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(snap.setTransactions()):
+            known = self._crc_set_transactions(snap)  # from the CRC when it lists them: no log replay
+            for txn in self._seq(known if known is not None else snap.setTransactions()):
                 tp = parse_app_id(self.table, txn.appId())
                 if tp is not None:
                     offsets[tp] = int(txn.version())
@@ -163,10 +166,49 @@ class DeltaCommitter:
         if facts.size_bytes != p.file.size_bytes:
             raise DataFileError(p.file.path, f"is {facts.size_bytes} bytes, the manifest said {p.file.size_bytes}")
 
+    def _txn_versions(self, txn: Any, ids: list[str]) -> dict[str, int]:
+        """``txnVersion`` for each appId, registering each read with the transaction.
+
+        ``txn.txnVersion`` replays the whole log with Spark jobs (seconds per commit) even when
+        the version checksum (CRC) already lists the SetTransactions. So when the CRC lists
+        them, we register the reads in ``readTxn`` exactly as ``txnVersion`` does
+        (keeping Delta's conflict detection) and take the versions from the CRC; otherwise, or if
+        this Delta release lacks those members, we fall back to ``txnVersion``.
+        """
+        try:
+            known = self._crc_set_transactions(txn.snapshot())
+            if known is not None:
+                versions = {t.appId(): int(t.version()) for t in self._seq(known)}
+                reads = txn.readTxn()
+                for i in ids:
+                    getattr(reads, "$plus$eq")(i)
+                return {i: versions.get(i, -1) for i in ids}
+        except Py4JError as exc:
+            logger.debug("no CRC fast path for txn versions: %s", exc)
+        return {i: int(txn.txnVersion(i)) for i in ids}
+
+    @staticmethod
+    def _crc_set_transactions(snap: Any) -> Any:
+        """The SetTransactions listed in the snapshot's version checksum, or None.
+
+        (``Snapshot.setTransactionsIfKnown`` would also do, but it recomputes the state with Spark
+        jobs in Delta 4.4 before answering; the checksum read is a file already loaded.)
+        """
+        crc = snap.checksumOpt()
+        if not crc.isDefined():
+            return None
+        txns = crc.get().setTransactions()
+        return txns.get() if txns.isDefined() else None
+
+    def _seq(self, seq: Any) -> Any:
+        return self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(seq)
+
     def _check_offsets(self, txn: Any, plan: CommitPlan, read_version: int) -> None:
         moved: dict[TopicPartition, int] = {}
+        ids = {tp: app_id(self.table, tp) for tp in plan.offsets}
+        versions = self._txn_versions(txn, list(ids.values()))
         for tp in plan.offsets:
-            in_table = int(txn.txnVersion(app_id(self.table, tp)))
+            in_table = versions[ids[tp]]
             first = min(p.file.start_offset for p in plan.files if p.tp == tp)
             if in_table >= 0 and in_table != first:  # no txn yet: the state's start point stands
                 moved[tp] = in_table
