@@ -132,6 +132,9 @@ class TableConfig:
     def __post_init__(self) -> None:
         if not TABLE_NAME.match(self.name):
             raise ConfigError(f"tables[].name: {self.name!r} must be 1-128 of A-Z a-z 0-9 _ . -")
+        if self.partition_by:
+            raise ConfigError(f"tables[{self.name}].partition_by: partitioned tables are not supported yet "
+                              "(files are added in place, so each would need one partition value); leave it []")
         if bool(self.topics) == bool(self.topics_regex):
             raise ConfigError(f"tables[{self.name}]: set exactly one of topics or topics_regex")
         if self.topics_regex:

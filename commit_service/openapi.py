@@ -77,7 +77,7 @@ TABLE = {"type": "object", "additionalProperties": True, "description": "version
 
 
 def document() -> dict[str, Any]:
-    secured = [{"bearer": []}]
+    secured: list[dict[str, list[str]]] = [{"bearer": []}]
     table_param = {"name": "table", "in": "path", "required": True, "schema": {"type": "string"}}
     return {
         "openapi": "3.0.3",

@@ -66,6 +66,7 @@ def test_env_overrides_keys_and_list_items(tmp_path: Path) -> None:
         (("topics: [orders]", "topics: [orders]\n    topics_regex: o.*"), {}, "exactly one of topics"),
         (('"s3a://landing/"', '"http://landing/"'), {}, "storage.allowed_roots"),
         (("enabled: true", "enabled: yes please"), {}, "auth.enabled: must be true or false"),
+        (("partition_by: []", "partition_by: [day]"), {}, "partitioned tables are not supported yet"),
     ],
 )
 def test_errors_name_the_key(tmp_path: Path, text_change: tuple[str, str], env: dict[str, str], message: str) -> None:

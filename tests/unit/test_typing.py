@@ -1,0 +1,15 @@
+"""The packages are mypy-clean (STYLE §8); a type error fails the suite."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_mypy_is_clean() -> None:
+    out = subprocess.run([sys.executable, "-m", "mypy", "commit_service", "lakegate_stack", "sidecar"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
