@@ -22,7 +22,14 @@ from typing import Any, Protocol
 
 from commit_service.config import ServiceConfig, TableConfig
 from commit_service.delta_commit import TableSnapshot
-from commit_service.errors import BadRequestError, CommitError, NotFoundError, OffsetsMovedError
+from commit_service.errors import (
+    BadRequestError,
+    CommitError,
+    DataFileError,
+    NotFoundError,
+    OffsetsMovedError,
+    SchemaMismatchError,
+)
 from commit_service.paths import UnsafePathError, is_under, normalize_uri
 from commit_service.protocol import (
     CommitRecord,
@@ -114,6 +121,14 @@ class TableCoordinator:
                     self.state.recovered(exc.offsets, exc.version)
                 self._failed(exc)
                 raise
+            except (DataFileError, SchemaMismatchError) as exc:
+                if not exc.retryable:
+                    with self.lock:
+                        self.state.drop_file(exc.path, str(exc))
+                    logger.error("table %s: dropped %s from the buffer: %s (its partition waits for a "
+                                 "correct file for that range)", self.config.name, exc.path, exc)  # fmt: skip
+                self._failed(exc, backoff=exc.retryable)
+                raise
             except CommitError as exc:
                 self._failed(exc)
                 raise
@@ -129,9 +144,9 @@ class TableCoordinator:
             )  # fmt: skip
             return record
 
-    def _failed(self, exc: CommitError) -> None:
+    def _failed(self, exc: CommitError, *, backoff: bool = True) -> None:
         self.retry.failures += 1
-        delay = 0.0 if isinstance(exc, OffsetsMovedError) else min(MAX_BACKOFF, 2 ** self.retry.failures / 2)
+        delay = 0.0 if not backoff or isinstance(exc, OffsetsMovedError) else min(MAX_BACKOFF, 2 ** self.retry.failures / 2)
         self.retry.not_before = self.clock() + delay
         self.last_error = str(exc)
         logger.warning("commit of table %s failed (%s, retry in %.1fs): %s", self.config.name,
@@ -147,7 +162,8 @@ class TableCoordinator:
                 "offsets": _by_topic(st.committed),
                 "pending_files": st.pending_files(),
                 "pending_bytes": st.pending_bytes(),
-                "pending_offsets": _by_topic({tp: max(p.file.next_offset for p in fs.values()) for tp, fs in st.pending.items()}),
+                "pending_offsets": _by_topic({tp: max(p.file.next_offset for p in fs.values())
+                                              for tp, fs in st.pending.items() if fs}),
                 "last_error": self.last_error,
             }
 

@@ -219,6 +219,25 @@ class TableState:
         return CommitPlan(files=tuple(run), offsets=offsets, vtts=self.round_started if complete else None,
                           reason=reason)  # fmt: skip
 
+    def drop_file(self, path: str, reason: str) -> PendingFile | None:
+        """Forget a buffered file that cannot be committed (missing, resized, bad schema).
+
+        Its partition then waits at the gap until a correct file for that range is sent; the
+        other partitions go on. The file's manifest is marked rejected with ``reason``.
+        """
+        for tp, files in self.pending.items():
+            for start, pending in files.items():
+                if pending.file.path == path:
+                    del files[start]
+                    if not files:
+                        del self.pending[tp]
+                    track = self._manifests.get(pending.manifest_id)
+                    if track is not None:
+                        track.pending.discard((tp, start))
+                        track.state, track.reason = ManifestState.REJECTED, reason
+                    return pending
+        return None
+
     def committed_plan(self, plan: CommitPlan, version: int, now: float) -> None:
         """Apply a successful Delta commit of ``plan`` at table ``version``."""
         for p in plan.files:

@@ -220,3 +220,23 @@ def test_openapi_is_valid_and_matches_the_protocol() -> None:
 def test_table_config_routing() -> None:
     t = TableConfig("t", "/x", topics_regex=r"orders\..*")
     assert t.routes("orders.eu") and not t.routes("orders")
+
+
+def test_a_missing_file_is_dropped_and_the_other_partitions_commit(client: FlaskClient, committer: FakeCommitter) -> None:
+    from commit_service.errors import DataFileError
+
+    client.post("/v1/manifests", json=manifest("gone", partition=0), headers=h())
+    client.post("/v1/manifests", json=manifest("fine", partition=1), headers=h())
+    real_commit = committer.commit
+
+    def commit(plan: CommitPlan) -> CommitRecord:
+        if any(p.file.partition == 0 for p in plan.files):
+            raise DataFileError("s3a://landing/orders-0-0", "does not exist")
+        return real_commit(plan)
+
+    committer.commit = commit  # type: ignore[method-assign]
+    r = client.post("/v1/tables/orders/commit", headers=h(ADMIN))
+    assert r.status_code == 422 and r.json["error"]["details"]["path"] == "s3a://landing/orders-0-0"  # type: ignore[index]
+    assert client.get("/v1/manifests/gone", headers=h()).json["status"] == "rejected"  # type: ignore[index]
+    assert "does not exist" in client.get("/v1/tables/orders", headers=h()).json["last_error"]  # type: ignore[index]
+    assert client.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["offsets"] == {"orders": {"1": 10}}  # type: ignore[index]

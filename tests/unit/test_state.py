@@ -196,3 +196,15 @@ def test_random_ranges_never_overlap_once_buffered(ranges: list[tuple[int, int]]
     spans = sorted((p.file.start_offset, p.file.end_offset) for p in s.pending.get(("orders", 0), {}).values())
     for (a0, a1), (b0, _) in zip(spans, spans[1:]):
         assert a1 < b0, f"buffered ranges overlap: {spans}"
+
+
+def test_dropping_a_bad_file_stalls_only_its_partition() -> None:
+    s = TableState("t")
+    verdicts = [s.offer(pf(0, 9, manifest="bad"), 0)]
+    s.settle_manifest("bad", verdicts)
+    s.offer(pf(0, 9, partition=1, manifest="good"), 0)
+    dropped = s.drop_file("s3a://landing/orders-0-0", "gone")
+    assert dropped is not None and s.manifest("bad") == (ManifestState.REJECTED, None, "gone")
+    plan = s.plan(now=0, force=True)
+    assert plan is not None and plan.offsets == {("orders", 1): 10}
+    assert s.offer(pf(0, 9), 0)[0] is FileStatus.ACCEPTED  # a correct re-send is taken again

@@ -1,0 +1,60 @@
+"""The commit path on S3: files in the S3 server, table at s3a://, footers read over S3."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+
+from commit_service.delta_commit import DeltaCommitter, app_id
+from commit_service.errors import DataFileError
+from commit_service.protocol import DataFile, FileFormat
+from commit_service.spark import S3Settings
+from commit_service.state import PendingFile, TableState
+from commit_service.storage import StorageReader
+from lakegate_stack import s3 as s3mod
+from lakegate_stack.s3 import S3Server
+
+
+def upload(s3: Any, bucket: str, key: str, partition: int, start: int, count: int) -> PendingFile:
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"offset": list(range(start, start + count)), "v": [f"x{o}" for o in range(start, start + count)]}), buf)
+    s3.put_object(Bucket=bucket, Key=key, Body=buf.getvalue())
+    f = DataFile(f"s3a://{bucket}/{key}", "orders", partition, start, start + count - 1, len(buf.getvalue()),
+                 FileFormat.PARQUET, count)  # fmt: skip
+    return PendingFile(f, f"m-{key}", "sc")
+
+
+def test_commit_on_s3(spark: Any, s3_server: S3Server) -> None:
+    s3 = s3_server.client()
+    s3.create_bucket(Bucket="lake-commit")
+    storage = StorageReader(S3Settings(s3_server.endpoint, access_key=s3mod.ACCESS_KEY, secret_key=s3mod.SECRET_KEY))
+    committer = DeltaCommitter(spark, "orders", "s3://lake-commit/orders", storage)
+    state = TableState("orders")
+    files = [upload(s3, "lake-commit", f"orders/data/orders-{p}-{s}", p, s, 25) for p in range(2) for s in (0, 25)]
+    for f in files:
+        state.offer(f, now=0)
+    plan = state.plan(now=0, force=True)
+    record = committer.commit(plan)  # type: ignore[arg-type]
+    state.committed_plan(plan, record.version, now=0)  # type: ignore[arg-type]
+
+    options = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ALLOW_HTTP": "true", "AWS_REGION": s3mod.REGION,
+               "AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY}  # fmt: skip
+    table = DeltaTable("s3://lake-commit/orders", storage_options=options)
+    assert sorted(table.to_pyarrow_table().column("offset").to_pylist()) == sorted(list(range(50)) * 2)
+    assert table.transaction_version(app_id("orders", ("orders", 1))) == 50
+    assert spark.read.format("delta").load("s3a://lake-commit/orders").count() == 100
+    assert set(pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()) == {
+        f"data/orders-{p}-{s}" for p in range(2) for s in (0, 25)
+    }
+
+    wrong = upload(s3, "lake-commit", "orders/data/orders-0-50", 0, 50, 10)
+    wrong = PendingFile(DataFile(**{**wrong.file.__dict__, "size_bytes": wrong.file.size_bytes + 1}), "m", "sc")
+    state.offer(wrong, now=0)
+    with pytest.raises(DataFileError, match="the manifest said"):
+        committer.commit(state.plan(now=0, force=True))  # type: ignore[arg-type]
+    assert committer.snapshot().version == 0
