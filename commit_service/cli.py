@@ -17,6 +17,7 @@ from typing import Any
 
 from commit_service.config import ServiceConfig, load_config
 from commit_service.errors import ConfigError
+from commit_service.logsetup import setup_logging
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,27 +35,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--check-config", action="store_true",
                         help="validate the config, print it (tokens masked) and exit")  # fmt: skip
     return parser
-
-
-def setup_logging(fmt: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if fmt == "json":
-        class Json(logging.Formatter):
-            def format(self, record: logging.LogRecord) -> str:
-                out = {"ts": self.formatTime(record), "level": record.levelname, "logger": record.name,
-                       "message": record.getMessage()}  # fmt: skip
-                if record.exc_info:
-                    out["exc"] = self.formatException(record.exc_info)
-                return json.dumps(out)
-
-        handler.setFormatter(Json())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO)
-    for noisy in ("py4j", "kafka"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def masked(config: ServiceConfig) -> dict[str, Any]:

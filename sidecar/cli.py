@@ -1,14 +1,31 @@
-"""``lakegate-sidecar``: the command that runs beside each Kafka Connect worker.
+"""``lakegate-sidecar``: follow this Kafka Connect worker's sink tasks and report their files.
 
-Following Connect and streaming manifests comes with the sidecar issue; until then the command
-parses its options and says plainly that it cannot run yet.
+Runs the round of :mod:`sidecar.loop` every ``poll_interval_seconds`` until SIGTERM/SIGINT, with a
+``/healthz`` and ``/metrics`` endpoint on ``http.host:http.port``. A bad config exits with code 2
+and a message naming the key; a failed round is logged, counted and retried next round.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import signal
 import sys
+import threading
 from pathlib import Path
+from typing import Any
+
+from commit_service.logsetup import setup_logging
+from commit_service.protocol import FileFormat
+from sidecar.client import ServiceClient
+from sidecar.config import SidecarConfig, load_config
+from sidecar.connect import ConnectRest, GroupReader
+from sidecar.errors import SidecarConfigError, SidecarError
+from sidecar.loop import SidecarLoop
+from sidecar.metrics import SidecarMetrics, serve
+from sidecar.storage import LocalLister, NamePattern, S3Lister
+
+logger = logging.getLogger("sidecar")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,19 +33,73 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lakegate-sidecar",
         description="Lakegate sidecar: follows this Kafka Connect worker's sink tasks, finds the data "
         "files Connect has committed, and sends their manifests to the Lakegate commit service.",
-        epilog="Environment variables LAKEGATE_SIDECAR_<KEY> override config keys. "
-        "See docs/configuration.md.",
+        epilog="Environment variables LAKEGATE_SIDECAR_<KEY>__<KEY> override config keys, e.g. "
+        "LAKEGATE_SIDECAR_WORKER_ID=10.0.0.5:8083; ${NAME} in the file reads the environment. "
+        "See docs/sidecar.md.",
     )
-    parser.add_argument("--config", type=Path, metavar="PATH", required=False,
+    parser.add_argument("--config", type=Path, metavar="PATH",
                         help="sidecar YAML config (connect, kafka, storage, service sections)")  # fmt: skip
+    parser.add_argument("--once", action="store_true", help="run one round, print what it did, exit")
     return parser
 
 
+def build_loop(config: SidecarConfig, metrics: SidecarMetrics) -> SidecarLoop:
+    from kafka import KafkaAdminClient
+
+    st = config.storage
+    pattern = NamePattern(st.naming, st.prefix)
+    lister: Any = (S3Lister(st.bucket or "", endpoint=st.endpoint, region=st.region, path_style=st.path_style)
+                   if st.kind == "s3" else LocalLister(Path(st.directory or ".")))  # fmt: skip
+    worker_id = config.effective_worker_id()
+
+    def admin() -> Any:
+        return KafkaAdminClient(bootstrap_servers=config.kafka.bootstrap_servers, client_id=f"lakegate-sidecar-{worker_id}",
+                                **config.kafka.security)  # fmt: skip
+
+    return SidecarLoop(
+        worker_id=worker_id, sidecar_id=config.id or worker_id, connectors=config.connect.connectors,
+        connectors_regex=config.connect.connectors_regex, connect=ConnectRest(config.connect.url),
+        groups=GroupReader(admin), lister=lister, pattern=pattern,
+        service=ServiceClient(config.service.url, config.service.token), metrics=metrics,
+        file_format=FileFormat.PARQUET, resend_after=config.resend_after_seconds,
+        max_files=config.max_files_per_manifest,
+    )  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
-    build_parser().parse_args(argv)
-    print("lakegate-sidecar: following Connect is not implemented yet (sidecar issue); "
-          "only --help works in this version", file=sys.stderr)  # fmt: skip
-    return 2
+    args = build_parser().parse_args(argv)
+    try:
+        config = load_config(args.config)
+        metrics = SidecarMetrics(stale_after=max(60.0, 6 * config.poll_interval_seconds))
+        loop = build_loop(config, metrics)
+    except SidecarConfigError as exc:
+        print(f"lakegate-sidecar: config error: {exc}", file=sys.stderr)
+        return 2
+    setup_logging(config.log_format)
+    if args.once:
+        report = loop.run_once()
+        print(f"owned={sorted(report.owned)} sent={len(report.sent)} statuses={report.statuses}")
+        return 0
+    server = serve(metrics, config.http.host, config.http.port)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    logger.info("lakegate-sidecar for worker %s -> %s, /healthz and /metrics on %s:%d", loop.worker_id,
+                config.service.url, config.http.host, config.http.port)  # fmt: skip
+    while not stop.is_set():
+        try:
+            loop.run_once()
+        except SidecarError as exc:
+            metrics.errors.labels(type(exc).__name__).inc()
+            logger.warning("round failed (will retry): %s", exc)
+        except Exception:  # never die on a surprise; the health endpoint shows staleness
+            metrics.errors.labels("unexpected").inc()
+            logger.exception("round failed unexpectedly")
+        stop.wait(config.poll_interval_seconds)
+    server.shutdown()
+    loop.groups.close()
+    logger.info("stopped")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,74 @@
+"""HTTP client of the commit service, used by the sidecar loop.
+
+Speaks :mod:`commit_service.protocol` (the shared, stdlib-only wire model). Every call retries
+with exponential backoff and full jitter on connection errors, timeouts, 409 and 5xx, up to
+``attempts``; 4xx other than 409 are not retried (the request itself is wrong).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import requests
+
+from commit_service.protocol import Manifest, ManifestReceipt
+from sidecar.errors import ServiceError
+
+logger = logging.getLogger(__name__)
+
+RETRY_STATUS = {409, 429, 500, 502, 503, 504}
+
+
+class ServiceClient:
+    """Calls ``GET /v1/tables`` and ``POST /v1/manifests`` with a bearer token."""
+
+    def __init__(self, url: str, token: str | None, session: requests.Session | None = None, *,
+                 attempts: int = 5, base_delay: float = 0.5, max_delay: float = 30.0, timeout: float = 30.0,
+                 sleep: Callable[[float], None] = time.sleep) -> None:  # fmt: skip
+        self.url = url.rstrip("/")
+        self.http = session or requests.Session()
+        if token:
+            self.http.headers["Authorization"] = f"Bearer {token}"
+        self.attempts = attempts
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.timeout = timeout
+        self.sleep = sleep
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        last: ServiceError | None = None
+        for attempt in range(self.attempts):
+            if attempt:
+                delay = random.uniform(0, min(self.max_delay, self.base_delay * 2 ** attempt))
+                logger.info("retrying %s %s in %.1fs (%s)", method, path, delay, last)
+                self.sleep(delay)
+            try:
+                resp = self.http.request(method, f"{self.url}{path}", timeout=self.timeout, **kwargs)
+            except requests.RequestException as exc:
+                last = ServiceError(f"{method} {path}: {exc}")
+                continue
+            if resp.status_code < 400:
+                return resp.json()
+            message = f"{method} {path}: HTTP {resp.status_code}: {resp.text[:300]}"
+            last = ServiceError(message, status=resp.status_code, retryable=resp.status_code in RETRY_STATUS)
+            if not last.retryable:
+                raise last
+        assert last is not None
+        raise last
+
+    def table_offsets(self) -> dict[tuple[str, int], int]:
+        """Next offsets committed in every table, merged (a topic routes to one table)."""
+        tables = self._call("GET", "/v1/tables")["tables"]
+        out: dict[tuple[str, int], int] = {}
+        for t in tables:
+            for topic, parts in t.get("offsets", {}).items():
+                for partition, offset in parts.items():
+                    out[(topic, int(partition))] = int(offset)
+        return out
+
+    def send(self, manifest: Manifest) -> ManifestReceipt:
+        return ManifestReceipt.from_dict(self._call("POST", "/v1/manifests", json=manifest.to_dict()))

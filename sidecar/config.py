@@ -1,0 +1,108 @@
+"""The sidecar's configuration (DESIGN §7), read by ``lakegate-sidecar`` at start.
+
+YAML with ``${NAME}`` expansion and ``LAKEGATE_SIDECAR_<KEY>__<KEY>`` environment overrides (the
+same rules as the service: :mod:`commit_service.configfile`). Every key is documented in
+docs/sidecar.md.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from commit_service import configfile
+from commit_service.errors import ConfigError
+from sidecar.errors import SidecarConfigError
+
+ENV_PREFIX = "LAKEGATE_SIDECAR_"
+
+
+@dataclass(frozen=True)
+class ConnectConfig:
+    url: str = "http://127.0.0.1:8083"
+    connectors: tuple[str, ...] = ()
+    connectors_regex: str | None = None
+
+    def __post_init__(self) -> None:
+        if bool(self.connectors) == bool(self.connectors_regex):
+            raise SidecarConfigError("connect: set exactly one of connectors or connectors_regex")
+
+
+@dataclass(frozen=True)
+class KafkaConfig:
+    bootstrap_servers: str
+    security: dict[str, str] = field(default_factory=dict)  # kafka-python client settings
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    kind: str = "s3"  # s3 | local
+    bucket: str | None = None
+    prefix: str = ""
+    endpoint: str | None = None
+    region: str = "us-east-1"
+    path_style: bool = True
+    directory: str | None = None  # kind: local
+    naming: Any = "aiven"  # aiven | confluent | {regex: "..."}
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("s3", "local"):
+            raise SidecarConfigError(f"storage.kind: {self.kind!r} must be s3 or local")
+        if self.kind == "s3" and not self.bucket:
+            raise SidecarConfigError("storage.bucket: required when storage.kind is s3")
+        if self.kind == "local" and not self.directory:
+            raise SidecarConfigError("storage.directory: required when storage.kind is local")
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    url: str
+    token: str | None = None
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    host: str = "0.0.0.0"
+    port: int = 9464
+
+
+@dataclass(frozen=True)
+class SidecarConfig:
+    """The whole ``sidecar.yaml``."""
+
+    kafka: KafkaConfig
+    storage: StorageConfig
+    service: ServiceConfig
+    connect: ConnectConfig = field(default_factory=lambda: ConnectConfig(connectors_regex=".*"))
+    worker_id: str | None = None  # default: $POD_IP (or the Connect URL's host) + Connect's port
+    id: str | None = None  # this sidecar's name in manifests; default: worker_id
+    poll_interval_seconds: float = 5.0
+    resend_after_seconds: float = 30.0
+    max_files_per_manifest: int = 500
+    http: HttpConfig = field(default_factory=HttpConfig)
+    log_format: str = "text"
+
+    def __post_init__(self) -> None:
+        if self.poll_interval_seconds <= 0 or self.resend_after_seconds <= 0:
+            raise SidecarConfigError("poll_interval_seconds and resend_after_seconds must be > 0")
+        if not 1 <= self.max_files_per_manifest <= 10_000:
+            raise SidecarConfigError("max_files_per_manifest: 1..10000")
+
+    def effective_worker_id(self) -> str:
+        if self.worker_id:
+            return self.worker_id
+        parts = urlsplit(self.connect.url)
+        host = os.environ.get("POD_IP") or parts.hostname or "127.0.0.1"
+        return f"{host}:{parts.port or 8083}"
+
+
+def load_config(path: Path | None, environ: dict[str, str] | None = None) -> SidecarConfig:
+    if path is None:
+        raise SidecarConfigError("--config is required (see docs/sidecar.md)")
+    try:
+        return configfile.load(SidecarConfig, path, env_prefix=ENV_PREFIX, environ=environ)
+    except ConfigError as exc:
+        raise SidecarConfigError(str(exc)) from None

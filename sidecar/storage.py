@@ -1,0 +1,152 @@
+"""Finding the storage sink's data files and reading their names.
+
+Read by the sidecar loop each round. A :class:`NamePattern` turns an object key into
+(topic, partition, start offset): the ``aiven`` preset (``<prefix><topic>-<partition>-<start>``,
+topics may contain ``-``; an extension such as ``.gz`` is allowed), the ``confluent`` preset
+(``<prefix>topics/<topic>/partition=<p>/<topic>+<p>+<start>.<ext>``) or a custom regex with named
+groups ``topic``, ``partition``, ``start_offset``. Listers return every key under the prefix with
+its size; S3 through boto3 (endpoint, region, path-style, credentials from the AWS environment),
+or a local directory.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from sidecar.errors import SidecarConfigError, SourceError
+
+logger = logging.getLogger(__name__)
+
+PRESETS = {
+    "aiven": r"(?P<topic>.+)-(?P<partition>\d+)-(?P<start_offset>\d+)(?:\.[A-Za-z0-9]+)*",
+    "confluent": r"topics/(?P<topic>[^/]+)/partition=(?P<partition>\d+)/(?P=topic)\+(?P=partition)\+(?P<start_offset>\d+)(?:\.[A-Za-z0-9]+)*",
+}
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """One object as listed: its key, size, and the (topic, partition, start) its name says."""
+
+    key: str
+    size: int
+    topic: str
+    partition: int
+    start_offset: int
+
+
+class NamePattern:
+    """Parses keys (relative to the configured prefix) by a preset or a custom regex."""
+
+    def __init__(self, naming: str | dict[str, str], prefix: str = "") -> None:
+        self.preset: str | None = None
+        if isinstance(naming, dict):
+            if set(naming) != {"regex"}:
+                raise SidecarConfigError("storage.naming: use aiven, confluent or {regex: '...'}")
+            source = naming["regex"]
+        elif naming in PRESETS:
+            source = PRESETS[naming]
+            self.preset = naming
+        else:
+            raise SidecarConfigError(f"storage.naming: {naming!r} is not one of {sorted(PRESETS)} or {{regex: ...}}")
+        try:
+            self.regex = re.compile(source)
+        except re.error as exc:
+            raise SidecarConfigError(f"storage.naming.regex: {exc}") from None
+        missing = {"topic", "partition", "start_offset"} - set(self.regex.groupindex)
+        if missing:
+            raise SidecarConfigError(f"storage.naming.regex: named groups missing: {sorted(missing)}")
+        self.prefix = prefix
+
+    def key_prefix(self, topic: str) -> str:
+        """The narrowest listing prefix that holds every file of ``topic``."""
+        if self.preset == "aiven":
+            return f"{self.prefix}{topic}-"
+        if self.preset == "confluent":
+            return f"{self.prefix}topics/{topic}/"
+        return self.prefix
+
+    def parse(self, key: str, size: int) -> StoredFile | None:
+        """The file a key names, or None (logged) when it does not match the pattern."""
+        if not key.startswith(self.prefix):
+            return None
+        m = self.regex.fullmatch(key[len(self.prefix):])
+        if m is None:
+            logger.debug("skipping %s: does not match the naming pattern", key)
+            return None
+        return StoredFile(key, size, m["topic"], int(m["partition"]), int(m["start_offset"]))
+
+
+class Lister(Protocol):
+    """Lists every key (with its size) under a prefix; the loop's storage seam."""
+
+    def list(self, prefix: str) -> Iterable[tuple[str, int]]: ...
+
+    def uri(self, key: str) -> str: ...
+
+
+class S3Lister:
+    """Lists a bucket with boto3 (paginated); URIs are ``s3a://bucket/key``."""
+
+    def __init__(self, bucket: str, *, endpoint: str | None = None, region: str = "us-east-1",
+                 path_style: bool = True, client: Any = None) -> None:  # fmt: skip
+        self.bucket = bucket
+        if client is None:
+            import boto3
+            from botocore.config import Config
+
+            client = boto3.client("s3", endpoint_url=endpoint, region_name=region,
+                                  config=Config(s3={"addressing_style": "path" if path_style else "auto"},
+                                                retries={"max_attempts": 3}))  # fmt: skip
+        self.client = client
+
+    def list(self, prefix: str) -> Iterator[tuple[str, int]]:
+        try:
+            for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+                for obj in page.get("Contents", []):
+                    yield obj["Key"], int(obj["Size"])
+        except Exception as exc:  # botocore raises many types; the loop retries next round
+            raise SourceError(f"listing s3://{self.bucket}/{prefix}: {exc}") from exc
+
+    def uri(self, key: str) -> str:
+        return f"s3a://{self.bucket}/{key}"
+
+
+class LocalLister:
+    """Lists a local directory tree; keys are paths relative to it, URIs ``file:///abs``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+
+    def list(self, prefix: str) -> Iterator[tuple[str, int]]:
+        for dirpath, _, names in os.walk(self.root):
+            for name in names:
+                full = Path(dirpath) / name
+                key = full.relative_to(self.root).as_posix()
+                if key.startswith(prefix) and not name.startswith("."):
+                    try:
+                        yield key, full.stat().st_size
+                    except FileNotFoundError:
+                        continue
+
+    def uri(self, key: str) -> str:
+        return f"file://{self.root / key}"
+
+
+def list_files(lister: Lister, pattern: NamePattern, topics: Iterable[str]) -> dict[tuple[str, int], list[StoredFile]]:
+    """Every parseable file of ``topics``, grouped by partition, sorted by start offset."""
+    out: dict[tuple[str, int], list[StoredFile]] = {}
+    wanted = set(topics)
+    for prefix in sorted({pattern.key_prefix(t) for t in wanted}):
+        for key, size in lister.list(prefix):
+            f = pattern.parse(key, size)
+            if f is not None and f.topic in wanted:
+                out.setdefault((f.topic, f.partition), []).append(f)
+    for files in out.values():
+        files.sort(key=lambda f: f.start_offset)
+    return out

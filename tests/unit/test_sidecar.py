@@ -1,0 +1,222 @@
+"""The sidecar's pure parts and its round, with fakes at its seams (no Kafka, Connect or S3)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from commit_service.protocol import FileReceipt, FileStatus, Manifest, ManifestReceipt
+from sidecar.client import ServiceClient
+from sidecar.config import load_config
+from sidecar.connect import ConnectorView
+from sidecar.errors import ServiceError, SidecarConfigError
+from sidecar.loop import SidecarLoop
+from sidecar.metrics import SidecarMetrics
+from sidecar.storage import LocalLister, NamePattern, StoredFile, list_files
+from sidecar.tracker import complete_files, owned_partitions
+
+
+@pytest.mark.parametrize(
+    ("naming", "key", "expected"),
+    [
+        ("aiven", "orders-0-100", ("orders", 0, 100)),
+        ("aiven", "my-topic-with-dashes-12-3400", ("my-topic-with-dashes", 12, 3400)),
+        ("aiven", "orders-1-2-0", ("orders-1", 2, 0)),
+        ("aiven", "orders-0-100.gz", ("orders", 0, 100)),
+        ("aiven", "orders-x-100", None),
+        ("aiven", "orders-0-100-", None),
+        ("aiven", "README", None),
+        ("confluent", "topics/orders/partition=3/orders+3+0000000042.parquet", ("orders", 3, 42)),
+        ("confluent", "topics/orders/partition=3/other+3+42.parquet", None),
+        ({"regex": r"(?P<topic>\w+)/(?P<partition>\d+)/(?P<start_offset>\d+)\.json"}, "clicks/2/77.json", ("clicks", 2, 77)),
+    ],
+)
+def test_name_patterns(naming: Any, key: str, expected: tuple[str, int, int] | None) -> None:
+    parsed = NamePattern(naming).parse(key, 10)
+    assert (None if parsed is None else (parsed.topic, parsed.partition, parsed.start_offset)) == expected
+
+
+def test_prefix_and_bad_patterns() -> None:
+    p = NamePattern("aiven", "orders/data/")
+    assert p.parse("orders/data/orders-0-5", 1) is not None and p.parse("elsewhere/orders-0-5", 1) is None
+    assert p.key_prefix("orders") == "orders/data/orders-"
+    with pytest.raises(SidecarConfigError, match="named groups missing"):
+        NamePattern({"regex": r"(?P<topic>.+)-(?P<partition>\d+)"})
+    with pytest.raises(SidecarConfigError, match="is not one of"):
+        NamePattern("hive")
+
+
+def sf(start: int, p: int = 0) -> StoredFile:
+    return StoredFile(f"orders-{p}-{start}", 100, "orders", p, start)
+
+
+def test_completeness_ranges() -> None:
+    files = [sf(0), sf(100), sf(250), sf(400)]
+    done = complete_files(files, connect_committed=300, table_next=0)
+    assert [(c.file.start_offset, c.end_offset) for c in done] == [(0, 99), (100, 249), (250, 299)]
+    assert [c.file.start_offset for c in complete_files(files, 300, table_next=100)] == [100, 250]
+    assert complete_files(files, None, 0) == []  # Connect has committed nothing yet
+    assert complete_files(files, 0, 0) == []
+    assert [(c.file.start_offset, c.end_offset) for c in complete_files([sf(0), sf(0)], 50, 0)] == [(0, 49)]
+
+
+def test_ownership_from_group_members() -> None:
+    members = [
+        {"client_id": "connector-consumer-snk-0", "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [0, 1]}]}},
+        {"client_id": "connector-consumer-snk-1", "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [2]}]}},
+        {"client_id": "connector-consumer-snk-other-0", "member_assignment": {"assigned_partitions": [{"topic": "b", "partitions": [0]}]}},
+        {"client_id": "someone-else", "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [9]}]}},
+    ]
+    assert owned_partitions(members, "snk", {0}) == {("a", 0), ("a", 1)}
+    assert owned_partitions(members, "snk", {0, 1}) == {("a", 0), ("a", 1), ("a", 2)}
+    assert owned_partitions(members, "snk", set()) == set()
+
+
+class FakeConnect:
+    def __init__(self, views: dict[str, ConnectorView]) -> None:
+        self.views = views
+
+    def followed(self, names: tuple[str, ...], regex: str | None) -> list[str]:
+        return list(names)
+
+    def view(self, name: str, worker_id: str) -> ConnectorView:
+        return self.views.get(name, ConnectorView(name, "MISSING", frozenset(), ()))
+
+
+class FakeGroups:
+    def __init__(self, owned: set[tuple[str, int]], committed: dict[tuple[str, int], int]) -> None:
+        self.owned_set, self.committed_map = owned, committed
+
+    def owned(self, connector: str, my_tasks: frozenset[int]) -> set[tuple[str, int]]:
+        return set(self.owned_set)
+
+    def committed(self, connector: str) -> dict[tuple[str, int], int]:
+        return dict(self.committed_map)
+
+    def close(self) -> None:
+        pass
+
+
+class FakeService:
+    def __init__(self) -> None:
+        self.offsets: dict[tuple[str, int], int] = {}
+        self.manifests: list[Manifest] = []
+
+    def table_offsets(self) -> dict[tuple[str, int], int]:
+        return dict(self.offsets)
+
+    def send(self, manifest: Manifest) -> ManifestReceipt:
+        self.manifests.append(manifest)
+        return ManifestReceipt(manifest.manifest_id, tuple(FileReceipt(f.path, FileStatus.ACCEPTED) for f in manifest.files))
+
+
+def make_loop(tmp_path: Path, owned: set[tuple[str, int]], committed: dict[tuple[str, int], int],
+              state: str = "RUNNING", clock: list[float] | None = None) -> tuple[SidecarLoop, FakeService]:  # fmt: skip
+    service = FakeService()
+    views = {"snk": ConnectorView("snk", state, frozenset({0}) if state == "RUNNING" else frozenset(), ("orders",))}
+    t = clock or [0.0]
+    loop = SidecarLoop(worker_id="w:8083", sidecar_id="sc", connectors=("snk",), connectors_regex=None,
+                       connect=FakeConnect(views), groups=FakeGroups(owned, committed),  # type: ignore[arg-type]
+                       lister=LocalLister(tmp_path), pattern=NamePattern("aiven"), service=service,  # type: ignore[arg-type]
+                       metrics=SidecarMetrics(60), resend_after=30, clock=lambda: t[0])  # fmt: skip
+    return loop, service
+
+
+def touch(tmp_path: Path, *names: str) -> None:
+    for n in names:
+        (tmp_path / n).write_bytes(b"x" * 10)
+
+
+def test_round_reports_only_owned_complete_files_once(tmp_path: Path) -> None:
+    touch(tmp_path, "orders-0-0", "orders-0-10", "orders-0-20", "orders-1-0", "junk.txt", "orders-9-0")
+    clock = [0.0]
+    loop, service = make_loop(tmp_path, {("orders", 0)}, {("orders", 0): 20, ("orders", 1): 5}, clock=clock)
+    report = loop.run_once()
+    [m] = service.manifests
+    assert [(f.path.rsplit("/", 1)[1], f.start_offset, f.end_offset) for f in m.files] == [("orders-0-0", 0, 9), ("orders-0-10", 10, 19)]
+    assert report.statuses == {"accepted": 2}
+    loop.run_once()
+    assert len(service.manifests) == 1, "not resent before resend_after"
+    clock[0] = 31
+    loop.run_once()
+    assert len(service.manifests) == 2, "resent when the table did not move"
+    service.offsets = {("orders", 0): 20}
+    clock[0] = 100
+    loop.run_once()
+    assert len(service.manifests) == 2 and loop._sent == {}
+
+
+def test_paused_or_deleted_connector_reports_nothing(tmp_path: Path) -> None:
+    touch(tmp_path, "orders-0-0", "orders-0-10")
+    for state in ("PAUSED", "MISSING"):
+        loop, service = make_loop(tmp_path, {("orders", 0)}, {("orders", 0): 20}, state=state)
+        loop.run_once()
+        assert service.manifests == []
+
+
+def test_listing_groups_and_sorts(tmp_path: Path) -> None:
+    touch(tmp_path, "a-0-100", "a-0-5", "a-1-0", "ab-0-0")
+    listed = list_files(LocalLister(tmp_path), NamePattern("aiven"), ["a"])
+    assert [f.start_offset for f in listed[("a", 0)]] == [5, 100] and ("ab", 0) not in listed
+
+
+class FlakySession(requests.Session):
+    def __init__(self, answers: list[Any]) -> None:
+        super().__init__()
+        self.answers = answers
+        self.calls = 0
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        self.calls += 1
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        resp = requests.Response()
+        resp.status_code, resp._content = answer
+        return resp
+
+
+def test_client_retries_then_succeeds_and_never_retries_a_400() -> None:
+    ok = (200, b'{"tables": [{"offsets": {"orders": {"0": 7}}}]}')
+    session = FlakySession([requests.ConnectionError("down"), (503, b"{}"), ok])
+    client = ServiceClient("http://svc", "tok", session, sleep=lambda s: None)
+    assert client.table_offsets() == {("orders", 0): 7} and session.calls == 3
+    session = FlakySession([(400, b'{"error": {}}'), ok])
+    with pytest.raises(ServiceError) as err:
+        ServiceClient("http://svc", "tok", session, sleep=lambda s: None).table_offsets()
+    assert err.value.status == 400 and session.calls == 1
+    session = FlakySession([requests.ConnectionError("down")] * 3)
+    with pytest.raises(ServiceError, match="down"):
+        ServiceClient("http://svc", None, session, attempts=3, sleep=lambda s: None).table_offsets()
+
+
+def test_config_errors_and_env(tmp_path: Path) -> None:
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text("kafka: {bootstrap_servers: k:9092}\nstorage: {kind: s3, bucket: landing}\n"
+                   "service: {url: 'http://svc:8080', token: '${LAKEGATE_SIDECAR_TOKEN}'}\n"
+                   "connect: {url: 'http://127.0.0.1:8083', connectors: [snk]}\n")  # fmt: skip
+    env = {"LAKEGATE_SIDECAR_TOKEN": "t" * 20, "POD_IP": "10.1.2.3", "LAKEGATE_SIDECAR_POLL_INTERVAL_SECONDS": "2"}
+    c = load_config(cfg, environ=env)
+    assert c.service.token == "t" * 20 and c.poll_interval_seconds == 2
+    cfg.write_text(cfg.read_text().replace("bucket: landing", "bucket: null"))
+    with pytest.raises(SidecarConfigError, match="storage.bucket"):
+        load_config(cfg, environ=env)
+
+
+def test_cli_bad_config_exits_2(tmp_path: Path) -> None:
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text("kafka: {bootstrap_servers: k:9092}\nstorage: {kind: nfs}\nservice: {url: x}\n")
+    script = Path(sys.executable).parent / "lakegate-sidecar"
+    out = subprocess.run([str(script), "--config", str(cfg)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "storage.kind" in out.stderr
+
+
+def test_sidecar_imports_no_spark_or_flask() -> None:
+    code = "import sys, sidecar.cli, sidecar.loop\nprint([m for m in ('pyspark', 'py4j', 'flask') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
