@@ -49,6 +49,8 @@ def _config() -> ServiceConfig:
 def authenticate() -> None:
     if request.path in OPEN_PATHS:
         return
+    if not _ready():  # before the tables' offsets are loaded every answer would mislead
+        raise _not_ready()
     auth = _config().auth
     if not auth.enabled:
         g.role = Role.ADMIN
@@ -84,8 +86,6 @@ def _ready() -> bool:
 
 @bp.post("/v1/manifests")
 def post_manifest() -> tuple[Response, int]:
-    if not _ready():
-        raise _not_ready()
     try:
         manifest = Manifest.from_dict(_json_body())
     except ProtocolError as exc:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+# The real-service fixtures (S3 server, Kafka, Connect, Spark): shared by integration and e2e.
+pytest_plugins = ["tests.fixtures"]
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:

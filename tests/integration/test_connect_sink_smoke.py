@@ -20,7 +20,7 @@ from lakegate_stack.connect import ConnectWorker
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
 
-from .kafka_helpers import create_topic, produce_json, wait_committed
+from tests.kafka_helpers import create_topic, produce_json, wait_committed
 
 SINK_CLASS = "io.lakegate.connect.s3.S3SinkConnector"
 PER_PARTITION = 1000

@@ -15,7 +15,7 @@ import pytest
 import requests
 from deltalake import DeltaTable
 
-from .service_helpers import ServiceProcess, manifest, write_parquet
+from tests.service_helpers import ServiceProcess, manifest, write_parquet
 
 TOPIC, TABLE = "orders", "orders"
 

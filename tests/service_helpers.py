@@ -23,6 +23,7 @@ class ServiceProcess:
 
     def __init__(self, workdir: Path, tables: list[dict[str, Any]], roots: list[str], name: str = "service",
                  s3: dict[str, Any] | None = None) -> None:  # fmt: skip
+        """``s3``: the ``storage.s3`` section (endpoint, keys) when tables or files are on S3."""
         self.workdir = workdir
         self.port = free_port()
         self.ui_port = free_port()
@@ -77,6 +78,11 @@ class ServiceProcess:
 
     def stop(self) -> None:
         self.process.stop(timeout=60)
+
+    def restart(self, timeout: float = 180) -> None:
+        """Stop and start again on the same port (clients keep their URL)."""
+        self.stop()
+        self.start(timeout)
 
     def call(self, method: str, path: str, token: str = SIDECAR_TOKEN, **kw: Any) -> requests.Response:
         return requests.request(method, f"{self.url}{path}", headers={"Authorization": f"Bearer {token}"},

@@ -50,3 +50,15 @@ def wait_committed(bootstrap: str, group: str, expected: dict[TopicPartition, in
             return
         time.sleep(1)
     raise AssertionError(f"group {group} committed {seen}, expected {expected} within {timeout:.0f}s")
+
+
+def end_offsets(bootstrap: str, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """The log end offset of each partition."""
+    from kafka.admin import OffsetSpec
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        result = admin.list_partition_offsets({tp: OffsetSpec.LATEST for tp in partitions})
+        return {tp: int(getattr(v, "offset", v)) for tp, v in result.items()}
+    finally:
+        admin.close()

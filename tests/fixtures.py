@@ -1,4 +1,4 @@
-"""Session-scoped real services on loopback: S3 server, Kafka broker, Connect worker(s), Spark.
+"""Session-scoped real services (a pytest plugin loaded by tests/conftest.py) on loopback: S3 server, Kafka broker, Connect worker(s), Spark.
 
 Every fixture starts a real process from the project's cache (``scripts/fetch-jars``) and stops
 it at the end of the session; logs land in ``<tmp>/stack/*.log`` and their tails appear in

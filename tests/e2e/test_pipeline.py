@@ -1,0 +1,171 @@
+"""The whole pipeline, all real: Kafka -> Connect (S3 sink, Parquet) -> S3 server -> sidecars ->
+lakegate-service -> Delta on s3a, while a second worker joins, the service restarts and the first
+worker leaves. At quiesce every produced id is in the table exactly once and each partition's
+``txn`` version equals the ``connect-<connector>`` committed offset; delta-rs agrees.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+from deltalake import DeltaTable
+from kafka import KafkaProducer, TopicPartition
+
+from lakegate_stack import s3 as s3mod
+from lakegate_stack.connect import ConnectWorker
+from lakegate_stack.kafka import KafkaBroker
+from lakegate_stack.process import ManagedProcess, free_port
+from lakegate_stack.s3 import S3Server
+from tests.kafka_helpers import committed_offsets, create_topic, end_offsets
+from tests.service_helpers import SIDECAR_TOKEN, ServiceProcess
+
+logger = logging.getLogger(__name__)
+
+TOPICS = ("e2e-a", "e2e-b")
+PARTITIONS = 3
+RECORDS = 20_000
+BUCKET, PREFIX, TABLE, CONNECTOR = "lake", "events/data/", "events", "e2e-sink"
+S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
+
+
+def start_sidecar(workdir: Path, name: str, worker: ConnectWorker, kafka: KafkaBroker, s3: S3Server,
+                  service: ServiceProcess) -> ManagedProcess:  # fmt: skip
+    config = {
+        "worker_id": worker.worker_id, "id": name,
+        "connect": {"url": worker.url, "connectors": [CONNECTOR]},
+        "kafka": {"bootstrap_servers": kafka.bootstrap_servers},
+        "storage": {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": s3.endpoint, "naming": "aiven"},
+        "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
+        "poll_interval_seconds": 1, "resend_after_seconds": 5,
+        "http": {"host": "127.0.0.1", "port": free_port()},
+    }  # fmt: skip
+    path = workdir / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    cmd = [str(Path(sys.executable).parent / "lakegate-sidecar"), "--config", str(path)]
+    proc = ManagedProcess(name, cmd, workdir / f"{name}.log", env={**S3_ENV, "LAKEGATE_SIDECAR_TOKEN": SIDECAR_TOKEN})
+    proc.start()
+    port = config["http"]["port"]  # type: ignore[index]
+    proc.wait_ready(lambda: requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200, 60)
+    return proc
+
+
+def sink_config(s3: S3Server) -> dict[str, str]:
+    return {
+        "connector.class": "io.lakegate.connect.s3.S3SinkConnector", "topics": ",".join(TOPICS), "tasks.max": "2",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "false",
+        "aws.access.key.id": s3mod.ACCESS_KEY, "aws.secret.access.key": s3mod.SECRET_KEY,
+        "aws.s3.bucket.name": BUCKET, "aws.s3.prefix": PREFIX, "aws.s3.endpoint": s3.endpoint,
+        "format.output.type": "parquet", "file.compression.type": "snappy",
+        "consumer.override.max.poll.records": "500",
+    }  # fmt: skip
+
+
+def produce(bootstrap: str, milestones: dict[int, threading.Event], stop: threading.Event) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=10)
+    try:
+        for i in range(RECORDS):
+            topic, partition = TOPICS[i % 2], (i // 2) % PARTITIONS
+            value = json.dumps({"id": i, "src": topic, "amount": i * 0.01}).encode()
+            producer.send(topic, key=str(i).encode(), value=value, partition=partition)
+            if i in milestones:
+                producer.flush(30)
+                milestones[i].set()
+            if i % 250 == 0:
+                time.sleep(0.5)  # ~500 records/s, about 40 s in all: the faults happen mid-stream
+            if stop.is_set():
+                return
+        producer.flush(60)
+    finally:
+        producer.close()
+
+
+def test_exactly_once_through_rebalances_and_a_service_restart(
+    tmp_path: Path, kafka_broker: KafkaBroker, s3_server: S3Server, spark: Any
+) -> None:
+    s3_server.create_bucket(BUCKET)
+    for t in TOPICS:
+        create_topic(kafka_broker.bootstrap_servers, t, PARTITIONS)
+    service = ServiceProcess(
+        tmp_path, [{"name": TABLE, "path": f"s3a://{BUCKET}/{TABLE}", "topics": list(TOPICS),
+                    "commit": {"interval_seconds": 2}}],
+        [f"s3a://{BUCKET}/{PREFIX}"],
+        s3={"endpoint": s3_server.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
+    ).start()  # fmt: skip
+    group = "e2e-connect"
+    w1 = ConnectWorker(tmp_path / "connect", kafka_broker.bootstrap_servers, name="e2e-w1", group_id=group).start()
+    w2: ConnectWorker | None = None
+    sidecars: list[ManagedProcess] = []
+    stop = threading.Event()
+    milestones = {n: threading.Event() for n in (4_000, 9_000, 14_000)}
+    producer = threading.Thread(target=produce, args=(kafka_broker.bootstrap_servers, milestones, stop))
+    try:
+        w1.client().put_connector(CONNECTOR, sink_config(s3_server))
+        w1.client().wait_running(CONNECTOR, tasks=2)
+        sidecars.append(start_sidecar(tmp_path, "sidecar-1", w1, kafka_broker, s3_server, service))
+        producer.start()
+
+        assert milestones[4_000].wait(120)
+        w2 = ConnectWorker(tmp_path / "connect", kafka_broker.bootstrap_servers, name="e2e-w2", group_id=group).start()
+        sidecars.append(start_sidecar(tmp_path, "sidecar-2", w2, kafka_broker, s3_server, service))
+        deadline = time.monotonic() + 60  # wait for the rebalance to give w2 a task
+        while time.monotonic() < deadline:
+            status = w1.client().status(CONNECTOR)
+            if any(t["worker_id"] == w2.worker_id and t["state"] == "RUNNING" for t in status["tasks"]):
+                break
+            time.sleep(1)
+        else:
+            raise AssertionError(f"no task moved to the second worker: {status}")
+
+        assert milestones[9_000].wait(120)
+        assert producer.is_alive(), "the producer finished before the service restart"
+        service.stop()
+        time.sleep(5)  # sidecars retry against a dead service; Connect keeps writing
+        service.start()
+
+        assert milestones[14_000].wait(120)
+        assert producer.is_alive(), "the producer finished before the last fault: slow it down"
+        sidecars[0].stop()
+        w1.stop()  # its tasks move to w2
+
+        producer.join(300)
+        assert not producer.is_alive()
+        partitions = [TopicPartition(t, p) for t in TOPICS for p in range(PARTITIONS)]
+        ends = end_offsets(kafka_broker.bootstrap_servers, partitions)
+        assert sum(ends.values()) == RECORDS
+        deadline = time.monotonic() + 240
+        table_offsets: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            table_offsets = service.call("GET", f"/v1/tables/{TABLE}/offsets").json()
+            done = all(table_offsets.get(tp.topic, {}).get(str(tp.partition)) == ends[tp] for tp in partitions)
+            if done:
+                break
+            time.sleep(2)
+        assert done, f"table offsets {table_offsets} never reached the log ends {ends}"
+        connect = committed_offsets(kafka_broker.bootstrap_servers, f"connect-{CONNECTOR}")
+    finally:
+        stop.set()
+        for proc in sidecars:
+            proc.stop()
+        for w in (w2, w1):
+            if w is not None:
+                w.stop()
+        service.stop()
+
+    options = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV}
+    table = DeltaTable(f"s3://{BUCKET}/{TABLE}", storage_options=options)
+    ids = table.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+    assert len(ids) == RECORDS and sorted(ids) == list(range(RECORDS)), "every id exactly once"
+    for tp in partitions:
+        assert connect[tp] == ends[tp]
+        assert table.transaction_version(f"lakegate-{TABLE}-{tp.topic}-{tp.partition}") == connect[tp]
+    assert spark.read.format("delta").load(f"s3a://{BUCKET}/{TABLE}").count() == RECORDS
+    logger.info("table version %d after %d commits", table.version(), len(table.history()))
