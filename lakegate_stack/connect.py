@@ -27,6 +27,22 @@ from lakegate_stack.process import (
 logger = logging.getLogger(__name__)
 
 SINK_PLUGIN_GROUP = "s3-sink"
+SINK_CLASS = "io.lakegate.connect.s3.S3SinkConnector"
+
+
+def s3_sink_config(topics: list[str], bucket: str, endpoint: str, access_key: str, secret_key: str, *,
+                   prefix: str = "", tasks: int = 2, **overrides: str) -> dict[str, str]:  # fmt: skip
+    """A storage sink connector config: schemaless JSON in, Parquet files named
+    ``<prefix><topic>-<partition>-<startOffset>`` out (Aiven's keys and layout)."""
+    return {
+        "connector.class": SINK_CLASS, "topics": ",".join(topics), "tasks.max": str(tasks),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "false",
+        "aws.access.key.id": access_key, "aws.secret.access.key": secret_key, "aws.s3.bucket.name": bucket,
+        "aws.s3.prefix": prefix, "aws.s3.endpoint": endpoint, "aws.s3.region": "us-east-1",
+        "format.output.type": "parquet", "file.compression.type": "snappy",
+        "consumer.override.max.poll.records": "500", **overrides,
+    }  # fmt: skip
 
 
 class ConnectWorker:

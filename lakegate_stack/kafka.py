@@ -102,3 +102,15 @@ class KafkaBroker:
     def stop(self) -> None:
         if self.process:
             self.process.stop()
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    """Create ``topic`` (replication 1) and wait until every partition has a leader."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics({topic: {"num_partitions": partitions, "replication_factor": 1}})
+        admin.wait_for_topics([topic], timeout_ms=30000)
+    finally:
+        admin.close()

@@ -8,15 +8,9 @@ from collections.abc import Iterable
 
 from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
 
+from lakegate_stack.kafka import create_topic
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    """Create ``topic`` and wait until every partition has a leader."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics({topic: {"num_partitions": partitions, "replication_factor": 1}})
-        admin.wait_for_topics([topic], timeout_ms=30000)
-    finally:
-        admin.close()
+__all__ = ["committed_offsets", "create_topic", "end_offsets", "produce_json", "wait_committed"]
 
 
 def produce_json(bootstrap: str, topic: str, records: Iterable[tuple[int, str, dict[str, object]]]) -> int:

@@ -8,24 +8,20 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import requests
-import yaml
 from deltalake import DeltaTable
 from kafka import KafkaProducer, TopicPartition
 
 from lakegate_stack import s3 as s3mod
-from lakegate_stack.connect import ConnectWorker
+from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import KafkaBroker
-from lakegate_stack.process import ManagedProcess, free_port
 from lakegate_stack.s3 import S3Server
+from lakegate_stack.services import ServiceProcess, SidecarProcess
 from tests.kafka_helpers import committed_offsets, create_topic, end_offsets
-from tests.service_helpers import SIDECAR_TOKEN, ServiceProcess
 
 logger = logging.getLogger(__name__)
 
@@ -37,36 +33,19 @@ S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.
 
 
 def start_sidecar(workdir: Path, name: str, worker: ConnectWorker, kafka: KafkaBroker, s3: S3Server,
-                  service: ServiceProcess) -> ManagedProcess:  # fmt: skip
-    config = {
-        "worker_id": worker.worker_id, "id": name,
+                  service: ServiceProcess) -> SidecarProcess:  # fmt: skip
+    return SidecarProcess(workdir, name, {
+        "worker_id": worker.worker_id,
         "connect": {"url": worker.url, "connectors": [CONNECTOR]},
         "kafka": {"bootstrap_servers": kafka.bootstrap_servers},
         "storage": {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": s3.endpoint, "naming": "aiven"},
         "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
         "poll_interval_seconds": 1, "resend_after_seconds": 5,
-        "http": {"host": "127.0.0.1", "port": free_port()},
-    }  # fmt: skip
-    path = workdir / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(config))
-    cmd = [str(Path(sys.executable).parent / "lakegate-sidecar"), "--config", str(path)]
-    proc = ManagedProcess(name, cmd, workdir / f"{name}.log", env={**S3_ENV, "LAKEGATE_SIDECAR_TOKEN": SIDECAR_TOKEN})
-    proc.start()
-    port = config["http"]["port"]  # type: ignore[index]
-    proc.wait_ready(lambda: requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200, 60)
-    return proc
+    }, env=S3_ENV).start()  # fmt: skip
 
 
 def sink_config(s3: S3Server) -> dict[str, str]:
-    return {
-        "connector.class": "io.lakegate.connect.s3.S3SinkConnector", "topics": ",".join(TOPICS), "tasks.max": "2",
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "false",
-        "aws.access.key.id": s3mod.ACCESS_KEY, "aws.secret.access.key": s3mod.SECRET_KEY,
-        "aws.s3.bucket.name": BUCKET, "aws.s3.prefix": PREFIX, "aws.s3.endpoint": s3.endpoint,
-        "format.output.type": "parquet", "file.compression.type": "snappy",
-        "consumer.override.max.poll.records": "500",
-    }  # fmt: skip
+    return s3_sink_config(list(TOPICS), BUCKET, s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix=PREFIX)
 
 
 def produce(bootstrap: str, milestones: dict[int, threading.Event], stop: threading.Event) -> None:
@@ -103,7 +82,7 @@ def test_exactly_once_through_rebalances_and_a_service_restart(
     group = "e2e-connect"
     w1 = ConnectWorker(tmp_path / "connect", kafka_broker.bootstrap_servers, name="e2e-w1", group_id=group).start()
     w2: ConnectWorker | None = None
-    sidecars: list[ManagedProcess] = []
+    sidecars: list[SidecarProcess] = []
     stop = threading.Event()
     milestones = {n: threading.Event() for n in (4_000, 9_000, 14_000)}
     producer = threading.Thread(target=produce, args=(kafka_broker.bootstrap_servers, milestones, stop))

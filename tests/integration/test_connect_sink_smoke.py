@@ -16,34 +16,18 @@ import pyarrow.parquet as pq
 from kafka import TopicPartition
 
 from lakegate_stack import s3 as s3mod
-from lakegate_stack.connect import ConnectWorker
+from lakegate_stack.connect import SINK_CLASS, ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
 
 from tests.kafka_helpers import create_topic, produce_json, wait_committed
 
-SINK_CLASS = "io.lakegate.connect.s3.S3SinkConnector"
 PER_PARTITION = 1000
 
 
 def sink_config(topic: str, bucket: str, s3: S3Server, **extra: str) -> dict[str, str]:
-    return {
-        "connector.class": SINK_CLASS,
-        "topics": topic,
-        "tasks.max": "2",
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "false",
-        "aws.access.key.id": s3mod.ACCESS_KEY,
-        "aws.secret.access.key": s3mod.SECRET_KEY,
-        "aws.s3.bucket.name": bucket,
-        "aws.s3.endpoint": s3.endpoint,
-        "aws.s3.region": s3mod.REGION,
-        "format.output.type": "parquet",
-        "format.output.fields": "key,value,offset,timestamp",
-        "consumer.override.max.poll.records": "250",
-        **extra,
-    }
+    return s3_sink_config([topic], bucket, s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY,
+                          **{"format.output.fields": "key,value,offset,timestamp", "consumer.override.max.poll.records": "250", **extra})  # fmt: skip
 
 
 def test_sink_writes_every_record_once_named_by_start_offset(

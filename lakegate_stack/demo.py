@@ -1,0 +1,178 @@
+"""The local end-to-end demo behind ``scripts/demo``: everything real, on loopback.
+
+S3 server + Kafka + Kafka Connect (S3 sink writing Parquet into ``s3://lake/orders/data/``) +
+``lakegate-service`` (table ``s3a://lake/orders``) + ``lakegate-sidecar``. It produces sample
+orders, shows progress and every commit as it happens, prints a sample of the table read back with
+delta-rs, tells where the Spark UI is, and stops everything on Ctrl-C (or when done, with
+``--exit-when-done``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from lakegate_stack import s3 as s3mod
+from lakegate_stack.connect import s3_sink_config
+from lakegate_stack.errors import StackError
+from lakegate_stack.kafka import create_topic
+from lakegate_stack.services import ServiceProcess, SidecarProcess
+from lakegate_stack.stack import LocalStack
+
+TOPIC, TABLE, CONNECTOR, BUCKET, PREFIX = "orders", "orders", "orders-sink", "lake", "orders/data/"
+S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
+
+
+def say(text: str) -> None:
+    print(f"[demo {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def produce(bootstrap: str, records: int, rate: int, partitions: int, done: threading.Event, stop: threading.Event,
+            counter: list[int]) -> None:  # fmt: skip
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
+    rng = random.Random(7)
+    try:
+        for i in range(records):
+            if stop.is_set():
+                return
+            order = {"order_id": i, "customer": f"c{rng.randrange(100):03d}", "amount": round(rng.uniform(1, 500), 2),
+                     "ts": int(time.time() * 1000)}  # fmt: skip
+            producer.send(TOPIC, key=str(i).encode(), value=json.dumps(order).encode(), partition=i % partitions)
+            counter[0] = i + 1
+            if rate and (i + 1) % max(1, rate // 10) == 0:
+                time.sleep(0.1)
+        producer.flush(60)
+    finally:
+        producer.close()
+        done.set()
+
+
+def show_commits(service: ServiceProcess, seen: set[int]) -> None:
+    for c in reversed(service.call("GET", f"/v1/commits?table={TABLE}&limit=100").json()["commits"]):
+        if c["version"] not in seen:
+            seen.add(c["version"])
+            offsets = ", ".join(f"{p}:{o}" for p, o in c["offsets"].get(TOPIC, {}).items())
+            say(f"commit v{c['version']}: {c['files']} files, {c['records']} records, "
+                f"next offsets {{{offsets}}}, {c['duration_ms']} ms")  # fmt: skip
+
+
+def print_sample(s3_endpoint: str) -> tuple[int, int]:
+    """Print a sample of the table; return (rows, distinct order ids)."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(f"s3://{BUCKET}/{TABLE}", storage_options={
+        "AWS_ENDPOINT_URL": s3_endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV})  # fmt: skip
+    data = table.to_pyarrow_table()
+    say(f"table s3a://{BUCKET}/{TABLE} at version {table.version()}: {data.num_rows} rows, "
+        f"columns {data.column_names}; read back with delta-rs. A sample:")  # fmt: skip
+    for row in data.sort_by("order_id").slice(0, 5).to_pylist():
+        print("    " + json.dumps(row))
+    return data.num_rows, len(set(data.column("order_id").to_pylist()))
+
+
+def run(args: argparse.Namespace, workdir: Path) -> int:
+    started = time.monotonic()
+    with LocalStack(workdir, connect_workers=1, buckets=(BUCKET,)) as stack:
+        assert stack.s3 and stack.kafka
+        worker = stack.workers[0]
+        say("stack up: S3 server, Kafka, Kafka Connect; starting lakegate-service (Spark warms up) ...")
+        service = ServiceProcess(
+            workdir, [{"name": TABLE, "path": f"s3a://{BUCKET}/{TABLE}", "topics": [TOPIC],
+                       "commit": {"interval_seconds": args.commit_interval}}],
+            [f"s3a://{BUCKET}/{PREFIX}"],
+            s3={"endpoint": stack.s3.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
+        )  # fmt: skip
+        sidecar: SidecarProcess | None = None
+        stop = threading.Event()
+        try:
+            service.start()
+            create_topic(stack.kafka.bootstrap_servers, TOPIC, args.partitions)
+            worker.client().put_connector(CONNECTOR, s3_sink_config(
+                [TOPIC], BUCKET, stack.s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix=PREFIX))  # fmt: skip
+            worker.client().wait_running(CONNECTOR, tasks=2)
+            sidecar = SidecarProcess(workdir, "sidecar", {
+                "worker_id": worker.worker_id, "connect": {"url": worker.url, "connectors": [CONNECTOR]},
+                "kafka": {"bootstrap_servers": stack.kafka.bootstrap_servers},
+                "storage": {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": stack.s3.endpoint},
+                "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
+                "poll_interval_seconds": 1, "resend_after_seconds": 10,
+            }, env=S3_ENV).start()  # fmt: skip
+            say(f"ready in {time.monotonic() - started:.0f}s.\n"
+                f"  lakegate API  {service.url}   (token in {service.config_path})\n"
+                f"  Spark UI      {service.spark_ui()}   (jobs named 'lakegate commit orders v<N>: ...')\n"
+                f"  Connect REST  {worker.url}   Kafka {stack.kafka.bootstrap_servers}   S3 {stack.s3.endpoint}\n"
+                f"  logs          {workdir}")  # fmt: skip
+            done, counter = threading.Event(), [0]
+            threading.Thread(target=produce, daemon=True, args=(
+                stack.kafka.bootstrap_servers, args.records, args.rate, args.partitions, done, stop, counter)).start()  # fmt: skip
+            say(f"producing {args.records} orders to topic '{TOPIC}' ({args.partitions} partitions) ...")
+            seen: set[int] = set()
+            deadline = time.monotonic() + args.timeout
+            while time.monotonic() < deadline:
+                time.sleep(2)
+                show_commits(service, seen)
+                committed = sum(service.call("GET", f"/v1/tables/{TABLE}/offsets").json().get(TOPIC, {}).values())
+                say(f"produced {counter[0]}/{args.records}, committed to the table {committed}")
+                if done.is_set() and committed >= args.records:
+                    break
+            else:
+                say(f"not all records were committed within {args.timeout}s; see the logs in {workdir}")
+                return 1
+            show_commits(service, seen)
+            rows, distinct = print_sample(stack.s3.endpoint)
+            if rows != args.records or distinct != args.records:
+                say(f"MISMATCH: {rows} rows, {distinct} distinct order ids, {args.records} produced")
+                return 1
+            say(f"all {args.records} records committed exactly once, in {len(seen)} Delta commits.")
+            if args.exit_when_done:
+                return 0
+            say(f"Spark UI: {service.spark_ui()} -- press Ctrl-C to stop everything.")
+            while True:
+                time.sleep(3600)
+        finally:
+            stop.set()
+            say("stopping sidecar, service, Connect, Kafka, S3 ...")
+            if sidecar is not None:
+                sidecar.stop()
+            service.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/demo", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--records", type=int, default=5000, help="orders to produce (default 5000)")
+    parser.add_argument("--rate", type=int, default=500, help="orders per second, 0 = as fast as possible (default 500)")
+    parser.add_argument("--partitions", type=int, default=3, help="partitions of the topic (default 3)")
+    parser.add_argument("--commit-interval", type=float, default=5.0, help="table commit interval, s (default 5)")
+    parser.add_argument("--timeout", type=float, default=600, help="give up after this many seconds (default 600)")
+    parser.add_argument("--exit-when-done", action="store_true", help="stop once every record is committed")
+    parser.add_argument("--workdir", type=Path, help="configs, data and logs (default: a temp dir, removed at exit)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lakegate-demo-"))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        return run(args, workdir)
+    except KeyboardInterrupt:
+        return 0
+    except StackError as exc:
+        print(f"demo failed: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+        say("stopped.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

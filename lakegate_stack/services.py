@@ -1,0 +1,120 @@
+"""Lakegate's own processes for the demo and the tests: ``lakegate-service`` and ``lakegate-sidecar``.
+
+Each writes its YAML config into a work directory and runs the installed console script as a
+:class:`ManagedProcess` (log file, readiness on its HTTP endpoint, clean stop).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+from lakegate_stack.process import ManagedProcess, free_port
+
+SIDECAR_TOKEN = "sidecar-token-for-tests-0001"
+ADMIN_TOKEN = "admin-token-for-tests-000001"
+
+
+class ServiceProcess:
+    """One ``lakegate-service`` process on a free port, with its own Spark UI port."""
+
+    def __init__(self, workdir: Path, tables: list[dict[str, Any]], roots: list[str], name: str = "service",
+                 s3: dict[str, Any] | None = None) -> None:  # fmt: skip
+        """``s3``: the ``storage.s3`` section (endpoint, keys) when tables or files are on S3."""
+        self.workdir = workdir
+        self.port = free_port()
+        self.ui_port = free_port()
+        config = {
+            "server": {"host": "127.0.0.1", "port": self.port, "threads": 4},
+            "auth": {"enabled": True, "tokens": [{"token": SIDECAR_TOKEN, "role": "sidecar"},
+                                                 {"token": ADMIN_TOKEN, "role": "admin"}]},
+            "storage": {"allowed_roots": roots, **({"s3": s3} if s3 else {})},
+            "spark": {"master": "local[2]", "ui_port": self.ui_port, "driver_memory": "1g",
+                      "local_dir": str(workdir / f"{name}-spark")},
+            "tables": tables,
+        }  # fmt: skip
+        self.config_path = workdir / f"{name}.yaml"
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(yaml.safe_dump(config))
+        script = Path(sys.executable).parent / "lakegate-service"
+        self.process = ManagedProcess(name, [str(script), "--config", str(self.config_path)], workdir / f"{name}.log")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 180) -> ServiceProcess:
+        return self.spawn().wait_ready(timeout)
+
+    def spawn(self) -> ServiceProcess:
+        """Start the process; call from the main thread (the child dies with the spawning thread)."""
+        self.process.start()
+        return self
+
+    def wait_ready(self, timeout: float = 180) -> ServiceProcess:
+        self.process.wait_ready(lambda: requests.get(f"{self.url}/readyz", timeout=2).status_code == 200,
+                                timeout, "ready")  # fmt: skip
+        return self
+
+    def spark_ui(self) -> str:
+        return str(requests.get(f"{self.url}/readyz", timeout=10).json()["spark_ui"])
+
+    def spark_job_descriptions(self, attempts: int = 10) -> list[str]:
+        """Job descriptions from the Spark UI's REST API (retried: the UI answers lazily)."""
+        ui = self.spark_ui()
+        for attempt in range(attempts):
+            try:
+                app_id = requests.get(f"{ui}/api/v1/applications", timeout=10).json()[0]["id"]
+                jobs = requests.get(f"{ui}/api/v1/applications/{app_id}/jobs", timeout=10).json()
+                return [j.get("description", "") for j in jobs]
+            except (requests.RequestException, ValueError, IndexError):
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(1)
+        return []
+
+    def stop(self) -> None:
+        self.process.stop(timeout=60)
+
+    def restart(self, timeout: float = 180) -> None:
+        """Stop and start again on the same port (clients keep their URL)."""
+        self.stop()
+        self.start(timeout)
+
+    def call(self, method: str, path: str, token: str = SIDECAR_TOKEN, **kw: Any) -> requests.Response:
+        return requests.request(method, f"{self.url}{path}", headers={"Authorization": f"Bearer {token}"},
+                                timeout=300, **kw)  # fmt: skip
+
+    def commit_now(self, table: str) -> dict[str, Any]:
+        r = self.call("POST", f"/v1/tables/{table}/commit", ADMIN_TOKEN)
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+
+class SidecarProcess:
+    """One ``lakegate-sidecar`` process beside a Connect worker, with its own health port."""
+
+    def __init__(self, workdir: Path, name: str, config: dict[str, Any], env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        config = {**config, "id": name, "http": {"host": "127.0.0.1", "port": self.port}}
+        workdir.mkdir(parents=True, exist_ok=True)
+        path = workdir / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        script = Path(sys.executable).parent / "lakegate-sidecar"
+        self.process = ManagedProcess(name, [str(script), "--config", str(path)], workdir / f"{name}.log",
+                                      env={"LAKEGATE_SIDECAR_TOKEN": SIDECAR_TOKEN, **(env or {})})  # fmt: skip
+
+    def start(self, timeout: float = 60) -> SidecarProcess:
+        self.process.start()
+        self.process.wait_ready(
+            lambda: requests.get(f"http://127.0.0.1:{self.port}/healthz", timeout=2).status_code == 200, timeout
+        )
+        return self
+
+    def stop(self) -> None:
+        self.process.stop(timeout=30)
