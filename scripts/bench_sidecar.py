@@ -1,0 +1,109 @@
+"""Benchmark: the sidecar's memory (RSS) and CPU while it follows a connector of 100 partitions.
+
+Brings up the real local stack, a 100-partition topic, a sink connector (4 tasks), the service and
+one sidecar (poll every second), produces records for the whole run, and samples the sidecar's
+RSS and CPU time from /proc. Prints a summary and writes JSON (default .lakegate/bench/sidecar.json).
+Run through ``scripts/bench-sidecar``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from kafka import KafkaProducer
+
+from lakegate_stack import s3 as s3mod
+from lakegate_stack.connect import s3_sink_config
+from lakegate_stack.kafka import create_topic
+from lakegate_stack.services import ServiceProcess, SidecarProcess
+from lakegate_stack.stack import LocalStack
+
+TICKS = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def sample(pid: int) -> tuple[float, float]:
+    """(RSS in MiB, CPU seconds user+system) of a process, children not included."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / TICKS
+    rss_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    return rss_pages * PAGE / 2**20, cpu
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument("--seconds", type=int, default=60, help="measured run length (default 60)")
+    parser.add_argument("--rate", type=int, default=1000, help="records per second produced (default 1000)")
+    parser.add_argument("--out", type=Path, default=Path(".lakegate/bench/sidecar.json"))
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="lakegate-bench-sidecar-"))
+    env = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY}
+    with LocalStack(work, buckets=("lake",)) as stack:
+        assert stack.s3 and stack.kafka
+        worker = stack.workers[0]
+        service = ServiceProcess(work, [{"name": "bench", "path": "s3a://lake/bench", "topics": ["bench"],
+                                         "commit": {"interval_seconds": 5}}], ["s3a://lake/bench/data/"],
+                                 s3={"endpoint": stack.s3.endpoint, "access_key": s3mod.ACCESS_KEY,
+                                     "secret_key": s3mod.SECRET_KEY}).start()  # fmt: skip
+        create_topic(stack.kafka.bootstrap_servers, "bench", args.partitions)
+        worker.client().put_connector("bench-sink", s3_sink_config(
+            ["bench"], "lake", stack.s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix="bench/data/", tasks=4))
+        worker.client().wait_running("bench-sink", tasks=4)
+        sidecar = SidecarProcess(work, "sidecar", {
+            "worker_id": worker.worker_id, "connect": {"url": worker.url, "connectors": ["bench-sink"]},
+            "kafka": {"bootstrap_servers": stack.kafka.bootstrap_servers},
+            "storage": {"kind": "s3", "bucket": "lake", "prefix": "bench/data/", "endpoint": stack.s3.endpoint},
+            "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"}, "poll_interval_seconds": 1,
+        }, env=env).start()  # fmt: skip
+        pid = sidecar.process.pid
+        assert pid is not None
+        stop = threading.Event()
+
+        def produce() -> None:
+            producer = KafkaProducer(bootstrap_servers=stack.kafka.bootstrap_servers, linger_ms=50)
+            i = 0
+            while not stop.is_set():
+                for _ in range(args.rate // 10):
+                    producer.send("bench", value=json.dumps({"id": i}).encode(), partition=i % args.partitions)
+                    i += 1
+                time.sleep(0.1)
+            producer.close()
+
+        threading.Thread(target=produce, daemon=True).start()
+        rss0, cpu0 = sample(pid)
+        samples = []
+        started = time.monotonic()
+        while time.monotonic() - started < args.seconds:
+            time.sleep(2)
+            rss, cpu = sample(pid)
+            samples.append(rss)
+            print(f"t={time.monotonic() - started:4.0f}s rss={rss:6.1f} MiB cpu={cpu - cpu0:6.2f}s", flush=True)
+        elapsed = time.monotonic() - started
+        rss_end, cpu_end = sample(pid)
+        stop.set()
+        tables = service.call("GET", "/v1/tables/bench").json()
+        sidecar.stop()
+        service.stop()
+    result = {
+        "benchmark": "sidecar", "partitions": args.partitions, "seconds": round(elapsed, 1),
+        "rss_mib_start": round(rss0, 1), "rss_mib_max": round(max(samples), 1), "rss_mib_end": round(rss_end, 1),
+        "cpu_seconds": round(cpu_end - cpu0, 2), "cpu_percent_of_one_core": round(100 * (cpu_end - cpu0) / elapsed, 1),
+        "table_version": tables["version"], "partitions_in_table": sum(len(v) for v in tables["offsets"].values()),
+    }  # fmt: skip
+    print(json.dumps(result, indent=2))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
