@@ -29,7 +29,7 @@ from commit_service.errors import (
 )
 from commit_service.metrics import CONTENT_TYPE, ServiceMetrics
 from commit_service.openapi import document
-from commit_service.protocol import Manifest, ProtocolError
+from commit_service.protocol import LeaseRequest, Manifest, ProtocolError
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +93,16 @@ def post_manifest() -> tuple[Response, int]:
         raise BadRequestError(str(exc), {"field": exc.field}) from None
     receipt = _coordinator().submit(manifest)
     return jsonify(receipt.to_dict()), 202
+
+
+@bp.post("/v1/leases")
+def post_leases() -> Response:
+    try:
+        lease_request = LeaseRequest.from_dict(_json_body())
+    except ProtocolError as exc:
+        raise BadRequestError(str(exc), {"field": exc.field}) from None
+    grants = _coordinator().claim(lease_request)
+    return jsonify({"fencing": _coordinator().groups is not None, "leases": [g.to_dict() for g in grants]})
 
 
 @bp.get("/v1/manifests/<manifest_id>")

@@ -17,6 +17,7 @@ from flask import Flask
 
 from commit_service.api import bp, register_error_handlers
 from commit_service.config import ServiceConfig, TableConfig, load_config
+from commit_service.connect_group import GroupReader
 from commit_service.coordinator import Committer, Coordinator
 from commit_service.metrics import ServiceMetrics
 
@@ -46,8 +47,24 @@ def spark_committer_factory(config: ServiceConfig, ext: dict[str, Any]) -> Commi
     return factory
 
 
+def kafka_groups(config: ServiceConfig) -> GroupReader | None:
+    """A reader of the Connect groups when the config has a ``kafka`` section (fencing on)."""
+    if config.kafka is None:
+        return None
+    kafka = config.kafka
+
+    def admin() -> Any:
+        from kafka import KafkaAdminClient
+
+        return KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, client_id="lakegate-service",
+                                **kafka.security)  # fmt: skip
+
+    return GroupReader(admin)
+
+
 def create_app(config: ServiceConfig | None = None, *, config_path: Path | None = None,
-               committer_factory: CommitterFactory | None = None, start: bool = True) -> Flask:  # fmt: skip
+               committer_factory: CommitterFactory | None = None, start: bool = True,
+               groups: GroupReader | None = None) -> Flask:  # fmt: skip
     """Build the app. Tests pass a fake ``committer_factory``; gunicorn uses the defaults."""
     config = config or load_config(config_path)
     app = Flask("lakegate")
@@ -55,7 +72,7 @@ def create_app(config: ServiceConfig | None = None, *, config_path: Path | None 
     app.json.sort_keys = False  # type: ignore[attr-defined]
     ext: dict[str, Any] = {"config": config}
     factory = committer_factory or spark_committer_factory(config, ext)
-    coordinator = Coordinator(config, factory)
+    coordinator = Coordinator(config, factory, groups=groups if groups is not None else kafka_groups(config))
     metrics = ServiceMetrics(coordinator.summaries)
     coordinator.listener = metrics
     ext.update(coordinator=coordinator, metrics=metrics)

@@ -150,6 +150,14 @@ class TableConfig:
 
 
 @dataclass(frozen=True)
+class KafkaConfig:
+    """Where the Connect groups live; setting it turns fencing on (DESIGN §4)."""
+
+    bootstrap_servers: str
+    security: dict[str, str] = field(default_factory=dict)  # kafka-python client settings
+
+
+@dataclass(frozen=True)
 class ServiceConfig:
     """The whole ``service.yaml``."""
 
@@ -158,6 +166,7 @@ class ServiceConfig:
     storage: StorageConfig = field(default_factory=StorageConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     tables: tuple[TableConfig, ...] = ()
+    kafka: KafkaConfig | None = None
 
     def __post_init__(self) -> None:
         if not self.tables:

@@ -17,25 +17,30 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from commit_service.config import ServiceConfig, TableConfig
 from commit_service.delta_commit import TableSnapshot
+from commit_service.connect_group import Assignment, GroupReadError, GroupReader
 from commit_service.errors import (
     BadRequestError,
     CommitError,
     DataFileError,
     NotFoundError,
     OffsetsMovedError,
+    RequestError,
     SchemaMismatchError,
 )
+from commit_service.leases import LeaseTable
 from commit_service.paths import UnsafePathError, is_under, normalize_uri
 from commit_service.protocol import (
     CommitRecord,
     DataFile,
     FileReceipt,
     FileStatus,
+    LeaseGrant,
+    LeaseRequest,
     Manifest,
     ManifestReceipt,
     ManifestState,
@@ -77,10 +82,12 @@ class _Retry:
 class TableCoordinator:
     """One table: its state, its committer, its recent commits."""
 
-    def __init__(self, config: TableConfig, committer: Committer, clock: Callable[[], float]) -> None:
+    def __init__(self, config: TableConfig, committer: Committer, clock: Callable[[], float],
+                 limits: Callable[[set[tuple[str, int]]], dict[tuple[str, int], int]] | None = None) -> None:  # fmt: skip
         self.config = config
         self.committer = committer
         self.clock = clock
+        self.limits = limits  # Connect's committed offsets, when fencing is on
         self.state = TableState(config.name, policy=config.commit.policy(), now=clock())
         self.lock = threading.Lock()
         self.commit_lock = threading.Lock()
@@ -112,6 +119,16 @@ class TableCoordinator:
                 return None
             with self.lock:
                 plan = self.state.plan(now, force=force)
+            if plan is not None and self.limits is not None:
+                try:
+                    limits = self.limits(set(plan.offsets))
+                except GroupReadError as exc:
+                    err = CommitError(f"table {self.config.name}: cannot check Connect's offsets: {exc}")
+                    err.retryable = True
+                    self._failed(err)
+                    raise err from exc
+                with self.lock:  # never commit past what Connect itself has committed
+                    plan = self.state.plan(now, force=force, limits=limits)
             if plan is None:
                 return None
             try:
@@ -179,11 +196,15 @@ class Coordinator:
     """Every table of the service, and the background commit loop."""
 
     def __init__(self, config: ServiceConfig, committer_factory: Callable[[TableConfig], Committer],
-                 listener: CommitListener | None = None, clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+                 listener: CommitListener | None = None, clock: Callable[[], float] = time.time,
+                 groups: GroupReader | None = None) -> None:  # fmt: skip
         self.config = config
         self.clock = clock
         self.listener = listener
         self._factory = committer_factory
+        self.groups = groups  # set when fencing is on (service config has a kafka section)
+        self.leases = LeaseTable()
+        self._lease_lock = threading.Lock()
         self.tables: dict[str, TableCoordinator] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -194,7 +215,8 @@ class Coordinator:
     def load(self) -> None:
         """Create committers and recover every table's offsets; then the service is ready."""
         for table in self.config.tables:
-            tc = TableCoordinator(table, self._factory(table), self.clock)
+            tc = TableCoordinator(table, self._factory(table), self.clock,
+                                  self._connect_limits if self.groups is not None else None)  # fmt: skip
             tc.load()
             self.tables[table.name] = tc
         self.ready = True
@@ -242,8 +264,7 @@ class Coordinator:
                 self._rejected("outside_roots")
                 raise BadRequestError(f"files[{i}].path: {uri} is not under an allowed storage root",
                                       {"field": f"files[{i}].path", "allowed_roots": list(self.config.storage.allowed_roots)})  # fmt: skip
-            normalized.append(DataFile(uri, f.topic, f.partition, f.start_offset, f.end_offset, f.size_bytes,
-                                       f.format, f.record_count))  # fmt: skip
+            normalized.append(replace(f, path=uri))
         receipts: list[FileReceipt] = []
         by_table: dict[str, list[tuple[int, PendingFile]]] = {}
         for i, f in enumerate(normalized):
@@ -252,6 +273,13 @@ class Coordinator:
                 self._rejected("no_table")
                 receipts.append(FileReceipt(f.path, FileStatus.REJECTED, f"no table takes topic {f.topic!r}"))
                 continue
+            if self.groups is not None:
+                with self._lease_lock:
+                    denied = self.leases.check((f.topic, f.partition), manifest.sidecar.id, f.lease_epoch)
+                if denied:
+                    self._rejected("stale_lease")
+                    receipts.append(FileReceipt(f.path, FileStatus.REJECTED, denied, table.name))
+                    continue
             by_table.setdefault(table.name, []).append((i, PendingFile(f, manifest.manifest_id, manifest.sidecar.id)))
             receipts.append(FileReceipt(f.path, FileStatus.ACCEPTED, table=table.name))  # placeholder
         for name, items in by_table.items():
@@ -261,6 +289,52 @@ class Coordinator:
                 if status is FileStatus.REJECTED:
                     self._rejected("overlap")
         return ManifestReceipt(manifest.manifest_id, tuple(receipts))
+
+    # -- fencing --------------------------------------------------------------------------
+
+    def claim(self, request: LeaseRequest) -> list[LeaseGrant]:
+        """Grant leases on the partitions Kafka shows on the claimant's worker and tasks.
+
+        Without a ``kafka`` section (fencing off) every claim is granted and files need no epoch.
+        """
+        held: dict[tuple[str, int], Assignment] | None = None
+        if self.groups is not None:
+            try:
+                held = self.groups.assignments(request.connector)
+            except GroupReadError as exc:
+                err = RequestError(f"cannot check the Connect group in Kafka: {exc}")
+                err.status, err.code = 503, "kafka_unavailable"
+                raise err from exc
+        host = request.sidecar.worker.rsplit(":", 1)[0]
+        grants: list[LeaseGrant] = []
+        with self._lease_lock:
+            for tp in request.partitions:
+                a = None if held is None else held.get(tp)
+                if held is not None and (a is None or a.task not in request.tasks or a.host != host):
+                    where = "unassigned" if a is None else f"task {a.task} on {a.host}"
+                    grants.append(LeaseGrant(tp[0], tp[1], False, reason=(
+                        f"Kafka shows {tp[0]}-{tp[1]} of connect-{request.connector} {where}, not on "
+                        f"{host} tasks {sorted(request.tasks)}")))  # fmt: skip
+                    continue
+                lease = self.leases.grant(tp, request.sidecar.id, request.sidecar.worker, request.connector)
+                grants.append(LeaseGrant(tp[0], tp[1], True, lease.epoch))
+        return grants
+
+    def _connect_limits(self, partitions: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Connect's committed offset for each partition, via the connector holding its lease."""
+        assert self.groups is not None
+        by_connector: dict[str, dict[tuple[str, int], int]] = {}
+        limits: dict[tuple[str, int], int] = {}
+        for tp in partitions:
+            with self._lease_lock:
+                lease = self.leases.get(tp)
+            if lease is None:
+                continue
+            if lease.connector not in by_connector:
+                by_connector[lease.connector] = self.groups.committed(lease.connector)
+            if tp in by_connector[lease.connector]:
+                limits[tp] = by_connector[lease.connector][tp]
+        return limits
 
     def _rejected(self, reason: str) -> None:
         if self.listener:

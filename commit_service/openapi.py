@@ -15,8 +15,19 @@ from typing import Any
 from commit_service import protocol
 
 MODELS = (protocol.SidecarInfo, protocol.DataFile, protocol.Manifest, protocol.FileReceipt,
-          protocol.ManifestReceipt, protocol.ManifestStatus, protocol.CommitRecord)  # fmt: skip
-NON_NEGATIVE = {"partition", "start_offset", "end_offset", "size_bytes", "record_count", "files", "records", "version"}
+          protocol.ManifestReceipt, protocol.ManifestStatus, protocol.CommitRecord, protocol.LeaseGrant)  # fmt: skip
+LEASE_REQUEST = {
+    "type": "object", "description": "Partitions a sidecar's worker tasks own, to lease (fencing)",
+    "required": ["sidecar", "connector", "tasks", "partitions"],
+    "properties": {
+        "sidecar": {"$ref": "#/components/schemas/SidecarInfo"}, "connector": {"type": "string", "minLength": 1},
+        "tasks": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+        "partitions": {"type": "array", "items": {"type": "object", "required": ["topic", "partition"], "properties": {
+            "topic": {"type": "string", "minLength": 1}, "partition": {"type": "integer", "minimum": 0}}}},
+    },
+}  # fmt: skip
+NON_NEGATIVE = {"partition", "start_offset", "end_offset", "size_bytes", "record_count", "files", "records", "version",
+                "lease_epoch", "epoch"}
 
 
 def _schema_of(tp: Any, name: str) -> dict[str, Any]:
@@ -90,6 +101,13 @@ def document() -> dict[str, Any]:
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("Manifest")}}},
                 "responses": {"202": _resp("Accepted: a status per file (never 'committed')", _ref("ManifestReceipt")), **ERRORS},
             }},
+            "/v1/leases": {"post": {
+                "summary": "Lease partitions before sending their files (sidecar)", "security": secured,
+                "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("LeaseRequest")}}},
+                "responses": {"200": _resp("A grant (with epoch) or a refusal per partition", {"type": "object", "properties": {
+                    "fencing": {"type": "boolean"}, "leases": {"type": "array", "items": _ref("LeaseGrant")}}}),
+                    **ERRORS, "503": _resp("Kafka unavailable", _error())},
+            }},
             "/v1/manifests/{manifest_id}": {"get": {
                 "summary": "Where a manifest's files are", "security": secured,
                 "parameters": [{"name": "manifest_id", "in": "path", "required": True, "schema": {"type": "string"}}],
@@ -124,7 +142,7 @@ def document() -> dict[str, Any]:
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {cls.__name__: model_schema(cls) for cls in MODELS},
+            "schemas": {**{cls.__name__: model_schema(cls) for cls in MODELS}, "LeaseRequest": LEASE_REQUEST},
             "responses": {f"E{c}": _resp(d, _error()) for c, d in (
                 (400, "Malformed request"), (401, "Missing or unknown token"), (403, "Role not allowed"),
                 (404, "No such resource"), (413, "Body too large"))},

@@ -122,6 +122,7 @@ class DataFile:
     size_bytes: int
     format: FileFormat = FileFormat.PARQUET
     record_count: int | None = None
+    lease_epoch: int | None = None  # the sender's lease on this partition (required when fencing)
 
     def __post_init__(self) -> None:
         if self.start_offset > self.end_offset:
@@ -150,6 +151,7 @@ class DataFile:
                 size_bytes=_count(d, "size_bytes", path),
                 format=file_format,
                 record_count=_count(d, "record_count", path, required=False),
+                lease_epoch=_count(d, "lease_epoch", path, required=False),
             )
         except ProtocolError as exc:
             if exc.field == "end_offset":  # raised by __post_init__ without the prefix
@@ -164,6 +166,8 @@ class DataFile:
         }  # fmt: skip
         if self.record_count is not None:
             out["record_count"] = self.record_count
+        if self.lease_epoch is not None:
+            out["lease_epoch"] = self.lease_epoch
         return out
 
 
@@ -260,6 +264,59 @@ class ManifestStatus:
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out
+
+
+@dataclass(frozen=True)
+class LeaseRequest:
+    """``POST /v1/leases`` body, sent by a sidecar each round: the partitions its worker's tasks of
+    ``connector`` own, as it sees them. The service grants a lease only if Kafka agrees."""
+
+    sidecar: SidecarInfo
+    connector: str
+    tasks: tuple[int, ...]
+    partitions: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> LeaseRequest:
+        d = _object(raw, "")
+        tasks = _get(d, "tasks", "", list)
+        parts = _get(d, "partitions", "", list)
+        if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in tasks):
+            raise ProtocolError("tasks", "must be non-negative integers")
+        out = []
+        for i, p in enumerate(parts):
+            p = _object(p, f"partitions[{i}]")
+            out.append((_text(p, "topic", f"partitions[{i}].", max_len=249), _count(p, "partition", f"partitions[{i}].")))
+        return cls(SidecarInfo.from_dict(_get(d, "sidecar", "", dict)), _text(d, "connector", "", max_len=249),
+                   tuple(tasks), tuple(out))  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sidecar": self.sidecar.to_dict(), "connector": self.connector, "tasks": list(self.tasks),
+                "partitions": [{"topic": t, "partition": p} for t, p in self.partitions]}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LeaseGrant:
+    """One partition's answer to a lease request: its epoch if granted, else why not."""
+
+    topic: str
+    partition: int
+    granted: bool
+    epoch: int | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"topic": self.topic, "partition": self.partition, "granted": self.granted}
+        if self.epoch is not None:
+            out["epoch"] = self.epoch
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> LeaseGrant:
+        d = _object(raw, "lease")
+        return cls(d["topic"], int(d["partition"]), bool(d["granted"]), d.get("epoch"), d.get("reason"))
 
 
 Offsets = dict[str, dict[int, int]]  # topic -> partition -> next offset

@@ -179,19 +179,21 @@ class TableState:
 
     # -- decisions ------------------------------------------------------------------------
 
-    def contiguous(self) -> list[PendingFile]:
-        """Per partition, the run of buffered files starting at the committed offset."""
+    def contiguous(self, limits: dict[TopicPartition, int] | None = None) -> list[PendingFile]:
+        """Per partition, the run of buffered files starting at the committed offset (and, with
+        ``limits``, ending at or below the limit: Connect's own committed offset)."""
         run: list[PendingFile] = []
         for tp in sorted(self.pending):
             cursor, files = self.next_offset(tp), self.pending[tp]
-            while cursor in files:
+            limit = None if limits is None else limits.get(tp, 0)
+            while cursor in files and (limit is None or files[cursor].file.next_offset <= limit):
                 run.append(files[cursor])
                 cursor = files[cursor].file.next_offset
         return run
 
-    def plan(self, now: float, *, force: bool = False) -> CommitPlan | None:
+    def plan(self, now: float, *, force: bool = False, limits: dict[TopicPartition, int] | None = None) -> CommitPlan | None:
         """The commit to make now, or None; see the module docstring for the guarantees."""
-        run = self.contiguous()
+        run = self.contiguous(limits)
         if not run:
             return None
         size = sum(p.file.size_bytes for p in run)

@@ -92,6 +92,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                        "commit": {"interval_seconds": args.commit_interval}}],
             [f"s3a://{BUCKET}/{PREFIX}"],
             s3={"endpoint": stack.s3.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
+            kafka=stack.kafka.bootstrap_servers,
         )  # fmt: skip
         sidecar: SidecarProcess | None = None
         stop = threading.Event()

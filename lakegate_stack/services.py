@@ -24,8 +24,9 @@ class ServiceProcess:
     """One ``lakegate-service`` process on a free port, with its own Spark UI port."""
 
     def __init__(self, workdir: Path, tables: list[dict[str, Any]], roots: list[str], name: str = "service",
-                 s3: dict[str, Any] | None = None) -> None:  # fmt: skip
-        """``s3``: the ``storage.s3`` section (endpoint, keys) when tables or files are on S3."""
+                 s3: dict[str, Any] | None = None, kafka: str | None = None) -> None:  # fmt: skip
+        """``s3``: the ``storage.s3`` section (endpoint, keys) when tables or files are on S3;
+        ``kafka``: bootstrap servers, which turns fencing on (leases checked against Kafka)."""
         self.workdir = workdir
         self.port = free_port()
         self.ui_port = free_port()
@@ -37,6 +38,7 @@ class ServiceProcess:
             "spark": {"master": "local[2]", "ui_port": self.ui_port, "driver_memory": "1g",
                       "local_dir": str(workdir / f"{name}-spark")},
             "tables": tables,
+            **({"kafka": {"bootstrap_servers": kafka}} if kafka else {}),
         }  # fmt: skip
         self.config_path = workdir / f"{name}.yaml"
         workdir.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 import requests
 
-from commit_service.protocol import Manifest, ManifestReceipt
+from commit_service.protocol import LeaseGrant, LeaseRequest, Manifest, ManifestReceipt
 from sidecar.errors import ServiceError
 
 logger = logging.getLogger(__name__)
@@ -69,6 +69,11 @@ class ServiceClient:
                 for partition, offset in parts.items():
                     out[(topic, int(partition))] = int(offset)
         return out
+
+    def claim(self, request: LeaseRequest) -> tuple[bool, list[LeaseGrant]]:
+        """Lease partitions; returns (fencing on?, a grant or refusal per partition)."""
+        body = self._call("POST", "/v1/leases", json=request.to_dict())
+        return bool(body.get("fencing")), [LeaseGrant.from_dict(g) for g in body.get("leases", [])]
 
     def send(self, manifest: Manifest) -> ManifestReceipt:
         return ManifestReceipt.from_dict(self._call("POST", "/v1/manifests", json=manifest.to_dict()))

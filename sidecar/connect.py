@@ -1,23 +1,23 @@
-"""What the sidecar reads from Kafka Connect and Kafka: tasks on this worker, their partitions,
-and the ``connect-<connector>`` group's committed offsets.
+"""What the sidecar reads from Kafka Connect: the followed connectors and their tasks on this worker.
 
 Used by the loop each round. ``ConnectRest`` wraps the worker's REST API (a ``requests.Session``
-is injected); ``GroupReader`` wraps a kafka-python ``KafkaAdminClient`` made by an injected
-factory, so unit tests pass fakes and integration tests the real broker.
+is injected). The ``connect-<connector>`` group (partitions per task, committed offsets) is read
+with :class:`commit_service.connect_group.GroupReader`, shared with the service.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import requests
 
+from commit_service.connect_group import GroupReadError, GroupReader
 from sidecar.errors import SourceError
-from sidecar.tracker import TopicPartition, owned_partitions
+
+__all__ = ["ConnectRest", "ConnectorView", "GroupReadError", "GroupReader"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,43 +69,3 @@ class ConnectRest:
             return list(names)
         pattern = re.compile(regex)
         return sorted(n for n in self.connectors() if pattern.fullmatch(n))
-
-
-class GroupReader:
-    """Reads a Connect sink's consumer group through a kafka-python admin client."""
-
-    def __init__(self, admin_factory: Callable[[], Any]) -> None:
-        self._factory = admin_factory
-        self._admin: Any = None
-
-    def _client(self) -> Any:
-        if self._admin is None:
-            self._admin = self._factory()
-        return self._admin
-
-    def _call(self, what: str, fn: Callable[[Any], Any]) -> Any:
-        try:
-            return fn(self._client())
-        except Exception as exc:  # kafka-python raises many types; reconnect next round
-            self.close()
-            raise SourceError(f"Kafka {what}: {exc}") from exc
-
-    def owned(self, connector: str, my_tasks: frozenset[int]) -> set[TopicPartition]:
-        group = f"connect-{connector}"
-        described = self._call("describe group", lambda a: a.describe_groups([group]))
-        members = described.get(group, {}).get("members", []) if isinstance(described, dict) else []
-        return owned_partitions(members, connector, set(my_tasks))
-
-    def committed(self, connector: str) -> dict[TopicPartition, int]:
-        group = f"connect-{connector}"
-        offsets = self._call("committed offsets", lambda a: a.list_group_offsets({group: None}))
-        return {(tp.topic, tp.partition): int(meta.offset) for tp, meta in offsets.get(group, {}).items()
-                if meta.offset is not None and meta.offset >= 0}  # fmt: skip
-
-    def close(self) -> None:
-        if self._admin is not None:
-            try:
-                self._admin.close()
-            except Exception:  # closing a broken client may fail too; it is dropped either way
-                pass
-            self._admin = None

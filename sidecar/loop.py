@@ -16,9 +16,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from commit_service.protocol import DataFile, FileFormat, FileStatus, Manifest, SidecarInfo
+from commit_service.protocol import DataFile, FileFormat, FileStatus, LeaseRequest, Manifest, SidecarInfo
 from sidecar.client import ServiceClient
+from commit_service.connect_group import GroupReadError
 from sidecar.connect import ConnectRest, GroupReader
+from sidecar.errors import SourceError
 from sidecar.metrics import SidecarMetrics
 from sidecar.storage import Lister, NamePattern, list_files
 from sidecar.tracker import CompleteFile, TopicPartition, complete_files
@@ -34,6 +36,7 @@ class RoundReport:
     connect_committed: dict[TopicPartition, int] = field(default_factory=dict)
     table_next: dict[TopicPartition, int] = field(default_factory=dict)
     sent: list[CompleteFile] = field(default_factory=list)
+    epochs: dict[TopicPartition, int | None] = field(default_factory=dict)  # leases granted this round
     statuses: dict[str, int] = field(default_factory=dict)
 
 
@@ -70,8 +73,14 @@ class SidecarLoop:
                 continue
             if not view.my_tasks:
                 continue  # no task of it runs here (or it is paused): another sidecar reports
-            committed = self.groups.committed(name)  # read BEFORE listing: files below it exist
-            for tp in self.groups.owned(name, view.my_tasks):
+            try:
+                committed = self.groups.committed(name)  # read BEFORE listing: files below it exist
+                owned = self.groups.owned(name, view.my_tasks)
+            except GroupReadError as exc:
+                raise SourceError(str(exc)) from exc
+            if owned:
+                self._claim(name, view.my_tasks, owned, report)
+            for tp in owned:
                 report.owned[tp] = name
                 if tp in committed:
                     report.connect_committed[tp] = committed[tp]
@@ -105,12 +114,26 @@ class SidecarLoop:
             logger.info("sent %d file(s): %s", len(report.sent), report.statuses)
         return report
 
+    def _claim(self, connector: str, tasks: frozenset[int], owned: set[TopicPartition], report: RoundReport) -> None:
+        """Lease the owned partitions (every round: cheap, and it follows rebalances at once)."""
+        request = LeaseRequest(SidecarInfo(self.sidecar_id, self.worker_id), connector, tuple(sorted(tasks)),
+                               tuple(sorted(owned)))  # fmt: skip
+        fencing, grants = self.service.claim(request)
+        for g in grants:
+            tp = (g.topic, g.partition)
+            if g.granted:
+                report.epochs[tp] = g.epoch if fencing else None
+            else:
+                owned.discard(tp)
+                logger.warning("lease on %s-%d refused: %s", g.topic, g.partition, g.reason)
+
     def _send(self, batch: list[CompleteFile], report: RoundReport) -> None:
         manifest = Manifest(
             manifest_id=f"{self.sidecar_id}-{uuid.uuid4()}",
             sidecar=SidecarInfo(self.sidecar_id, self.worker_id),
             files=tuple(DataFile(self.lister.uri(c.file.key), c.file.topic, c.file.partition, c.file.start_offset,
-                                 c.end_offset, c.file.size, self.file_format) for c in batch),  # fmt: skip
+                                 c.end_offset, c.file.size, self.file_format,
+                                 lease_epoch=report.epochs.get(c.tp)) for c in batch),  # fmt: skip
         )
         try:
             receipt = self.service.send(manifest)

@@ -12,7 +12,6 @@ may still be rewritten (a task that crashes re-consumes from ``C``) and are neve
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sidecar.storage import StoredFile
@@ -51,26 +50,3 @@ def complete_files(files: list[StoredFile], connect_committed: int | None, table
             continue  # an empty range (a duplicate name) or already in the table
         out.append(CompleteFile(f, end))
     return out
-
-
-def owned_partitions(
-    members: Iterable[dict[str, object]], connector: str, my_tasks: set[int]
-) -> set[TopicPartition]:
-    """Partitions assigned to this worker's tasks, from a ``describe_groups`` member list.
-
-    Connect names a sink task's consumer ``connector-consumer-<connector>-<task>``; members of other
-    workers' tasks, or of unknown clients, are ignored.
-    """
-    prefix = f"connector-consumer-{connector}-"
-    owned: set[TopicPartition] = set()
-    for m in members:
-        client_id = str(m.get("client_id", ""))
-        if not client_id.startswith(prefix) or not client_id[len(prefix):].isdigit():
-            continue
-        if int(client_id[len(prefix):]) not in my_tasks:
-            continue
-        assignment = m.get("member_assignment") or {}
-        for entry in assignment.get("assigned_partitions", []) if isinstance(assignment, dict) else []:
-            for p in entry.get("partitions", []):
-                owned.add((str(entry["topic"]), int(p)))
-    return owned

@@ -78,6 +78,7 @@ def test_exactly_once_through_rebalances_and_a_service_restart(
                     "commit": {"interval_seconds": 2}}],
         [f"s3a://{BUCKET}/{PREFIX}"],
         s3={"endpoint": s3_server.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
+        kafka=kafka_broker.bootstrap_servers,  # fencing on: leases checked against the Connect group
     ).start()  # fmt: skip
     group = "e2e-connect"
     w1 = ConnectWorker(tmp_path / "connect", kafka_broker.bootstrap_servers, name="e2e-w1", group_id=group).start()
@@ -147,4 +148,6 @@ def test_exactly_once_through_rebalances_and_a_service_restart(
         assert connect[tp] == ends[tp]
         assert table.transaction_version(f"lakegate-{TABLE}-{tp.topic}-{tp.partition}") == connect[tp]
     assert spark.read.format("delta").load(f"s3a://{BUCKET}/{TABLE}").count() == RECORDS
+    epochs = [line for s in sidecars for line in s.process.log_path.read_text().splitlines() if "lease on" in line]
+    logger.info("lease refusals seen by the sidecars: %d", len(epochs))
     logger.info("table version %d after %d commits", table.version(), len(table.history()))

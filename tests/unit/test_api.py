@@ -240,3 +240,75 @@ def test_a_missing_file_is_dropped_and_the_other_partitions_commit(client: Flask
     assert client.get("/v1/manifests/gone", headers=h()).json["status"] == "rejected"  # type: ignore[index]
     assert "does not exist" in client.get("/v1/tables/orders", headers=h()).json["last_error"]  # type: ignore[index]
     assert client.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["offsets"] == {"orders": {"1": 10}}  # type: ignore[index]
+
+
+class FakeGroups:
+    """Kafka's view of connect-snk: partition -> (task, host), and committed offsets."""
+
+    def __init__(self) -> None:
+        from commit_service.connect_group import Assignment
+
+        self.held = {("orders", 0): Assignment(0, "10.0.0.1"), ("orders", 1): Assignment(1, "10.0.0.2")}
+        self.offsets: dict[tuple[str, int], int] = {("orders", 0): 100, ("orders", 1): 100}
+
+    def assignments(self, connector: str) -> dict[tuple[str, int], Any]:
+        return dict(self.held)
+
+    def committed(self, connector: str) -> dict[tuple[str, int], int]:
+        return dict(self.offsets)
+
+
+def lease(client: FlaskClient, sidecar: str, worker: str, tasks: list[int], partitions: list[int]) -> dict[str, Any]:
+    body = {"sidecar": {"id": sidecar, "worker": worker}, "connector": "snk", "tasks": tasks,
+            "partitions": [{"topic": "orders", "partition": p} for p in partitions]}  # fmt: skip
+    r = client.post("/v1/leases", json=body, headers=h())
+    assert r.status_code == 200, r.json
+    return dict(r.json)  # type: ignore[arg-type]
+
+
+def fenced(sidecar: str, epoch: int | None, partition: int = 0, mid: str = "f", start: int = 0) -> dict[str, Any]:
+    m = manifest(mid, start, start + 9, partition=partition)
+    m["sidecar"]["id"] = sidecar
+    if epoch is not None:
+        m["files"][0]["lease_epoch"] = epoch
+    return m
+
+
+def test_fencing_leases_epochs_and_connect_limits(committer: FakeCommitter) -> None:
+    groups = FakeGroups()
+    app = create_app(build(ServiceConfig, {**CONFIG, "kafka": {"bootstrap_servers": "k:9092"}}),
+                     committer_factory=lambda t: committer, start=False, groups=groups)  # type: ignore[arg-type]
+    app.extensions["lakegate"]["coordinator"].load()
+    c = app.test_client()
+
+    grants = lease(c, "sc-a", "10.0.0.1:8083", [0], [0, 1])
+    assert grants["fencing"] is True
+    assert grants["leases"][0] == {"topic": "orders", "partition": 0, "granted": True, "epoch": 1}
+    assert grants["leases"][1]["granted"] is False and "task 1 on 10.0.0.2" in grants["leases"][1]["reason"]
+
+    assert c.post("/v1/manifests", json=fenced("sc-a", None), headers=h()).json["files"][0]["status"] == "rejected"  # type: ignore[index]
+    r = c.post("/v1/manifests", json=fenced("sc-a", 1, mid="f1"), headers=h()).json
+    assert r["files"][0]["status"] == "accepted", r  # type: ignore[index]
+
+    # a rebalance: partition 0 moves to task 1 on the other worker; the zombie sc-a is fenced
+    from commit_service.connect_group import Assignment
+
+    groups.held[("orders", 0)] = Assignment(1, "10.0.0.2")
+    assert lease(c, "sc-a", "10.0.0.1:8083", [0], [0])["leases"][0]["granted"] is False
+    assert lease(c, "sc-b", "10.0.0.2:8083", [1], [0])["leases"][0]["epoch"] == 2
+    zombie = c.post("/v1/manifests", json=fenced("sc-a", 1, mid="z", start=10), headers=h()).json
+    assert zombie["files"][0]["status"] == "rejected" and "stale lease" in zombie["files"][0]["reason"]  # type: ignore[index]
+    assert c.post("/v1/manifests", json=fenced("sc-b", 2, mid="b", start=10), headers=h()).json["files"][0]["status"] == "accepted"  # type: ignore[index]
+
+    # never beyond what Connect committed: 10..19 waits until the group passes 20
+    groups.offsets[("orders", 0)] = 15
+    assert c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["offsets"] == {"orders": {"0": 10}}  # type: ignore[index]
+    assert c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is False  # type: ignore[index]
+    groups.offsets[("orders", 0)] = 20
+    assert c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["offsets"] == {"orders": {"0": 20}}  # type: ignore[index]
+
+
+def test_without_kafka_leases_are_granted_and_not_required(client: FlaskClient) -> None:
+    grants = lease(client, "sc-a", "10.0.0.1:8083", [0], [0])
+    assert grants["fencing"] is False and grants["leases"][0]["granted"] is True
+    assert client.post("/v1/manifests", json=fenced("sc-a", None), headers=h()).json["files"][0]["status"] == "accepted"  # type: ignore[index]

@@ -18,7 +18,7 @@ from sidecar.errors import ServiceError, SidecarConfigError
 from sidecar.loop import SidecarLoop
 from sidecar.metrics import SidecarMetrics
 from sidecar.storage import LocalLister, NamePattern, StoredFile, list_files
-from sidecar.tracker import complete_files, owned_partitions
+from sidecar.tracker import complete_files
 
 
 @pytest.mark.parametrize(
@@ -66,15 +66,27 @@ def test_completeness_ranges() -> None:
 
 
 def test_ownership_from_group_members() -> None:
+    from commit_service.connect_group import Assignment, GroupReader, assignments
+
     members = [
-        {"client_id": "connector-consumer-snk-0", "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [0, 1]}]}},
-        {"client_id": "connector-consumer-snk-1", "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [2]}]}},
+        {"client_id": "connector-consumer-snk-0", "client_host": "/10.0.0.1",
+         "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [0, 1]}]}},
+        {"client_id": "connector-consumer-snk-1", "client_host": "/10.0.0.2",
+         "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [2]}]}},
         {"client_id": "connector-consumer-snk-other-0", "member_assignment": {"assigned_partitions": [{"topic": "b", "partitions": [0]}]}},
         {"client_id": "someone-else", "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [9]}]}},
-    ]
-    assert owned_partitions(members, "snk", {0}) == {("a", 0), ("a", 1)}
-    assert owned_partitions(members, "snk", {0, 1}) == {("a", 0), ("a", 1), ("a", 2)}
-    assert owned_partitions(members, "snk", set()) == set()
+    ]  # fmt: skip
+    got = assignments(members, "snk")
+    assert got == {("a", 0): Assignment(0, "10.0.0.1"), ("a", 1): Assignment(0, "10.0.0.1"), ("a", 2): Assignment(1, "10.0.0.2")}
+
+    class Admin:
+        def describe_groups(self, groups: list[str]) -> dict[str, Any]:
+            return {"connect-snk": {"members": members}}
+
+    reader = GroupReader(Admin)
+    assert reader.owned("snk", {0}) == {("a", 0), ("a", 1)}
+    assert reader.owned("snk", {0, 1}) == {("a", 0), ("a", 1), ("a", 2)}
+    assert reader.owned("snk", set()) == set()
 
 
 class FakeConnect:
@@ -110,6 +122,11 @@ class FakeService:
     def table_offsets(self) -> dict[tuple[str, int], int]:
         return dict(self.offsets)
 
+    def claim(self, request: Any) -> tuple[bool, list[Any]]:
+        from commit_service.protocol import LeaseGrant
+
+        return True, [LeaseGrant(t, p, True, 7) for t, p in request.partitions]
+
     def send(self, manifest: Manifest) -> ManifestReceipt:
         self.manifests.append(manifest)
         return ManifestReceipt(manifest.manifest_id, tuple(FileReceipt(f.path, FileStatus.ACCEPTED) for f in manifest.files))
@@ -138,6 +155,7 @@ def test_round_reports_only_owned_complete_files_once(tmp_path: Path) -> None:
     loop, service = make_loop(tmp_path, {("orders", 0)}, {("orders", 0): 20, ("orders", 1): 5}, clock=clock)
     report = loop.run_once()
     [m] = service.manifests
+    assert {f.lease_epoch for f in m.files} == {7}
     assert [(f.path.rsplit("/", 1)[1], f.start_offset, f.end_offset) for f in m.files] == [("orders-0-0", 0, 9), ("orders-0-10", 10, 19)]
     assert report.statuses == {"accepted": 2}
     loop.run_once()

@@ -208,3 +208,13 @@ def test_dropping_a_bad_file_stalls_only_its_partition() -> None:
     plan = s.plan(now=0, force=True)
     assert plan is not None and plan.offsets == {("orders", 1): 10}
     assert s.offer(pf(0, 9), 0)[0] is FileStatus.ACCEPTED  # a correct re-send is taken again
+
+
+def test_limits_hold_back_what_connect_has_not_committed() -> None:
+    s = TableState("t")
+    s.offer(pf(0, 9), 0)
+    s.offer(pf(10, 19), 0)
+    s.offer(pf(0, 4, partition=1), 0)
+    plan = s.plan(now=0, force=True, limits={("orders", 0): 15})
+    assert plan is not None and plan.offsets == {("orders", 0): 10}  # 10..19 passes Connect's 15
+    assert s.plan(now=0, force=True, limits={("orders", 1): 5}).offsets == {("orders", 1): 5}  # type: ignore[union-attr]

@@ -1,0 +1,92 @@
+"""Reading a Kafka Connect sink's consumer group (``connect-<connector>``) from Kafka.
+
+Shared by the sidecar (which partitions its worker's tasks own, how far Connect committed) and by
+the service when fencing is on (is a claimed partition really on the claimant's worker; never
+commit beyond Connect's committed offset). A kafka-python ``KafkaAdminClient`` comes from an
+injected factory, made on first use and dropped after any error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+TopicPartition = tuple[str, int]
+
+
+class GroupReadError(Exception):
+    """Kafka could not be asked this time (retryable)."""
+
+    retryable = True
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Who holds one partition in the group: the task (from the client id) and its host."""
+
+    task: int
+    host: str  # the consumer's address as Kafka sees it, without the leading "/"
+
+
+def task_of(client_id: str, connector: str) -> int | None:
+    """Connect names a sink task's consumer ``connector-consumer-<connector>-<task>``."""
+    prefix = f"connector-consumer-{connector}-"
+    rest = client_id[len(prefix):] if client_id.startswith(prefix) else ""
+    return int(rest) if rest.isdigit() else None
+
+
+def assignments(members: Iterable[dict[str, Any]], connector: str) -> dict[TopicPartition, Assignment]:
+    """Partition -> holder, from a ``describe_groups`` member list (other clients ignored)."""
+    out: dict[TopicPartition, Assignment] = {}
+    for m in members:
+        task = task_of(str(m.get("client_id", "")), connector)
+        if task is None:
+            continue
+        host = str(m.get("client_host") or "").lstrip("/")
+        assignment = m.get("member_assignment") or {}
+        for entry in assignment.get("assigned_partitions", []) if isinstance(assignment, dict) else []:
+            for p in entry.get("partitions", []):
+                out[(str(entry["topic"]), int(p))] = Assignment(task, host)
+    return out
+
+
+class GroupReader:
+    """Describes ``connect-<connector>`` and reads its committed offsets."""
+
+    def __init__(self, admin_factory: Callable[[], Any]) -> None:
+        self._factory = admin_factory
+        self._admin: Any = None
+
+    def _call(self, what: str, fn: Callable[[Any], Any]) -> Any:
+        try:
+            if self._admin is None:
+                self._admin = self._factory()
+            return fn(self._admin)
+        except Exception as exc:  # kafka-python raises many types; reconnect next time
+            self.close()
+            raise GroupReadError(f"Kafka {what}: {exc}") from exc
+
+    def assignments(self, connector: str) -> dict[TopicPartition, Assignment]:
+        group = f"connect-{connector}"
+        described = self._call("describe group", lambda a: a.describe_groups([group]))
+        members = described.get(group, {}).get("members", []) if isinstance(described, dict) else []
+        return assignments(members, connector)
+
+    def owned(self, connector: str, tasks: Iterable[int]) -> set[TopicPartition]:
+        mine = set(tasks)
+        return {tp for tp, a in self.assignments(connector).items() if a.task in mine}
+
+    def committed(self, connector: str) -> dict[TopicPartition, int]:
+        group = f"connect-{connector}"
+        offsets = self._call("committed offsets", lambda a: a.list_group_offsets({group: None}))
+        return {(tp.topic, tp.partition): int(meta.offset) for tp, meta in offsets.get(group, {}).items()
+                if meta.offset is not None and meta.offset >= 0}  # fmt: skip
+
+    def close(self) -> None:
+        if self._admin is not None:
+            try:
+                self._admin.close()
+            except Exception:  # closing a broken client may fail too; it is dropped either way
+                pass
+            self._admin = None

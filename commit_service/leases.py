@@ -1,0 +1,55 @@
+"""Partition leases: which sidecar may report a partition now (DESIGN §4 fencing). Pure, no I/O.
+
+Read and written by the coordinator under its lock. A lease is granted (by the API, after Kafka
+confirmed the partition is on the claimant's worker) to one sidecar at a time; a change of holder
+raises the partition's epoch, and files sent with an older epoch are rejected, so a zombie sidecar
+(its worker lost the partition) cannot get anything committed. Leases live in memory: after a
+service restart every sidecar claims again on its next round (and is checked against Kafka again);
+a file is accepted only from the current holder with the current epoch, so a zombie's old epoch
+never matches a lease granted to someone else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Lease:
+    holder: str  # sidecar id
+    worker: str
+    connector: str
+    epoch: int
+
+
+class LeaseTable:
+    """Current leases; not thread-safe (the coordinator locks)."""
+
+    def __init__(self) -> None:
+        self._leases: dict[TopicPartition, Lease] = {}
+
+    def grant(self, tp: TopicPartition, holder: str, worker: str, connector: str) -> Lease:
+        """Give ``tp`` to ``holder``; the epoch rises when the holder (or its worker) changes."""
+        current = self._leases.get(tp)
+        if current is not None and (current.holder, current.worker, current.connector) == (holder, worker, connector):
+            return current
+        lease = Lease(holder, worker, connector, (current.epoch if current else 0) + 1)
+        self._leases[tp] = lease
+        return lease
+
+    def check(self, tp: TopicPartition, holder: str, epoch: int | None) -> str | None:
+        """None if ``holder`` may send files of ``tp`` with ``epoch``; else the reason it may not."""
+        lease = self._leases.get(tp)
+        if lease is None:
+            return f"no lease on {tp[0]}-{tp[1]}: claim it with POST /v1/leases first"
+        if epoch is None:
+            return f"files of {tp[0]}-{tp[1]} need lease_epoch (fencing is on)"
+        if lease.holder != holder or epoch != lease.epoch:
+            return (f"stale lease on {tp[0]}-{tp[1]}: epoch {epoch} of {holder}, "
+                    f"the partition is leased to {lease.holder} at epoch {lease.epoch}")  # fmt: skip
+        return None
+
+    def get(self, tp: TopicPartition) -> Lease | None:
+        return self._leases.get(tp)
