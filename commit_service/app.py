@@ -49,17 +49,7 @@ def spark_committer_factory(config: ServiceConfig, ext: dict[str, Any]) -> Commi
 
 def kafka_groups(config: ServiceConfig) -> GroupReader | None:
     """A reader of the Connect groups when the config has a ``kafka`` section (fencing on)."""
-    if config.kafka is None:
-        return None
-    kafka = config.kafka
-
-    def admin() -> Any:
-        from kafka import KafkaAdminClient
-
-        return KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, client_id="lakegate-service",
-                                **kafka.security)  # fmt: skip
-
-    return GroupReader(admin)
+    return None if config.kafka is None else GroupReader(config.kafka.admin_factory("lakegate-service"))
 
 
 def create_app(config: ServiceConfig | None = None, *, config_path: Path | None = None,

@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 from commit_service import configfile
 from commit_service.errors import ConfigError
 from commit_service.spark import S3Settings, SparkSettings
-from commit_service.state import CommitPolicy, OnTimeout
+from commit_service.connect_group import KafkaSettings
+from commit_service.state import CommitPolicy
 
 ENV_PREFIX = "LAKEGATE_"
 TABLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
@@ -103,31 +104,13 @@ class SparkConfig:
 
 
 @dataclass(frozen=True)
-class CommitConfig:
-    interval_seconds: float = 10.0
-    max_files: int = 1000
-    max_bytes: int = 1 << 30
-    timeout_seconds: float = 30.0
-    on_timeout: OnTimeout = OnTimeout.PARTIAL
-
-    def __post_init__(self) -> None:
-        if self.interval_seconds <= 0 or self.timeout_seconds < 0:
-            raise ConfigError("commit.interval_seconds must be > 0 and commit.timeout_seconds >= 0")
-        if self.max_files < 1 or self.max_bytes < 1:
-            raise ConfigError("commit.max_files and commit.max_bytes must be at least 1")
-
-    def policy(self) -> CommitPolicy:
-        return CommitPolicy(self.interval_seconds, self.max_files, self.max_bytes, self.timeout_seconds, self.on_timeout)
-
-
-@dataclass(frozen=True)
 class TableConfig:
     name: str
     path: str
     topics: tuple[str, ...] = ()
     topics_regex: str | None = None
     partition_by: tuple[str, ...] = ()
-    commit: CommitConfig = field(default_factory=CommitConfig)
+    commit: CommitPolicy = field(default_factory=CommitPolicy)
 
     def __post_init__(self) -> None:
         if not TABLE_NAME.match(self.name):
@@ -150,14 +133,6 @@ class TableConfig:
 
 
 @dataclass(frozen=True)
-class KafkaConfig:
-    """Where the Connect groups live; setting it turns fencing on (DESIGN §4)."""
-
-    bootstrap_servers: str
-    security: dict[str, str] = field(default_factory=dict)  # kafka-python client settings
-
-
-@dataclass(frozen=True)
 class ServiceConfig:
     """The whole ``service.yaml``."""
 
@@ -166,7 +141,7 @@ class ServiceConfig:
     storage: StorageConfig = field(default_factory=StorageConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     tables: tuple[TableConfig, ...] = ()
-    kafka: KafkaConfig | None = None
+    kafka: KafkaSettings | None = None  # set: fencing on (DESIGN §4)
 
     def __post_init__(self) -> None:
         if not self.tables:

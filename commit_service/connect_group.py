@@ -9,7 +9,7 @@ injected factory, made on first use and dropped after any error.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 TopicPartition = tuple[str, int]
@@ -19,6 +19,23 @@ class GroupReadError(Exception):
     """Kafka could not be asked this time (retryable)."""
 
     retryable = True
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    """How to reach the Kafka holding the Connect groups: the ``kafka`` config section of the
+    service (fencing) and of the sidecar."""
+
+    bootstrap_servers: str
+    security: dict[str, str] = field(default_factory=dict)  # kafka-python client settings
+
+    def admin_factory(self, client_id: str) -> Callable[[], Any]:
+        def make() -> Any:
+            from kafka import KafkaAdminClient
+
+            return KafkaAdminClient(bootstrap_servers=self.bootstrap_servers, client_id=client_id, **self.security)
+
+        return make
 
 
 @dataclass(frozen=True)

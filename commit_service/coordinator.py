@@ -88,7 +88,7 @@ class TableCoordinator:
         self.committer = committer
         self.clock = clock
         self.limits = limits  # Connect's committed offsets, when fencing is on
-        self.state = TableState(config.name, policy=config.commit.policy(), now=clock())
+        self.state = TableState(config.name, policy=config.commit, now=clock())
         self.lock = threading.Lock()
         self.commit_lock = threading.Lock()
         self.history: deque[CommitRecord] = deque(maxlen=HISTORY)

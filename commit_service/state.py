@@ -34,13 +34,19 @@ class OnTimeout(str, Enum):
 
 @dataclass(frozen=True)
 class CommitPolicy:
-    """When a table commits: the ``tables[].commit`` config section."""
+    """When a table commits: the ``tables[].commit`` config section (read by the config loader)."""
 
     interval_seconds: float = 10.0
     max_files: int = 1000
     max_bytes: int = 1 << 30
     timeout_seconds: float = 30.0
     on_timeout: OnTimeout = OnTimeout.PARTIAL
+
+    def __post_init__(self) -> None:
+        if self.interval_seconds <= 0 or self.timeout_seconds < 0:
+            raise ValueError("commit.interval_seconds must be > 0 and commit.timeout_seconds >= 0")
+        if self.max_files < 1 or self.max_bytes < 1:
+            raise ValueError("commit.max_files and commit.max_bytes must be at least 1")
 
 
 @dataclass(frozen=True)

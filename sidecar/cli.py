@@ -44,22 +44,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def build_loop(config: SidecarConfig, metrics: SidecarMetrics) -> SidecarLoop:
-    from kafka import KafkaAdminClient
-
     st = config.storage
     pattern = NamePattern(st.naming, st.prefix)
     lister: Any = (S3Lister(st.bucket or "", endpoint=st.endpoint, region=st.region, path_style=st.path_style)
                    if st.kind == "s3" else LocalLister(Path(st.directory or ".")))  # fmt: skip
     worker_id = config.effective_worker_id()
 
-    def admin() -> Any:
-        return KafkaAdminClient(bootstrap_servers=config.kafka.bootstrap_servers, client_id=f"lakegate-sidecar-{worker_id}",
-                                **config.kafka.security)  # fmt: skip
-
     return SidecarLoop(
         worker_id=worker_id, sidecar_id=config.id or worker_id, connectors=config.connect.connectors,
         connectors_regex=config.connect.connectors_regex, connect=ConnectRest(config.connect.url),
-        groups=GroupReader(admin), lister=lister, pattern=pattern,
+        groups=GroupReader(config.kafka.admin_factory(f"lakegate-sidecar-{worker_id}")), lister=lister, pattern=pattern,
         service=ServiceClient(config.service.url, config.service.token), metrics=metrics,
         file_format=FileFormat.PARQUET, resend_after=config.resend_after_seconds,
         max_files=config.max_files_per_manifest,

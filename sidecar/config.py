@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from commit_service import configfile
+from commit_service.connect_group import KafkaSettings
 from commit_service.errors import ConfigError
 from sidecar.errors import SidecarConfigError
 
@@ -29,12 +30,6 @@ class ConnectConfig:
     def __post_init__(self) -> None:
         if bool(self.connectors) == bool(self.connectors_regex):
             raise SidecarConfigError("connect: set exactly one of connectors or connectors_regex")
-
-
-@dataclass(frozen=True)
-class KafkaConfig:
-    bootstrap_servers: str
-    security: dict[str, str] = field(default_factory=dict)  # kafka-python client settings
 
 
 @dataclass(frozen=True)
@@ -73,7 +68,7 @@ class HttpConfig:
 class SidecarConfig:
     """The whole ``sidecar.yaml``."""
 
-    kafka: KafkaConfig
+    kafka: KafkaSettings
     storage: StorageConfig
     service: ServiceConfig
     connect: ConnectConfig = field(default_factory=lambda: ConnectConfig(connectors_regex=".*"))
