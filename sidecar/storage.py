@@ -62,6 +62,7 @@ class NamePattern:
         if missing:
             raise SidecarConfigError(f"storage.naming.regex: named groups missing: {sorted(missing)}")
         self.prefix = prefix
+        self._warned: set[str] = set()
 
     def key_prefix(self, topic: str) -> str:
         """The narrowest listing prefix that holds every file of ``topic``."""
@@ -77,7 +78,9 @@ class NamePattern:
             return None
         m = self.regex.fullmatch(key[len(self.prefix):])
         if m is None:
-            logger.debug("skipping %s: does not match the naming pattern", key)
+            if key not in self._warned and len(self._warned) < 10_000:  # once per key, bounded
+                self._warned.add(key)
+                logger.warning("skipping %s: its name does not match the naming pattern", key)
             return None
         return StoredFile(key, size, m["topic"], int(m["partition"]), int(m["start_offset"]))
 

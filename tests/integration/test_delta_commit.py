@@ -139,3 +139,14 @@ def test_jsonl_files_are_converted_in_the_same_commit(spark: Any, tmp_path: Path
     assert sorted(table.to_pyarrow_table().column("id").to_pylist()) == list(range(7))
     assert table.transaction_version(app_id("events", ("events", 0))) == 7
     assert record.version == 0
+
+
+def test_csv_files_are_converted_too(spark: Any, tmp_path: Path) -> None:
+    src = tmp_path / "landing" / "clicks-0-0.csv"
+    src.parent.mkdir(parents=True)
+    src.write_text("id,page\n" + "".join(f"{i},/p{i % 3}\n" for i in range(5)))
+    f = DataFile(f"file://{src}", "clicks", 0, 0, 4, src.stat().st_size, FileFormat.CSV, 5)
+    root = tmp_path / "clicks"
+    commit_all(DeltaCommitter(spark, "clicks", str(root), StorageReader()), TableState("clicks"), [PendingFile(f, "m", "sc")])
+    data = DeltaTable(str(root)).to_pyarrow_table()
+    assert sorted(data.column("id").to_pylist()) == list(range(5)) and set(data.column("page").to_pylist()) == {"/p0", "/p1", "/p2"}

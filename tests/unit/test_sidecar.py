@@ -238,3 +238,10 @@ def test_sidecar_imports_no_spark_or_flask() -> None:
     code = "import sys, sidecar.cli, sidecar.loop\nprint([m for m in ('pyspark', 'py4j', 'flask') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_malformed_names_are_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    p = NamePattern("aiven")
+    for _ in range(3):
+        assert p.parse("orders-zero-0", 1) is None
+    assert [r.message for r in caplog.records].count("skipping orders-zero-0: its name does not match the naming pattern") == 1
