@@ -318,6 +318,15 @@ class Coordinator:
                     continue
                 lease = self.leases.grant(tp, request.sidecar.id, request.sidecar.worker, request.connector)
                 grants.append(LeaseGrant(tp[0], tp[1], True, lease.epoch))
+            leased = self.leases.partitions()
+        granted = {(g.topic, g.partition) for g in grants if g.granted}
+        for tc in self.tables.values():
+            expected = {tp for tp in leased if tc.config.routes(tp[0])}
+            with tc.lock:
+                tc.state.set_expected(expected)
+                for topic, partition, offset, read_at_ms in request.watermarks:
+                    if (topic, partition) in granted and (topic, partition) in expected:
+                        tc.state.note_watermark((topic, partition), offset, read_at_ms / 1000)
         return grants
 
     def _connect_limits(self, partitions: set[tuple[str, int]]) -> dict[tuple[str, int], int]:

@@ -53,3 +53,7 @@ class LeaseTable:
 
     def get(self, tp: TopicPartition) -> Lease | None:
         return self._leases.get(tp)
+
+    def partitions(self) -> set[TopicPartition]:
+        """Every leased partition: the partitions a complete commit round waits for."""
+        return set(self._leases)

@@ -24,6 +24,11 @@ LEASE_REQUEST = {
         "tasks": {"type": "array", "items": {"type": "integer", "minimum": 0}},
         "partitions": {"type": "array", "items": {"type": "object", "required": ["topic", "partition"], "properties": {
             "topic": {"type": "string", "minLength": 1}, "partition": {"type": "integer", "minimum": 0}}}},
+        "watermarks": {"type": "array", "description": "every file below connect_offset (read at read_at_ms) was sent",
+                       "items": {"type": "object", "required": ["topic", "partition", "connect_offset", "read_at_ms"],
+                                 "properties": {"topic": {"type": "string"}, "partition": {"type": "integer", "minimum": 0},
+                                                "connect_offset": {"type": "integer", "minimum": 0},
+                                                "read_at_ms": {"type": "integer", "minimum": 0}}}},
     },
 }  # fmt: skip
 NON_NEGATIVE = {"partition", "start_offset", "end_offset", "size_bytes", "record_count", "files", "records", "version",

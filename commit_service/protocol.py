@@ -275,6 +275,9 @@ class LeaseRequest:
     connector: str
     tasks: tuple[int, ...]
     partitions: tuple[tuple[str, int], ...]
+    # (topic, partition, Connect's committed offset, when it was read, epoch ms): the sender has
+    # sent every file below that offset; lets the service tell when a round is complete (VTTS)
+    watermarks: tuple[tuple[str, int, int, int], ...] = ()
 
     @classmethod
     def from_dict(cls, raw: Any) -> LeaseRequest:
@@ -287,12 +290,20 @@ class LeaseRequest:
         for i, p in enumerate(parts):
             p = _object(p, f"partitions[{i}]")
             out.append((_text(p, "topic", f"partitions[{i}].", max_len=249), _count(p, "partition", f"partitions[{i}].")))
+        marks = []
+        for i, w in enumerate(_get(d, "watermarks", "", list, required=False) or []):
+            w = _object(w, f"watermarks[{i}]")
+            where = f"watermarks[{i}]."
+            marks.append((_text(w, "topic", where, max_len=249), _count(w, "partition", where),
+                          _count(w, "connect_offset", where), _count(w, "read_at_ms", where)))  # fmt: skip
         return cls(SidecarInfo.from_dict(_get(d, "sidecar", "", dict)), _text(d, "connector", "", max_len=249),
-                   tuple(tasks), tuple(out))  # fmt: skip
+                   tuple(tasks), tuple(out), tuple(marks))  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {"sidecar": self.sidecar.to_dict(), "connector": self.connector, "tasks": list(self.tasks),
-                "partitions": [{"topic": t, "partition": p} for t, p in self.partitions]}  # fmt: skip
+                "partitions": [{"topic": t, "partition": p} for t, p in self.partitions],
+                "watermarks": [{"topic": t, "partition": p, "connect_offset": o, "read_at_ms": r}
+                               for t, p, o, r in self.watermarks]}  # fmt: skip
 
 
 @dataclass(frozen=True)

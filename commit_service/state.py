@@ -123,7 +123,6 @@ class TableState:
         """Judge one file and buffer it if accepted; idempotent on (path, range)."""
         f, tp = pending.file, pending.tp
         base = self.next_offset(tp)
-        self.reported_at[tp] = now
         if f.end_offset < base:
             return FileStatus.ALREADY_COMMITTED, None
         if f.start_offset < base:
@@ -181,7 +180,23 @@ class TableState:
 
     def note_reported(self, tp: TopicPartition, now: float) -> None:
         """A sidecar said ``tp`` has nothing more to report up to Connect's committed offset."""
-        self.reported_at[tp] = now
+        self.reported_at[tp] = max(now, self.reported_at.get(tp, now))
+
+    def buffered_through(self, tp: TopicPartition) -> int:
+        """The next offset after the committed offset plus the contiguous buffered run."""
+        cursor, files = self.next_offset(tp), self.pending.get(tp, {})
+        while cursor in files:
+            cursor = files[cursor].file.next_offset
+        return cursor
+
+    def note_watermark(self, tp: TopicPartition, connect_offset: int, read_at: float) -> bool:
+        """A sidecar read Connect's committed offset ``connect_offset`` at ``read_at`` and has sent
+        every file below it: if the table holds or buffers all of that, ``tp`` counts as reported
+        at ``read_at``. Returns whether it counted."""
+        if self.buffered_through(tp) >= connect_offset:
+            self.note_reported(tp, read_at)
+            return True
+        return False
 
     # -- decisions ------------------------------------------------------------------------
 

@@ -37,6 +37,8 @@ class RoundReport:
     table_next: dict[TopicPartition, int] = field(default_factory=dict)
     sent: list[CompleteFile] = field(default_factory=list)
     epochs: dict[TopicPartition, int | None] = field(default_factory=dict)  # leases granted this round
+    read_at_ms: dict[TopicPartition, int] = field(default_factory=dict)  # when Connect's offset was read
+    rejected: set[TopicPartition] = field(default_factory=set)  # partitions with a rejected file
     statuses: dict[str, int] = field(default_factory=dict)
 
 
@@ -63,6 +65,9 @@ class SidecarLoop:
         self.max_files = max_files
         self.clock = clock
         self._sent: dict[tuple[str, int], float] = {}  # (key, end) -> when
+        # per partition: (Connect's committed offset, when read, ms) whose files all went out last
+        # round; sent with the next lease claim so the service can tell a complete round (VTTS)
+        self._watermarks: dict[TopicPartition, tuple[int, int]] = {}
 
     def run_once(self) -> RoundReport:
         report = RoundReport()
@@ -73,6 +78,7 @@ class SidecarLoop:
                 continue
             if not view.my_tasks:
                 continue  # no task of it runs here (or it is paused): another sidecar reports
+            read_at_ms = int(time.time() * 1000)
             try:
                 committed = self.groups.committed(name)  # read BEFORE listing: files below it exist
                 owned = self.groups.owned(name, view.my_tasks)
@@ -84,6 +90,7 @@ class SidecarLoop:
                 report.owned[tp] = name
                 if tp in committed:
                     report.connect_committed[tp] = committed[tp]
+                    report.read_at_ms[tp] = read_at_ms
         self.metrics.owned.set(len(report.owned))
         if not report.owned:
             self.metrics.rounds.inc()
@@ -108,6 +115,8 @@ class SidecarLoop:
             self._send(batch, report)
             for c in batch:
                 self._sent[(c.file.key, c.end_offset)] = now
+        self._watermarks = {tp: (report.connect_committed[tp], report.read_at_ms[tp]) for tp in report.owned
+                            if tp in report.connect_committed and tp not in report.rejected}  # fmt: skip
         self.metrics.rounds.inc()
         self.metrics.last_success = time.monotonic()
         if report.sent:
@@ -116,8 +125,9 @@ class SidecarLoop:
 
     def _claim(self, connector: str, tasks: frozenset[int], owned: set[TopicPartition], report: RoundReport) -> None:
         """Lease the owned partitions (every round: cheap, and it follows rebalances at once)."""
+        marks = tuple((tp[0], tp[1], offset, at) for tp, (offset, at) in sorted(self._watermarks.items()) if tp in owned)
         request = LeaseRequest(SidecarInfo(self.sidecar_id, self.worker_id), connector, tuple(sorted(tasks)),
-                               tuple(sorted(owned)))  # fmt: skip
+                               tuple(sorted(owned)), marks)  # fmt: skip
         fencing, grants = self.service.claim(request)
         for g in grants:
             tp = (g.topic, g.partition)
@@ -143,9 +153,10 @@ class SidecarLoop:
         self.metrics.manifests.labels("ok").inc()
         self.metrics.files.inc(len(batch))
         report.sent.extend(batch)
-        for r in receipt.files:
+        for c, r in zip(batch, receipt.files):
             report.statuses[r.status.value] = report.statuses.get(r.status.value, 0) + 1
             if r.status is FileStatus.REJECTED:
+                report.rejected.add(c.tp)
                 logger.warning("service rejected %s: %s", r.path, r.reason)
 
     def _prune(self, table_next: dict[TopicPartition, int]) -> None:

@@ -42,7 +42,8 @@ class FakeCommitter:
         self.offsets.update(plan.offsets)
         self.commits.append(plan)
         return CommitRecord("orders", self.version, f"c{self.version}", len(plan.files), plan.records,
-                            plan.offsets_by_topic(), duration_ms=5)  # fmt: skip
+                            plan.offsets_by_topic(), vtts=None if plan.vtts is None else int(plan.vtts * 1000),
+                            duration_ms=5)  # fmt: skip
 
 
 CONFIG = {
@@ -312,3 +313,31 @@ def test_without_kafka_leases_are_granted_and_not_required(client: FlaskClient) 
     grants = lease(client, "sc-a", "10.0.0.1:8083", [0], [0])
     assert grants["fencing"] is False and grants["leases"][0]["granted"] is True
     assert client.post("/v1/manifests", json=fenced("sc-a", None), headers=h()).json["files"][0]["status"] == "accepted"  # type: ignore[index]
+
+
+def test_watermarks_of_every_leased_partition_make_a_complete_round_with_vtts(committer: FakeCommitter) -> None:
+    app = create_app(build(ServiceConfig, {**CONFIG, "kafka": {"bootstrap_servers": "k:9092"}}),
+                     committer_factory=lambda t: committer, start=False, groups=FakeGroups())  # type: ignore[arg-type]
+    app.extensions["lakegate"]["coordinator"].load()
+    c = app.test_client()
+    lease(c, "sc-a", "10.0.0.1:8083", [0], [0])
+    assert c.post("/v1/manifests", json=fenced("sc-a", 1), headers=h()).json["files"][0]["status"] == "accepted"  # type: ignore[index]
+    read_at = int(time.time() * 1000) + 1
+    body = {"sidecar": {"id": "sc-a", "worker": "10.0.0.1:8083"}, "connector": "snk", "tasks": [0],
+            "partitions": [{"topic": "orders", "partition": 0}],
+            "watermarks": [{"topic": "orders", "partition": 0, "connect_offset": 10, "read_at_ms": read_at}]}  # fmt: skip
+    assert c.post("/v1/leases", json=body, headers=h()).status_code == 200
+    record = c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json
+    assert record["committed"] is True and record["vtts"] is not None  # type: ignore[index]
+
+
+def test_a_partition_without_a_watermark_makes_a_partial_round(committer: FakeCommitter) -> None:
+    app = create_app(build(ServiceConfig, {**CONFIG, "kafka": {"bootstrap_servers": "k:9092"}}),
+                     committer_factory=lambda t: committer, start=False, groups=FakeGroups())  # type: ignore[arg-type]
+    app.extensions["lakegate"]["coordinator"].load()
+    c = app.test_client()
+    lease(c, "sc-a", "10.0.0.1:8083", [0], [0])
+    lease(c, "sc-b", "10.0.0.2:8083", [1], [1])  # leased, but never says it is caught up
+    c.post("/v1/manifests", json=fenced("sc-a", 1), headers=h())
+    record = c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json
+    assert record["committed"] is True and record["vtts"] is None  # type: ignore[index]

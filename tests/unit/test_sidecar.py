@@ -118,6 +118,7 @@ class FakeService:
     def __init__(self) -> None:
         self.offsets: dict[tuple[str, int], int] = {}
         self.manifests: list[Manifest] = []
+        self.claims: list[Any] = []
 
     def table_offsets(self) -> dict[tuple[str, int], int]:
         return dict(self.offsets)
@@ -125,6 +126,7 @@ class FakeService:
     def claim(self, request: Any) -> tuple[bool, list[Any]]:
         from commit_service.protocol import LeaseGrant
 
+        self.claims.append(request)
         return True, [LeaseGrant(t, p, True, 7) for t, p in request.partitions]
 
     def send(self, manifest: Manifest) -> ManifestReceipt:
@@ -160,6 +162,8 @@ def test_round_reports_only_owned_complete_files_once(tmp_path: Path) -> None:
     assert report.statuses == {"accepted": 2}
     loop.run_once()
     assert len(service.manifests) == 1, "not resent before resend_after"
+    [(topic, partition, offset, _)] = service.claims[-1].watermarks
+    assert (topic, partition, offset) == ("orders", 0, 20), "the next claim says: all below 20 was sent"
     clock[0] = 31
     loop.run_once()
     assert len(service.manifests) == 2, "resent when the table did not move"

@@ -63,10 +63,16 @@ def test_vtts_when_every_expected_partition_reported() -> None:
     s = TableState("t", policy=CommitPolicy(interval_seconds=10, timeout_seconds=30), now=0)
     s.set_expected({("orders", 0), ("orders", 1)})
     s.offer(pf(0, 9), 1)
+    assert s.note_watermark(("orders", 0), 10, 1)  # all Connect committed (10) is buffered
+    assert not s.note_watermark(("orders", 1), 5, 1)  # 0..4 of partition 1 has not arrived
     assert s.plan(now=10) is None  # partition 1 has not reported: wait up to the timeout
-    s.note_reported(("orders", 1), 12)
+    s.offer(pf(0, 4, partition=1), 11)
+    assert s.note_watermark(("orders", 1), 5, 12)
     plan = s.plan(now=12)
     assert plan is not None and plan.vtts == 0
+    s.committed_plan(plan, 0, now=12)
+    s.offer(pf(10, 19), 13)
+    assert s.plan(now=22) is None  # a new round: the old reports predate its cut-off (12)
 
 
 def test_timeout_policies() -> None:
