@@ -132,13 +132,6 @@ class ManagedProcess:
             proc.wait(10)
         logger.info("stopped %s", self.name)
 
-    def kill(self) -> None:
-        """SIGKILL at once: a crash, for fault tests."""
-        if self._proc is not None and self._proc.poll() is None:
-            self._signal_group(self._proc, signal.SIGKILL)
-            self._proc.wait(10)
-        self.stop()
-
     @staticmethod
     def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
         try:

@@ -83,11 +83,6 @@ class ServiceProcess:
     def stop(self) -> None:
         self.process.stop(timeout=60)
 
-    def restart(self, timeout: float = 180) -> None:
-        """Stop and start again on the same port (clients keep their URL)."""
-        self.stop()
-        self.start(timeout)
-
     def call(self, method: str, path: str, token: str = SIDECAR_TOKEN, **kw: Any) -> requests.Response:
         return requests.request(method, f"{self.url}{path}", headers={"Authorization": f"Bearer {token}"},
                                 timeout=300, **kw)  # fmt: skip

@@ -100,6 +100,7 @@ class SidecarLoop:
         listed = list_files(self.lister, self.pattern, {t for t, _ in report.owned})
         now = self.clock()
         due: list[CompleteFile] = []
+        self.metrics.lag.clear()  # partitions that moved away must not keep a stale lag
         for tp in sorted(report.owned):
             table_next = report.table_next.get(tp, 0)
             connect_at = report.connect_committed.get(tp)
