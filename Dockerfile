@@ -37,11 +37,12 @@ RUN mkdir -p /usr/share/man/man1 \
       --create-home --shell /usr/sbin/nologin lakegate
 
 # The package with the service and sidecar extras, in its own virtualenv (no source tree kept).
+# The local test stack (lakegate_stack/) stays out of the image: only the jars stage above uses it.
 WORKDIR /opt/lakegate/src
 COPY pyproject.toml setup.cfg README.md ./
+COPY lakegate_core ./lakegate_core
 COPY commit_service ./commit_service
 COPY sidecar ./sidecar
-COPY lakegate_stack ./lakegate_stack
 RUN python -m venv /opt/lakegate/venv \
  && /opt/lakegate/venv/bin/pip install --no-cache-dir --upgrade pip \
  && /opt/lakegate/venv/bin/pip install --no-cache-dir ".[service,sidecar]" \

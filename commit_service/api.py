@@ -1,8 +1,9 @@
 """HTTP API v1 as a Flask blueprint: thin handlers over the :class:`Coordinator`.
 
 Every request but the probes, ``/metrics`` and ``/openapi.json`` needs a bearer token (when auth is
-enabled). Errors are JSON ``{"error": {"code", "message", "details"}}`` with a 4xx status; an
-unexpected exception is a 500 with a generic message (the trace goes to the log, never the client).
+enabled). Every error is JSON (:class:`~lakegate_core.status.ErrorBody`) with the status its class
+carries (:mod:`commit_service.errors`); an unexpected exception is a 500 with a generic message
+(the trace goes to the log, never the client).
 """
 
 from __future__ import annotations
@@ -14,22 +15,22 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from commit_service.config import Role, ServiceConfig
+from commit_service.config import Role
 from commit_service.coordinator import Coordinator
 from commit_service.errors import (
     BadRequestError,
-    CommitError,
-    DataFileError,
     ForbiddenError,
-    OffsetsMovedError,
+    LakegateError,
+    NotReadyError,
     PayloadTooLargeError,
-    RequestError,
-    SchemaMismatchError,
+    ProtocolError,
     UnauthorizedError,
 )
-from commit_service.metrics import CONTENT_TYPE, ServiceMetrics
+from commit_service.metrics import CONTENT_TYPE
 from commit_service.openapi import document
-from commit_service.protocol import LeaseRequest, Manifest, ProtocolError
+from commit_service.runtime import runtime
+from lakegate_core.protocol import LeaseRequest, LeaseResponse, Manifest
+from lakegate_core.status import CommitList, CommitOutcome, ErrorBody, ErrorInfo, TableList
 
 logger = logging.getLogger(__name__)
 
@@ -38,20 +39,16 @@ OPEN_PATHS = {"/healthz", "/readyz", "/metrics", "/openapi.json"}
 
 
 def _coordinator() -> Coordinator:
-    return current_app.extensions["lakegate"]["coordinator"]  # type: ignore[no-any-return]
-
-
-def _config() -> ServiceConfig:
-    return current_app.extensions["lakegate"]["config"]  # type: ignore[no-any-return]
+    return runtime().coordinator
 
 
 @bp.before_app_request
 def authenticate() -> None:
     if request.path in OPEN_PATHS:
         return
-    if not _ready():  # before the tables' offsets are loaded every answer would mislead
-        raise _not_ready()
-    auth = _config().auth
+    if not runtime().ready:  # before the tables' offsets are loaded every answer would mislead
+        raise NotReadyError("the service is starting (Spark and tables are loading); retry shortly")
+    auth = runtime().config.auth
     if not auth.enabled:
         g.role = Role.ADMIN
         return
@@ -80,29 +77,21 @@ def _json_body() -> Any:
     return body
 
 
-def _ready() -> bool:
-    return bool(current_app.extensions["lakegate"]["coordinator"].ready)
-
-
 @bp.post("/v1/manifests")
 def post_manifest() -> tuple[Response, int]:
     try:
         manifest = Manifest.from_dict(_json_body())
-    except ProtocolError as exc:
-        current_app.extensions["lakegate"]["metrics"].rejected("invalid")
-        raise BadRequestError(str(exc), {"field": exc.field}) from None
+    except ProtocolError:
+        runtime().metrics.rejected("invalid")
+        raise
     receipt = _coordinator().submit(manifest)
     return jsonify(receipt.to_dict()), 202
 
 
 @bp.post("/v1/leases")
 def post_leases() -> Response:
-    try:
-        lease_request = LeaseRequest.from_dict(_json_body())
-    except ProtocolError as exc:
-        raise BadRequestError(str(exc), {"field": exc.field}) from None
-    grants = _coordinator().claim(lease_request)
-    return jsonify({"fencing": _coordinator().groups is not None, "leases": [g.to_dict() for g in grants]})
+    grants = _coordinator().claim(LeaseRequest.from_dict(_json_body()))
+    return jsonify(LeaseResponse(_coordinator().fencing.enabled, tuple(grants)).to_dict())
 
 
 @bp.get("/v1/manifests/<manifest_id>")
@@ -112,17 +101,17 @@ def get_manifest(manifest_id: str) -> Response:
 
 @bp.get("/v1/tables")
 def get_tables() -> Response:
-    return jsonify({"tables": _coordinator().summaries()})
+    return jsonify(TableList(tuple(_coordinator().summaries())).to_dict())
 
 
 @bp.get("/v1/tables/<table>")
 def get_table(table: str) -> Response:
-    return jsonify(_coordinator().table_summary(table))
+    return jsonify(_coordinator().table_summary(table).to_dict())
 
 
 @bp.get("/v1/tables/<table>/offsets")
 def get_offsets(table: str) -> Response:
-    return jsonify(_coordinator().offsets(table))
+    return jsonify(_coordinator().offsets(table).to_json())
 
 
 @bp.post("/v1/tables/<table>/commit")
@@ -130,8 +119,8 @@ def post_commit(table: str) -> Response:
     _require(Role.ADMIN)
     record = _coordinator().commit_now(table)
     if record is None:
-        return jsonify({"committed": False, "table": table, "reason": "nothing contiguous is pending"})
-    return jsonify({"committed": True, **record.to_dict()})
+        return jsonify(CommitOutcome(False, table, "nothing contiguous is pending").to_dict())
+    return jsonify(CommitOutcome(True, table, commit=record).to_dict())
 
 
 @bp.get("/v1/commits")
@@ -140,7 +129,7 @@ def get_commits() -> Response:
     if not raw.isdigit() or not 1 <= int(raw) <= 1000:
         raise BadRequestError("limit must be an integer from 1 to 1000", {"field": "limit"})
     records = _coordinator().commits(request.args.get("table") or None, int(raw))
-    return jsonify({"commits": [r.to_dict() for r in records]})
+    return jsonify(CommitList(tuple(records)).to_dict())
 
 
 @bp.get("/healthz")
@@ -150,16 +139,15 @@ def healthz() -> Response:
 
 @bp.get("/readyz")
 def readyz() -> tuple[Response, int]:
-    ext = current_app.extensions["lakegate"]
-    if _ready():
-        return jsonify({"status": "ready", "spark_ui": ext.get("spark_ui")}), 200
-    return jsonify({"status": "starting", "error": ext.get("start_error")}), 503
+    rt = runtime()
+    if rt.ready:
+        return jsonify({"status": "ready", "spark_ui": rt.spark.ui_url}), 200
+    return jsonify({"status": "starting", "error": rt.start_error}), 503
 
 
 @bp.get("/metrics")
 def metrics() -> Response:
-    m: ServiceMetrics = current_app.extensions["lakegate"]["metrics"]
-    return Response(m.render(), mimetype=None, content_type=CONTENT_TYPE)
+    return Response(runtime().metrics.render(), mimetype=None, content_type=CONTENT_TYPE)
 
 
 @bp.get("/openapi.json")
@@ -167,34 +155,21 @@ def openapi() -> Response:
     return jsonify(document())
 
 
-def _not_ready() -> RequestError:
-    err = RequestError("the service is starting (Spark and tables are loading); retry shortly")
-    err.status, err.code = 503, "not_ready"
-    return err
-
-
 def _error(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> tuple[Response, int]:
-    return jsonify({"error": {"code": code, "message": message, "details": details or {}}}), status
+    return jsonify(ErrorBody(ErrorInfo(code, message, details or {})).to_dict()), status
 
 
 def register_error_handlers(app: Flask) -> None:
-    @app.errorhandler(RequestError)
-    def _request_error(exc: RequestError) -> tuple[Response, int]:
+    @app.errorhandler(LakegateError)
+    def _lakegate_error(exc: LakegateError) -> tuple[Response, int]:
         return _error(exc.status, exc.code, exc.message, exc.details)
-
-    @app.errorhandler(CommitError)
-    def _commit_error(exc: CommitError) -> tuple[Response, int]:
-        if isinstance(exc, OffsetsMovedError):
-            return _error(409, "offsets_moved", str(exc), {"retryable": True})
-        if isinstance(exc, (SchemaMismatchError, DataFileError)):
-            return _error(422, "bad_data_file", str(exc), {"path": exc.path, "retryable": exc.retryable})
-        return _error(503, "commit_failed", str(exc), {"retryable": exc.retryable})
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(_: RequestEntityTooLarge) -> tuple[Response, int]:
-        limit = app.config.get("MAX_CONTENT_LENGTH")
-        err = PayloadTooLargeError(f"request body is larger than {limit} bytes (server.max_request_bytes)")
-        return _error(err.status, err.code, err.message)
+        limit = current_app.config.get("MAX_CONTENT_LENGTH")
+        return _lakegate_error(
+            PayloadTooLargeError(f"request body is larger than {limit} bytes (server.max_request_bytes)")
+        )
 
     @app.errorhandler(HTTPException)
     def _http(exc: HTTPException) -> tuple[Response, int]:

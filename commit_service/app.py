@@ -1,8 +1,8 @@
 """``create_app``: the Flask application of the commit service (gunicorn loads it).
 
-The SparkSession is never built at import time: ``create_app`` takes a committer factory and a
-start-up function and runs the start-up (Spark, then every table's offsets) in a background thread,
-so ``/healthz`` answers at once and ``/readyz`` turns ready when the tables are loaded.
+The SparkSession is never built at import time: ``create_app`` takes a committer factory and runs
+the start-up (Spark, then every table's offsets) in a background thread, so ``/healthz`` answers at
+once and ``/readyz`` turns ready when the tables are loaded.
 """
 
 from __future__ import annotations
@@ -11,22 +11,24 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from flask import Flask
 
 from commit_service.api import bp, register_error_handlers
+from commit_service.committer import Committer
 from commit_service.config import ServiceConfig, TableConfig, load_config
-from commit_service.connect_group import GroupReader
-from commit_service.coordinator import Committer, Coordinator
+from commit_service.coordinator import Coordinator
+from commit_service.fencing import ConnectGroups
 from commit_service.metrics import ServiceMetrics
+from commit_service.runtime import ServiceRuntime, SparkHandle
+from lakegate_core.connect_group import GroupReader
 
 logger = logging.getLogger(__name__)
 
 CommitterFactory = Callable[[TableConfig], Committer]
 
 
-def spark_committer_factory(config: ServiceConfig, ext: dict[str, Any]) -> CommitterFactory:
+def spark_committer_factory(config: ServiceConfig, spark: SparkHandle) -> CommitterFactory:
     """The production factory: one SparkSession (built on first use), one DeltaCommitter per table."""
     from commit_service.delta_commit import DeltaCommitter
     from commit_service.spark import create_session
@@ -38,11 +40,11 @@ def spark_committer_factory(config: ServiceConfig, ext: dict[str, Any]) -> Commi
 
     def factory(table: TableConfig) -> Committer:
         with lock:
-            if "spark" not in ext:
-                ext["spark"] = create_session(settings)
-                ext["spark_ui"] = ext["spark"].sparkContext.uiWebUrl
-                logger.info("Spark UI: %s", ext["spark_ui"] or "(disabled)")
-        return DeltaCommitter(ext["spark"], table.name, table.path, storage)
+            if spark.session is None:
+                spark.session = create_session(settings)
+                spark.ui_url = spark.session.sparkContext.uiWebUrl
+                logger.info("Spark UI: %s", spark.ui_url or "(disabled)")
+        return DeltaCommitter(spark.session, table.name, table.path, storage)
 
     return factory
 
@@ -52,42 +54,49 @@ def kafka_groups(config: ServiceConfig) -> GroupReader | None:
     return None if config.kafka is None else GroupReader(config.kafka.admin_factory("lakegate-service"))
 
 
-def create_app(config: ServiceConfig | None = None, *, config_path: Path | None = None,
-               committer_factory: CommitterFactory | None = None, start: bool = True,
-               groups: GroupReader | None = None) -> Flask:  # fmt: skip
+def create_app(
+    config: ServiceConfig | None = None,
+    *,
+    config_path: Path | None = None,
+    committer_factory: CommitterFactory | None = None,
+    start: bool = True,
+    groups: ConnectGroups | None = None,
+) -> Flask:
     """Build the app. Tests pass a fake ``committer_factory``; gunicorn uses the defaults."""
     config = config or load_config(config_path)
     app = Flask("lakegate")
     app.config["MAX_CONTENT_LENGTH"] = config.server.max_request_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    ext: dict[str, Any] = {"config": config}
-    factory = committer_factory or spark_committer_factory(config, ext)
+    spark = SparkHandle()
+    factory = committer_factory or spark_committer_factory(config, spark)
     coordinator = Coordinator(config, factory, groups=groups if groups is not None else kafka_groups(config))
     metrics = ServiceMetrics(coordinator.summaries)
     coordinator.listener = metrics
-    ext.update(coordinator=coordinator, metrics=metrics)
-    app.extensions["lakegate"] = ext
+    rt = ServiceRuntime(config, coordinator, metrics, spark)
+    rt.init_app(app)
     app.register_blueprint(bp)
     register_error_handlers(app)
     if not config.auth.enabled:
-        logger.warning("AUTHENTICATION IS DISABLED (auth.enabled=false): anyone who reaches this port "
-                       "can submit files and force commits. Use this only for a local demo.")  # fmt: skip
+        logger.warning(
+            "AUTHENTICATION IS DISABLED (auth.enabled=false): anyone who reaches this port "
+            "can submit files and force commits. Use this only for a local demo."
+        )
     if start:
-        threading.Thread(target=_start, args=(coordinator, ext), name="lakegate-start", daemon=True).start()
+        threading.Thread(target=_start, args=(rt,), name="lakegate-start", daemon=True).start()
     return app
 
 
-def _start(coordinator: Coordinator, ext: dict[str, Any]) -> None:
+def _start(rt: ServiceRuntime) -> None:
     try:
-        coordinator.load()
+        rt.coordinator.load()
     except Exception as exc:  # reported on /readyz and in the log; the process stays up for probes
         logger.exception("start-up failed")
-        ext["start_error"] = str(exc)
+        rt.start_error = str(exc)
         return
     thread_factory: Callable[..., threading.Thread] = threading.Thread
-    if "spark" in ext:
+    if rt.spark.session is not None:
         from pyspark import InheritableThread
 
         thread_factory = InheritableThread
-    coordinator.start(thread_factory)
-    logger.info("ready: %d table(s) loaded", len(coordinator.tables))
+    rt.coordinator.start(thread_factory)
+    logger.info("ready: %d table(s) loaded", len(rt.coordinator.tables))

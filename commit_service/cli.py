@@ -17,7 +17,7 @@ from typing import Any
 
 from commit_service.config import ServiceConfig, load_config
 from commit_service.errors import ConfigError
-from commit_service.logsetup import setup_logging
+from lakegate_core.logsetup import setup_logging
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,10 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
         "LAKEGATE_SERVER__PORT=8081; ${NAME} in the file reads the environment. "
         "See docs/configuration.md.",
     )
-    parser.add_argument("--config", type=Path, metavar="PATH",
-                        help="service YAML config; without it an embedded local default is used")  # fmt: skip
-    parser.add_argument("--check-config", action="store_true",
-                        help="validate the config, print it (tokens masked) and exit")  # fmt: skip
+    parser.add_argument(
+        "--config", type=Path, metavar="PATH", help="service YAML config; without it an embedded local default is used"
+    )
+    parser.add_argument(
+        "--check-config", action="store_true", help="validate the config, print it (tokens masked) and exit"
+    )
     return parser
 
 
@@ -54,9 +56,17 @@ def serve(config: ServiceConfig) -> None:
     class Service(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:
             s = config.server
-            for key, value in {"bind": f"{s.host}:{s.port}", "workers": 1, "worker_class": "gthread",
-                               "threads": s.threads, "timeout": 300, "graceful_timeout": 60,
-                               "accesslog": None, "loglevel": "info", "preload_app": False}.items():  # fmt: skip
+            for key, value in {
+                "bind": f"{s.host}:{s.port}",
+                "workers": 1,
+                "worker_class": "gthread",
+                "threads": s.threads,
+                "timeout": 300,
+                "graceful_timeout": 60,
+                "accesslog": None,
+                "loglevel": "info",
+                "preload_app": False,
+            }.items():
                 self.cfg.set(key, value)
 
         def load(self) -> Any:
@@ -77,9 +87,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(masked(config), indent=2, default=str))
         return 0
     setup_logging(config.server.log_format)
-    logging.getLogger(__name__).info("lakegate-service on %s:%d, %d table(s): %s", config.server.host,
-                                     config.server.port, len(config.tables),
-                                     ", ".join(f"{t.name} -> {t.path}" for t in config.tables))  # fmt: skip
+    logging.getLogger(__name__).info(
+        "lakegate-service on %s:%d, %d table(s): %s",
+        config.server.host,
+        config.server.port,
+        len(config.tables),
+        ", ".join(f"{t.name} -> {t.path}" for t in config.tables),
+    )
     serve(config)
     return 0
 

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from commit_service import configfile
 from commit_service.errors import ConfigError
 from commit_service.spark import S3Settings, SparkSettings
-from commit_service.connect_group import KafkaSettings
 from commit_service.state import CommitPolicy
+from lakegate_core import configfile
+from lakegate_core.connect_group import KafkaSettings
 
 ENV_PREFIX = "LAKEGATE_"
 TABLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
@@ -87,7 +87,9 @@ class StorageConfig:
         for root in self.allowed_roots:
             parts = urlsplit(root)
             if parts.scheme not in ("s3a", "s3", "file") or not root.endswith("/"):
-                raise ConfigError(f"storage.allowed_roots: {root!r} must be an s3a://, s3:// or file:/// URI ending in /")
+                raise ConfigError(
+                    f"storage.allowed_roots: {root!r} must be an s3a://, s3:// or file:/// URI ending in /"
+                )
             if ".." in parts.path.split("/"):
                 raise ConfigError(f"storage.allowed_roots: {root!r} must not contain '..'")
 
@@ -116,8 +118,10 @@ class TableConfig:
         if not TABLE_NAME.match(self.name):
             raise ConfigError(f"tables[].name: {self.name!r} must be 1-128 of A-Z a-z 0-9 _ . -")
         if self.partition_by:
-            raise ConfigError(f"tables[{self.name}].partition_by: partitioned tables are not supported yet "
-                              "(files are added in place, so each would need one partition value); leave it []")
+            raise ConfigError(
+                f"tables[{self.name}].partition_by: partitioned tables are not supported yet "
+                "(files are added in place, so each would need one partition value); leave it []"
+            )
         if bool(self.topics) == bool(self.topics_regex):
             raise ConfigError(f"tables[{self.name}]: set exactly one of topics or topics_regex")
         if self.topics_regex:
@@ -159,11 +163,16 @@ class ServiceConfig:
     def spark_settings(self) -> SparkSettings:
         s3 = self.storage.s3
         return SparkSettings(
-            master=self.spark.master, app_name="lakegate-service", ui_enabled=self.spark.ui_enabled,
-            ui_port=self.spark.ui_port, driver_memory=self.spark.driver_memory,
-            jars_dir=self.spark.jars_dir, local_dir=self.spark.local_dir, conf=self.spark.conf,
+            master=self.spark.master,
+            app_name="lakegate-service",
+            ui_enabled=self.spark.ui_enabled,
+            ui_port=self.spark.ui_port,
+            driver_memory=self.spark.driver_memory,
+            jars_dir=self.spark.jars_dir,
+            local_dir=self.spark.local_dir,
+            conf=self.spark.conf,
             s3=None if s3 is None else S3Settings(s3.endpoint, s3.region, s3.path_style, s3.access_key, s3.secret_key),
-        )  # fmt: skip
+        )
 
 
 def default_home() -> Path:
@@ -185,5 +194,4 @@ def embedded_default(home: Path | None = None) -> dict[str, Any]:
 
 
 def load_config(path: Path | None, environ: dict[str, str] | None = None) -> ServiceConfig:
-    return configfile.load(ServiceConfig, path, env_prefix=ENV_PREFIX, default=embedded_default(),
-                           environ=environ)  # fmt: skip
+    return configfile.load(ServiceConfig, path, env_prefix=ENV_PREFIX, default=embedded_default(), environ=environ)

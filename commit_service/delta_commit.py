@@ -22,17 +22,20 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
 from py4j.protocol import Py4JError
 
-from commit_service.errors import CommitError, DataFileError, OffsetsMovedError, SchemaMismatchError
+from commit_service.committer import TableSnapshot
+from commit_service.errors import CommitError, DataFileError, DeltaWriteError, OffsetsMovedError, SchemaMismatchError
 from commit_service.paths import table_location
-from commit_service.protocol import CommitRecord, FileFormat
-from commit_service.state import CommitPlan, PendingFile, TopicPartition
+from commit_service.state import CommitPlan, PendingFile
 from commit_service.storage import FileFacts, StorageReader
+from lakegate_core.protocol import FileFormat
+from lakegate_core.status import CommitRecord
+from lakegate_core.types import PartitionOffsets, TopicPartition
 
 logger = logging.getLogger(__name__)
 
@@ -49,23 +52,16 @@ def parse_app_id(table: str, value: str) -> TopicPartition | None:
     prefix = f"{APP_ID_PREFIX}-{table}-"
     if not value.startswith(prefix):
         return None
-    topic, sep, partition = value[len(prefix):].rpartition("-")
-    return (topic, int(partition)) if sep and topic and partition.isdigit() else None
-
-
-@dataclass(frozen=True)
-class TableSnapshot:
-    """What the table's log says right now: its version and the Lakegate offsets in it."""
-
-    version: int  # -1: the table does not exist yet
-    offsets: dict[TopicPartition, int]
+    topic, sep, partition = value[len(prefix) :].rpartition("-")
+    return TopicPartition(topic, int(partition)) if sep and topic and partition.isdigit() else None
 
 
 class DeltaCommitter:
     """Commits plans into one Delta table; owned by that table's coordinator."""
 
-    def __init__(self, spark: Any, table: str, path: str, storage: StorageReader,
-                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+    def __init__(
+        self, spark: Any, table: str, path: str, storage: StorageReader, clock: Callable[[], float] = time.time
+    ) -> None:
         self.spark = spark
         self.table = table
         self.location = table_location(path)
@@ -89,7 +85,7 @@ class DeltaCommitter:
                 tp = parse_app_id(self.table, txn.appId())
                 if tp is not None:
                     offsets[tp] = int(txn.version())
-        return TableSnapshot(int(snap.version()), offsets)
+        return TableSnapshot(int(snap.version()), PartitionOffsets(offsets))
 
     # -- committing -----------------------------------------------------------------------
 
@@ -110,8 +106,10 @@ class DeltaCommitter:
         expected_version = read_version + 1
         sc = self.spark.sparkContext
         sc.setLocalProperty("spark.jobGroup.id", f"lakegate-{self.table}")
-        sc.setLocalProperty("spark.job.description", f"lakegate commit {self.table} v{expected_version}: "
-                            f"{len(plan.files)} files, {plan.records} records")  # fmt: skip
+        sc.setLocalProperty(
+            "spark.job.description",
+            f"lakegate commit {self.table} v{expected_version}: {len(plan.files)} files, {plan.records} records",
+        )
         try:
             table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
             new_schema = self._merged_schema(table_schema, parquet, facts, converted)
@@ -123,18 +121,25 @@ class DeltaCommitter:
             actions.extend(self._convert(txn, converted))
             millis = now_ms if now_ms is not None else int(self.clock() * 1000)
             for tp, offset in sorted(plan.offsets.items()):
-                actions.append(self._action({"txn": {"appId": app_id(self.table, tp), "version": offset,
-                                                     "lastUpdated": millis}}))  # fmt: skip
+                actions.append(
+                    self._action({"txn": {"appId": app_id(self.table, tp), "version": offset, "lastUpdated": millis}})
+                )
             record = CommitRecord(
-                table=self.table, version=expected_version, commit_id=commit_id, files=len(plan.files),
-                records=plan.records, offsets=plan.offsets_by_topic(),
+                table=self.table,
+                version=expected_version,
+                commit_id=commit_id,
+                files=len(plan.files),
+                records=plan.records,
+                offsets=plan.offsets,
                 vtts=int(plan.vtts * 1000) if plan.vtts is not None else None,
                 sidecars=tuple(sorted({p.sidecar_id for p in plan.files})),
-            )  # fmt: skip
+            )
             op = self._delta.DeltaOperations.StreamingUpdate(
-                self._jvm.org.apache.spark.sql.streaming.OutputMode.Append(), f"lakegate-{self.table}",
-                expected_version, self._jvm.scala.Option.apply(json.dumps(record.user_metadata())),
-            )  # fmt: skip
+                self._jvm.org.apache.spark.sql.streaming.OutputMode.Append(),
+                f"lakegate-{self.table}",
+                expected_version,
+                self._jvm.scala.Option.apply(json.dumps(record.user_metadata())),
+            )
             seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(self._java_list(actions)).toSeq()
             version = int(txn.commit(seq, op))
         except CommitError:
@@ -157,7 +162,9 @@ class DeltaCommitter:
         for p, f in zip(files, results, strict=True):
             self._check_size(p, f)
             if f.num_records is not None and p.file.record_count is not None and f.num_records != p.file.record_count:
-                raise DataFileError(p.file.path, f"holds {f.num_records} records, the manifest said {p.file.record_count}")
+                raise DataFileError(
+                    p.file.path, f"holds {f.num_records} records, the manifest said {p.file.record_count}"
+                )
             facts[p.file.path] = f
         return facts
 
@@ -213,10 +220,15 @@ class DeltaCommitter:
             if in_table >= 0 and in_table != first:  # no txn yet: the state's start point stands
                 moved[tp] = in_table
         if moved:
-            raise OffsetsMovedError(f"table {self.table} offsets moved: {moved}", read_version, moved)
+            raise OffsetsMovedError(f"table {self.table} offsets moved: {moved}", read_version, PartitionOffsets(moved))
 
-    def _merged_schema(self, table: dict[str, Any] | None, parquet: list[PendingFile],
-                       facts: dict[str, FileFacts], converted: list[PendingFile]) -> dict[str, Any]:  # fmt: skip
+    def _merged_schema(
+        self,
+        table: dict[str, Any] | None,
+        parquet: list[PendingFile],
+        facts: dict[str, FileFacts],
+        converted: list[PendingFile],
+    ) -> dict[str, Any]:
         schema = table
         for path, file_schema in self._file_schemas(parquet, facts, converted):
             schema = file_schema if schema is None else merge_schema(schema, file_schema, path)
@@ -224,8 +236,9 @@ class DeltaCommitter:
             raise CommitError(f"table {self.table}: no schema (no files)")
         return schema
 
-    def _file_schemas(self, parquet: list[PendingFile], facts: dict[str, FileFacts],
-                      converted: list[PendingFile]) -> Iterable[tuple[str, dict[str, Any]]]:  # fmt: skip
+    def _file_schemas(
+        self, parquet: list[PendingFile], facts: dict[str, FileFacts], converted: list[PendingFile]
+    ) -> Iterable[tuple[str, dict[str, Any]]]:
         """Spark's schema of each file; one Spark read per distinct Parquet footer schema."""
         seen: dict[str | None, dict[str, Any]] = {}
         for p in parquet:
@@ -254,28 +267,43 @@ class DeltaCommitter:
         return actions
 
     def _add_file(self, p: PendingFile, facts: FileFacts) -> Any:
-        return self._action({"add": {
-            "path": self._relative(p.file.path), "partitionValues": {}, "size": facts.size_bytes,
-            "modificationTime": facts.modification_time_ms, "dataChange": True,
-            **({"stats": facts.stats_json} if facts.stats_json else {}),
-        }})  # fmt: skip
+        return self._action(
+            {
+                "add": {
+                    "path": self._relative(p.file.path),
+                    "partitionValues": {},
+                    "size": facts.size_bytes,
+                    "modificationTime": facts.modification_time_ms,
+                    "dataChange": True,
+                    **({"stats": facts.stats_json} if facts.stats_json else {}),
+                }
+            }
+        )
 
     def _relative(self, uri: str) -> str:
         """A path under the table root is stored relative (every reader copes); others absolute."""
         root = self.location if "://" in self.location else "file://" + self.location
         base = root.rstrip("/") + "/"
-        return quote(uri[len(base):], safe="/") if uri.startswith(base) else uri
+        return quote(uri[len(base) :], safe="/") if uri.startswith(base) else uri
 
     def _metadata_action(self, schema: dict[str, Any], *, created: int | None = None, like: Any = None) -> Any:
         if like is not None:
             meta = json.loads(like.json())["metaData"]
             meta["schemaString"] = json.dumps(schema)
             return self._action({"metaData": meta})
-        return self._action({"metaData": {
-            "id": str(uuid.uuid4()), "name": self.table, "format": {"provider": "parquet", "options": {}},
-            "schemaString": json.dumps(schema), "partitionColumns": [], "configuration": {},
-            "createdTime": created,
-        }})  # fmt: skip
+        return self._action(
+            {
+                "metaData": {
+                    "id": str(uuid.uuid4()),
+                    "name": self.table,
+                    "format": {"provider": "parquet", "options": {}},
+                    "schemaString": json.dumps(schema),
+                    "partitionColumns": [],
+                    "configuration": {},
+                    "createdTime": created,
+                }
+            }
+        )
 
     def _action(self, obj: dict[str, Any]) -> Any:
         return self._delta.actions.Action.fromJson(json.dumps(obj))
@@ -288,15 +316,17 @@ class DeltaCommitter:
 
     def _translate(self, exc: Exception) -> CommitError:
         text = str(exc)
-        if "ConcurrentTransactionException" in text or "ConcurrentAppendException" in text or (
-            "MetadataChangedException" in text or "ProtocolChangedException" in text
+        if (
+            "ConcurrentTransactionException" in text
+            or "ConcurrentAppendException" in text
+            or ("MetadataChangedException" in text or "ProtocolChangedException" in text)
         ):
             snap = self.snapshot()
-            return OffsetsMovedError(f"table {self.table}: concurrent commit, offsets re-read", snap.version, snap.offsets)
+            return OffsetsMovedError(
+                f"table {self.table}: concurrent commit, offsets re-read", snap.version, snap.offsets
+            )
         first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        err = CommitError(f"table {self.table}: Delta commit failed: {first[:500]}")
-        err.retryable = True
-        return err
+        return DeltaWriteError(f"table {self.table}: Delta commit failed: {first[:500]}")
 
 
 def merge_schema(table: dict[str, Any], incoming: dict[str, Any], path: str, where: str = "") -> dict[str, Any]:
@@ -321,7 +351,9 @@ def merge_schema(table: dict[str, Any], incoming: dict[str, Any], path: str, whe
         if isinstance(t_have, dict) and isinstance(t_new, dict) and t_have.get("type") == t_new.get("type") == "struct":
             fields[i] = {**have, "type": merge_schema(t_have, t_new, path, f"{col}.")}
         elif t_have != t_new:
-            raise SchemaMismatchError(path, f"column {col!r} is {_type_name(t_new)} in the file but {_type_name(t_have)} in the table")
+            raise SchemaMismatchError(
+                path, f"column {col!r} is {_type_name(t_new)} in the file but {_type_name(t_have)} in the table"
+            )
     return {**table, "fields": fields}
 
 

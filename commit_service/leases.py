@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TopicPartition = tuple[str, int]
+from lakegate_core.types import TopicPartition
 
 
 @dataclass(frozen=True)
@@ -43,12 +43,14 @@ class LeaseTable:
         """None if ``holder`` may send files of ``tp`` with ``epoch``; else the reason it may not."""
         lease = self._leases.get(tp)
         if lease is None:
-            return f"no lease on {tp[0]}-{tp[1]}: claim it with POST /v1/leases first"
+            return f"no lease on {tp}: claim it with POST /v1/leases first"
         if epoch is None:
-            return f"files of {tp[0]}-{tp[1]} need lease_epoch (fencing is on)"
+            return f"files of {tp} need lease_epoch (fencing is on)"
         if lease.holder != holder or epoch != lease.epoch:
-            return (f"stale lease on {tp[0]}-{tp[1]}: epoch {epoch} of {holder}, "
-                    f"the partition is leased to {lease.holder} at epoch {lease.epoch}")  # fmt: skip
+            return (
+                f"stale lease on {tp}: epoch {epoch} of {holder}, "
+                f"the partition is leased to {lease.holder} at epoch {lease.epoch}"
+            )
         return None
 
     def get(self, tp: TopicPartition) -> Lease | None:

@@ -8,14 +8,15 @@ read from the coordinator at scrape time, so they are never stale.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from commit_service.errors import CommitError
-from commit_service.protocol import CommitRecord
+from lakegate_core.status import CommitRecord, TableSummary
+
+Summaries = Callable[[], list[TableSummary]]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -23,17 +24,23 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 class ServiceMetrics:
     """One registry per app (tests create several apps in one process)."""
 
-    def __init__(self, summaries: Callable[[], list[dict[str, Any]]]) -> None:
+    def __init__(self, summaries: Summaries) -> None:
         self.registry = CollectorRegistry()
-        self.commits = Counter("lakegate_commits", "Delta commit rounds by outcome", ["table", "result"],
-                               registry=self.registry)  # fmt: skip
-        self.duration = Histogram("lakegate_commit_duration_seconds", "Duration of successful Delta commits",
-                                  ["table"], registry=self.registry,
-                                  buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))  # fmt: skip
+        self.commits = Counter(
+            "lakegate_commits", "Delta commit rounds by outcome", ["table", "result"], registry=self.registry
+        )
+        self.duration = Histogram(
+            "lakegate_commit_duration_seconds",
+            "Duration of successful Delta commits",
+            ["table"],
+            registry=self.registry,
+            buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+        )
         self.files = Counter("lakegate_files_committed", "Data files committed", ["table"], registry=self.registry)
         self.records = Counter("lakegate_records_committed", "Records committed", ["table"], registry=self.registry)
-        self.rejected_files = Counter("lakegate_manifest_files_rejected", "Manifest files rejected, by reason",
-                                      ["reason"], registry=self.registry)  # fmt: skip
+        self.rejected_files = Counter(
+            "lakegate_manifest_files_rejected", "Manifest files rejected, by reason", ["reason"], registry=self.registry
+        )
         self.registry.register(_StateCollector(summaries))
 
     def committed(self, record: CommitRecord) -> None:
@@ -53,20 +60,24 @@ class ServiceMetrics:
 
 
 class _StateCollector(Collector):
-    def __init__(self, summaries: Callable[[], list[dict[str, Any]]]) -> None:
+    def __init__(self, summaries: Summaries) -> None:
         self._summaries = summaries
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        pending_files = GaugeMetricFamily("lakegate_pending_files", "Files buffered, not yet committed", labels=["table"])
-        pending_bytes = GaugeMetricFamily("lakegate_pending_bytes", "Bytes buffered, not yet committed", labels=["table"])
+        pending_files = GaugeMetricFamily(
+            "lakegate_pending_files", "Files buffered, not yet committed", labels=["table"]
+        )
+        pending_bytes = GaugeMetricFamily(
+            "lakegate_pending_bytes", "Bytes buffered, not yet committed", labels=["table"]
+        )
         version = GaugeMetricFamily("lakegate_table_version", "Delta table version", labels=["table"])
-        offset = GaugeMetricFamily("lakegate_committed_offset", "Next offset committed to the table",
-                                   labels=["table", "topic", "partition"])  # fmt: skip
+        offset = GaugeMetricFamily(
+            "lakegate_committed_offset", "Next offset committed to the table", labels=["table", "topic", "partition"]
+        )
         for s in self._summaries():
-            pending_files.add_metric([s["table"]], s["pending_files"])
-            pending_bytes.add_metric([s["table"]], s["pending_bytes"])
-            version.add_metric([s["table"]], s["version"])
-            for topic, parts in s["offsets"].items():
-                for partition, value in parts.items():
-                    offset.add_metric([s["table"], topic, partition], value)
+            pending_files.add_metric([s.table], s.pending_files)
+            pending_bytes.add_metric([s.table], s.pending_bytes)
+            version.add_metric([s.table], s.version)
+            for tp, value in s.offsets.items():
+                offset.add_metric([s.table, tp.topic, str(tp.partition)], value)
         yield from (pending_files, pending_bytes, version, offset)

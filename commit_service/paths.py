@@ -63,4 +63,4 @@ def root_prefix(root: str) -> str:
 def table_location(path: str) -> str:
     """A table's location for Spark/Delta: ``s3a://bucket/key`` or an absolute local path."""
     uri = normalize_uri(path)
-    return uri[len("file://"):] if uri.startswith("file://") else uri
+    return uri[len("file://") :] if uri.startswith("file://") else uri

@@ -8,13 +8,13 @@ and by the tests. The Delta and hadoop-aws jars come from the project's jar cach
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from commit_service.errors import SparkSetupError
+from lakegate_core.cache import default_jars_dir
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -24,18 +24,6 @@ logger = logging.getLogger(__name__)
 # Jar groups (directories under the jars dir) the service puts on Spark's class path.
 DELTA_GROUP = "delta"
 S3A_GROUP = "hadoop-aws"
-
-
-def default_cache_dir() -> Path:
-    """``$LAKEGATE_CACHE_DIR`` or ``~/.cache/lakegate``: the project's cache outside git."""
-    env = os.environ.get("LAKEGATE_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "lakegate"
-
-
-def default_jars_dir() -> Path:
-    """``$LAKEGATE_JARS_DIR`` or ``<cache>/jars``: one sub-directory of jars per group."""
-    env = os.environ.get("LAKEGATE_JARS_DIR")
-    return Path(env).expanduser() if env else default_cache_dir() / "jars"
 
 
 @dataclass(frozen=True)
@@ -130,9 +118,7 @@ def s3a_conf(s3: S3Settings) -> dict[str, str]:
     if s3.access_key is not None and s3.secret_key is not None:
         conf["spark.hadoop.fs.s3a.access.key"] = s3.access_key
         conf["spark.hadoop.fs.s3a.secret.key"] = s3.secret_key
-        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
-            "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
-        )
+        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
     return conf
 
 
@@ -151,6 +137,10 @@ def create_session(settings: SparkSettings) -> SparkSession:
     except Exception as exc:  # py4j/JVM start-up failures come in many types
         raise SparkSetupError(f"Spark did not start: {exc}") from exc
     session.sparkContext.setLogLevel("WARN")
-    logger.info("Spark %s on %s; Spark UI at %s", session.version, settings.master,
-                session.sparkContext.uiWebUrl or "(disabled)")  # fmt: skip
+    logger.info(
+        "Spark %s on %s; Spark UI at %s",
+        session.version,
+        settings.master,
+        session.sparkContext.uiWebUrl or "(disabled)",
+    )
     return session

@@ -15,13 +15,14 @@ Invariants (property-tested in ``tests/unit/test_state.py``):
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from commit_service.protocol import DataFile, FileStatus, ManifestState, Offsets
+from lakegate_core.protocol import DataFile, FileStatus
+from lakegate_core.status import ManifestState
+from lakegate_core.types import PartitionOffsets, TopicPartition
 
-TopicPartition = tuple[str, int]
 MAX_TRACKED_MANIFESTS = 10_000
 
 
@@ -59,7 +60,7 @@ class PendingFile:
 
     @property
     def tp(self) -> TopicPartition:
-        return (self.file.topic, self.file.partition)
+        return self.file.tp
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class CommitPlan:
     """What one commit round adds: contiguous runs per partition and the offsets they reach."""
 
     files: tuple[PendingFile, ...]
-    offsets: dict[TopicPartition, int]  # next offset per partition after the commit
+    offsets: PartitionOffsets  # next offset per partition after the commit
     vtts: float | None  # the round's cut-off time when every expected partition reported
     reason: str  # which trigger fired: interval, max_files, max_bytes, forced
 
@@ -78,12 +79,6 @@ class CommitPlan:
     @property
     def records(self) -> int:
         return sum(p.file.record_count or (p.file.end_offset - p.file.start_offset + 1) for p in self.files)
-
-    def offsets_by_topic(self) -> Offsets:
-        out: Offsets = {}
-        for (topic, partition), offset in self.offsets.items():
-            out.setdefault(topic, {})[partition] = offset
-        return out
 
 
 @dataclass
@@ -97,8 +92,14 @@ class _ManifestTrack:
 class TableState:
     """The state of one Delta table as the coordinator sees it; not thread-safe (callers lock)."""
 
-    def __init__(self, name: str, committed: dict[TopicPartition, int] | None = None,
-                 policy: CommitPolicy | None = None, *, now: float = 0.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        committed: Mapping[TopicPartition, int] | None = None,
+        policy: CommitPolicy | None = None,
+        *,
+        now: float = 0.0,
+    ) -> None:
         self.name = name
         self.policy = policy or CommitPolicy()
         self.committed: dict[TopicPartition, int] = dict(committed or {})
@@ -200,7 +201,7 @@ class TableState:
 
     # -- decisions ------------------------------------------------------------------------
 
-    def contiguous(self, limits: dict[TopicPartition, int] | None = None) -> list[PendingFile]:
+    def contiguous(self, limits: Mapping[TopicPartition, int] | None = None) -> list[PendingFile]:
         """Per partition, the run of buffered files starting at the committed offset (and, with
         ``limits``, ending at or below the limit: Connect's own committed offset)."""
         run: list[PendingFile] = []
@@ -212,19 +213,25 @@ class TableState:
                 cursor = files[cursor].file.next_offset
         return run
 
-    def plan(self, now: float, *, force: bool = False, limits: dict[TopicPartition, int] | None = None) -> CommitPlan | None:
+    def plan(
+        self, now: float, *, force: bool = False, limits: Mapping[TopicPartition, int] | None = None
+    ) -> CommitPlan | None:
         """The commit to make now, or None; see the module docstring for the guarantees."""
         run = self.contiguous(limits)
         if not run:
             return None
         size = sum(p.file.size_bytes for p in run)
         reason = (
-            "forced" if force
-            else "max_files" if len(run) >= self.policy.max_files
-            else "max_bytes" if size >= self.policy.max_bytes
-            else "interval" if now - self.last_commit >= self.policy.interval_seconds
+            "forced"
+            if force
+            else "max_files"
+            if len(run) >= self.policy.max_files
+            else "max_bytes"
+            if size >= self.policy.max_bytes
+            else "interval"
+            if now - self.last_commit >= self.policy.interval_seconds
             else None
-        )  # fmt: skip
+        )
         if reason is None:
             return None
         complete = bool(self.expected) and all(
@@ -239,8 +246,12 @@ class TableState:
         offsets: dict[TopicPartition, int] = {}
         for p in run:
             offsets[p.tp] = max(offsets.get(p.tp, 0), p.file.next_offset)
-        return CommitPlan(files=tuple(run), offsets=offsets, vtts=self.round_started if complete else None,
-                          reason=reason)  # fmt: skip
+        return CommitPlan(
+            files=tuple(run),
+            offsets=PartitionOffsets(offsets),
+            vtts=self.round_started if complete else None,
+            reason=reason,
+        )
 
     def drop_file(self, path: str, reason: str) -> PendingFile | None:
         """Forget a buffered file that cannot be committed (missing, resized, bad schema).
@@ -277,7 +288,7 @@ class TableState:
         self.last_commit = now
         self.round_started = now
 
-    def recovered(self, committed: dict[TopicPartition, int], version: int) -> None:
+    def recovered(self, committed: Mapping[TopicPartition, int], version: int) -> None:
         """Adopt offsets read back from the table (at start, or after a concurrent writer)."""
         for tp, offset in committed.items():
             self.committed[tp] = max(self.committed.get(tp, 0), offset)
@@ -299,3 +310,9 @@ class TableState:
 
     def pending_bytes(self) -> int:
         return sum(p.file.size_bytes for files in self.pending.values() for p in files.values())
+
+    def pending_offsets(self) -> PartitionOffsets:
+        """Per partition with buffered files, the end of the furthest one + 1."""
+        return PartitionOffsets(
+            {tp: max(p.file.next_offset for p in fs.values()) for tp, fs in self.pending.items() if fs}
+        )

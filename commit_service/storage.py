@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from commit_service.errors import DataFileError
+from commit_service.errors import DataFileError, DataFileUnavailableError
 from commit_service.spark import S3Settings
 
 MAX_STAT_STRING = 32  # longer strings get no min/max (never a wrong bound)
@@ -43,7 +43,7 @@ class StorageReader:
 
     def _resolve(self, uri: str) -> tuple[pafs.FileSystem, str]:
         if uri.startswith("file://"):
-            return self._local, uri[len("file://"):]
+            return self._local, uri[len("file://") :]
         if uri.startswith("s3a://"):
             if self._s3 is None:
                 s = self._s3_settings
@@ -54,7 +54,7 @@ class StorageReader:
                 if s.access_key and s.secret_key:
                     kwargs.update(access_key=s.access_key, secret_key=s.secret_key)
                 self._s3 = pafs.S3FileSystem(**kwargs)
-            return self._s3, uri[len("s3a://"):]
+            return self._s3, uri[len("s3a://") :]
         raise DataFileError(uri, "unsupported scheme")
 
     def facts(self, uri: str, *, parquet: bool) -> FileFacts:
@@ -62,7 +62,7 @@ class StorageReader:
         try:
             info = fs.get_file_info(path)
         except OSError as exc:
-            raise DataFileError(uri, f"cannot stat: {exc}", retryable=True) from exc
+            raise DataFileUnavailableError(uri, f"cannot stat: {exc}") from exc
         if info.type != pafs.FileType.File:
             raise DataFileError(uri, "does not exist")
         mtime = int(info.mtime.timestamp() * 1000) if info.mtime else 0
@@ -72,7 +72,7 @@ class StorageReader:
             with fs.open_input_file(path) as handle:
                 meta = pq.ParquetFile(handle).metadata
         except OSError as exc:
-            raise DataFileError(uri, f"cannot read the Parquet footer: {exc}", retryable=True) from exc
+            raise DataFileUnavailableError(uri, f"cannot read the Parquet footer: {exc}") from exc
         except Exception as exc:  # pyarrow raises ArrowInvalid etc. for a corrupt file
             raise DataFileError(uri, f"is not a readable Parquet file: {exc}") from exc
         key = meta.schema.to_arrow_schema().to_string(show_schema_metadata=False)

@@ -1,8 +1,8 @@
 """Pinned JVM artifacts and their resolution from Maven Central into a project-owned cache.
 
 Read by ``scripts/fetch-jars`` (and through it by the test and demo commands, the Dockerfile),
-by :mod:`lakegate_stack.kafka` / :mod:`lakegate_stack.connect` to build class paths, and by
-:mod:`commit_service.spark` (through :func:`default_jars_dir`) to find the Delta and s3a jars.
+by :mod:`lakegate_stack.kafka` / :mod:`lakegate_stack.connect` to build class paths. The service's
+Spark factory finds the Delta and s3a jars in the same place (:mod:`lakegate_core.cache`).
 
 Each :class:`ArtifactGroup` lands in ``<cache>/jars/<name>/`` as a flat directory of jars,
 resolved with ``mvn dependency:copy-dependencies`` from a generated POM. A stamp file holding a
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from commit_service.spark import default_jars_dir
+from lakegate_core.cache import default_jars_dir
 from lakegate_stack.errors import ArtifactError
 
 logger = logging.getLogger(__name__)
@@ -124,8 +124,18 @@ GROUPS: dict[str, ArtifactGroup] = {
             ),
             # Libraries pyspark already ships (newer): keep Spark's copies only.
             drop_prefixes=(
-                "jackson-", "log4j-", "slf4j-", "parquet-", "snappy-java", "zstd-jni", "aircompressor",
-                "RoaringBitmap", "shims-", "jsr305", "commons-pool", "jts-core",
+                "jackson-",
+                "log4j-",
+                "slf4j-",
+                "parquet-",
+                "snappy-java",
+                "zstd-jni",
+                "aircompressor",
+                "RoaringBitmap",
+                "shims-",
+                "jsr305",
+                "commons-pool",
+                "jts-core",
             ),
         ),
         ArtifactGroup(
@@ -217,10 +227,16 @@ def resolve(group: ArtifactGroup, jars_dir: Path | None = None, *, mvn: str = "m
             pom.write_text(render_pom(group))
             goals = []
         cmd = [
-            mvn, "-B", "-q", "-f", str(pom), *goals,
+            mvn,
+            "-B",
+            "-q",
+            "-f",
+            str(pom),
+            *goals,
             f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-            f"-DoutputDirectory={out}", "-DincludeScope=runtime",
-        ]  # fmt: skip
+            f"-DoutputDirectory={out}",
+            "-DincludeScope=runtime",
+        ]
         logger.info("%-11s fetching %s", group.name, group.description)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -239,8 +255,12 @@ def resolve(group: ArtifactGroup, jars_dir: Path | None = None, *, mvn: str = "m
     size_mb = sum(p.stat().st_size for p in target.glob("*.jar")) / 1e6
     logger.info(
         "%-11s fetched  %d jars, %.0f MB in %.0fs -> %s",
-        group.name, len(list(target.glob("*.jar"))), size_mb, time.monotonic() - started, target,
-    )  # fmt: skip
+        group.name,
+        len(list(target.glob("*.jar"))),
+        size_mb,
+        time.monotonic() - started,
+        target,
+    )
     return target
 
 
@@ -251,7 +271,9 @@ def main(argv: list[str] | None = None) -> int:
         "(idempotent; quick once cached).",
     )
     parser.add_argument("groups", nargs="*", metavar="GROUP", help=f"any of {', '.join(GROUPS)} (default: all)")
-    parser.add_argument("--jars-dir", type=Path, default=None, help="default: $LAKEGATE_JARS_DIR or ~/.cache/lakegate/jars")
+    parser.add_argument(
+        "--jars-dir", type=Path, default=None, help="default: $LAKEGATE_JARS_DIR or ~/.cache/lakegate/jars"
+    )
     parser.add_argument("--list", action="store_true", help="print the pinned groups and exit")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="fetch-jars: %(message)s")

@@ -30,28 +30,54 @@ SINK_PLUGIN_GROUP = "s3-sink"
 SINK_CLASS = "io.lakegate.connect.s3.S3SinkConnector"
 
 
-def s3_sink_config(topics: list[str], bucket: str, endpoint: str, access_key: str, secret_key: str, *,
-                   prefix: str = "", tasks: int = 2, **overrides: str) -> dict[str, str]:  # fmt: skip
+def s3_sink_config(
+    topics: list[str],
+    bucket: str,
+    endpoint: str,
+    access_key: str,
+    secret_key: str,
+    *,
+    prefix: str = "",
+    tasks: int = 2,
+    **overrides: str,
+) -> dict[str, str]:
     """A storage sink connector config: schemaless JSON in, Parquet files named
     ``<prefix><topic>-<partition>-<startOffset>`` out (Aiven's keys and layout)."""
     return {
-        "connector.class": SINK_CLASS, "topics": ",".join(topics), "tasks.max": str(tasks),
+        "connector.class": SINK_CLASS,
+        "topics": ",".join(topics),
+        "tasks.max": str(tasks),
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "false",
-        "aws.access.key.id": access_key, "aws.secret.access.key": secret_key, "aws.s3.bucket.name": bucket,
-        "aws.s3.prefix": prefix, "aws.s3.endpoint": endpoint, "aws.s3.region": "us-east-1",
-        "format.output.type": "parquet", "file.compression.type": "snappy",
-        "consumer.override.max.poll.records": "500", **overrides,
-    }  # fmt: skip
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+        "aws.access.key.id": access_key,
+        "aws.secret.access.key": secret_key,
+        "aws.s3.bucket.name": bucket,
+        "aws.s3.prefix": prefix,
+        "aws.s3.endpoint": endpoint,
+        "aws.s3.region": "us-east-1",
+        "format.output.type": "parquet",
+        "file.compression.type": "snappy",
+        "consumer.override.max.poll.records": "500",
+        **overrides,
+    }
 
 
 class ConnectWorker:
     """One ``ConnectDistributed`` JVM; owns ``workdir`` (worker properties and ``<name>.log``)."""
 
-    def __init__(self, workdir: Path, bootstrap_servers: str, *, name: str = "connect-1",
-                 group_id: str = "lakegate-connect", jars_dir: Path | None = None,
-                 host: str = "127.0.0.1", heap: str = "1g",
-                 offset_flush_interval_ms: int = 2000) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        bootstrap_servers: str,
+        *,
+        name: str = "connect-1",
+        group_id: str = "lakegate-connect",
+        jars_dir: Path | None = None,
+        host: str = "127.0.0.1",
+        heap: str = "1g",
+        offset_flush_interval_ms: int = 2000,
+    ) -> None:
         self.workdir = workdir
         self.name = name
         self.bootstrap_servers = bootstrap_servers
@@ -105,8 +131,13 @@ class ConnectWorker:
         self._link_plugin()
         config = write_properties(self.workdir / f"{self.name}.properties", self._worker_properties())
         props = {"log4j2.configurationFile": str(write_log4j2_config(self.workdir))}
-        cmd = java_command(self.classpath, "org.apache.kafka.connect.cli.ConnectDistributed",
-                           [str(config)], heap=self.heap, system_props=props)  # fmt: skip
+        cmd = java_command(
+            self.classpath,
+            "org.apache.kafka.connect.cli.ConnectDistributed",
+            [str(config)],
+            heap=self.heap,
+            system_props=props,
+        )
         self.process = ManagedProcess(self.name, cmd, self.workdir / f"{self.name}.log").start()
         self.process.wait_ready(self._ready, timeout, "serving its REST API")
         logger.info("%s ready at %s", self.name, self.url)

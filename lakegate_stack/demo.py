@@ -36,8 +36,15 @@ def say(text: str) -> None:
     print(f"[demo {time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
-def produce(bootstrap: str, records: int, rate: int, partitions: int, done: threading.Event, stop: threading.Event,
-            counter: list[int]) -> None:  # fmt: skip
+def produce(
+    bootstrap: str,
+    records: int,
+    rate: int,
+    partitions: int,
+    done: threading.Event,
+    stop: threading.Event,
+    counter: list[int],
+) -> None:
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
@@ -46,8 +53,12 @@ def produce(bootstrap: str, records: int, rate: int, partitions: int, done: thre
         for i in range(records):
             if stop.is_set():
                 return
-            order = {"order_id": i, "customer": f"c{rng.randrange(100):03d}", "amount": round(rng.uniform(1, 500), 2),
-                     "ts": int(time.time() * 1000)}  # fmt: skip
+            order = {
+                "order_id": i,
+                "customer": f"c{rng.randrange(100):03d}",
+                "amount": round(rng.uniform(1, 500), 2),
+                "ts": int(time.time() * 1000),
+            }
             producer.send(TOPIC, key=str(i).encode(), value=json.dumps(order).encode(), partition=i % partitions)
             counter[0] = i + 1
             if rate and (i + 1) % max(1, rate // 10) == 0:
@@ -63,19 +74,24 @@ def show_commits(service: ServiceProcess, seen: set[int]) -> None:
         if c["version"] not in seen:
             seen.add(c["version"])
             offsets = ", ".join(f"{p}:{o}" for p, o in c["offsets"].get(TOPIC, {}).items())
-            say(f"commit v{c['version']}: {c['files']} files, {c['records']} records, "
-                f"next offsets {{{offsets}}}, {c['duration_ms']} ms")  # fmt: skip
+            say(
+                f"commit v{c['version']}: {c['files']} files, {c['records']} records, "
+                f"next offsets {{{offsets}}}, {c['duration_ms']} ms"
+            )
 
 
 def print_sample(s3_endpoint: str) -> tuple[int, int]:
     """Print a sample of the table; return (rows, distinct order ids)."""
     from deltalake import DeltaTable
 
-    table = DeltaTable(f"s3://{BUCKET}/{TABLE}", storage_options={
-        "AWS_ENDPOINT_URL": s3_endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV})  # fmt: skip
+    table = DeltaTable(
+        f"s3://{BUCKET}/{TABLE}", storage_options={"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV}
+    )
     data = table.to_pyarrow_table()
-    say(f"table s3a://{BUCKET}/{TABLE} at version {table.version()}: {data.num_rows} rows, "
-        f"columns {data.column_names}; read back with delta-rs. A sample:")  # fmt: skip
+    say(
+        f"table s3a://{BUCKET}/{TABLE} at version {table.version()}: {data.num_rows} rows, "
+        f"columns {data.column_names}; read back with delta-rs. A sample:"
+    )
     for row in data.sort_by("order_id").slice(0, 5).to_pylist():
         print("    " + json.dumps(row))
     return data.num_rows, len(set(data.column("order_id").to_pylist()))
@@ -88,35 +104,56 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         worker = stack.workers[0]
         say("stack up: S3 server, Kafka, Kafka Connect; starting lakegate-service (Spark warms up) ...")
         service = ServiceProcess(
-            workdir, [{"name": TABLE, "path": f"s3a://{BUCKET}/{TABLE}", "topics": [TOPIC],
-                       "commit": {"interval_seconds": args.commit_interval}}],
+            workdir,
+            [
+                {
+                    "name": TABLE,
+                    "path": f"s3a://{BUCKET}/{TABLE}",
+                    "topics": [TOPIC],
+                    "commit": {"interval_seconds": args.commit_interval},
+                }
+            ],
             [f"s3a://{BUCKET}/{PREFIX}"],
             s3={"endpoint": stack.s3.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
             kafka=stack.kafka.bootstrap_servers,
-        )  # fmt: skip
+        )
         sidecar: SidecarProcess | None = None
         stop = threading.Event()
         try:
             service.start()
             create_topic(stack.kafka.bootstrap_servers, TOPIC, args.partitions)
-            worker.client().put_connector(CONNECTOR, s3_sink_config(
-                [TOPIC], BUCKET, stack.s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix=PREFIX))  # fmt: skip
+            worker.client().put_connector(
+                CONNECTOR,
+                s3_sink_config([TOPIC], BUCKET, stack.s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix=PREFIX),
+            )
             worker.client().wait_running(CONNECTOR, tasks=2)
-            sidecar = SidecarProcess(workdir, "sidecar", {
-                "worker_id": worker.worker_id, "connect": {"url": worker.url, "connectors": [CONNECTOR]},
-                "kafka": {"bootstrap_servers": stack.kafka.bootstrap_servers},
-                "storage": {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": stack.s3.endpoint},
-                "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
-                "poll_interval_seconds": 1, "resend_after_seconds": 10,
-            }, env=S3_ENV).start()  # fmt: skip
-            say(f"ready in {time.monotonic() - started:.0f}s.\n"
+            sidecar = SidecarProcess(
+                workdir,
+                "sidecar",
+                {
+                    "worker_id": worker.worker_id,
+                    "connect": {"url": worker.url, "connectors": [CONNECTOR]},
+                    "kafka": {"bootstrap_servers": stack.kafka.bootstrap_servers},
+                    "storage": {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": stack.s3.endpoint},
+                    "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
+                    "poll_interval_seconds": 1,
+                    "resend_after_seconds": 10,
+                },
+                env=S3_ENV,
+            ).start()
+            say(
+                f"ready in {time.monotonic() - started:.0f}s.\n"
                 f"  lakegate API  {service.url}   (token in {service.config_path})\n"
                 f"  Spark UI      {service.spark_ui()}   (jobs named 'lakegate commit orders v<N>: ...')\n"
                 f"  Connect REST  {worker.url}   Kafka {stack.kafka.bootstrap_servers}   S3 {stack.s3.endpoint}\n"
-                f"  logs          {workdir}")  # fmt: skip
+                f"  logs          {workdir}"
+            )
             done, counter = threading.Event(), [0]
-            threading.Thread(target=produce, daemon=True, args=(
-                stack.kafka.bootstrap_servers, args.records, args.rate, args.partitions, done, stop, counter)).start()  # fmt: skip
+            threading.Thread(
+                target=produce,
+                daemon=True,
+                args=(stack.kafka.bootstrap_servers, args.records, args.rate, args.partitions, done, stop, counter),
+            ).start()
             say(f"producing {args.records} orders to topic '{TOPIC}' ({args.partitions} partitions) ...")
             seen: set[int] = set()
             deadline = time.monotonic() + args.timeout
@@ -152,7 +189,9 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/demo", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--records", type=int, default=5000, help="orders to produce (default 5000)")
-    parser.add_argument("--rate", type=int, default=500, help="orders per second, 0 = as fast as possible (default 500)")
+    parser.add_argument(
+        "--rate", type=int, default=500, help="orders per second, 0 = as fast as possible (default 500)"
+    )
     parser.add_argument("--partitions", type=int, default=3, help="partitions of the topic (default 3)")
     parser.add_argument("--commit-interval", type=float, default=5.0, help="table commit interval, s (default 5)")
     parser.add_argument("--timeout", type=float, default=600, help="give up after this many seconds (default 600)")

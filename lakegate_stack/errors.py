@@ -1,8 +1,8 @@
 """Errors of the local stack (the dev/test/demo harness), raised to scripts and pytest fixtures.
 
-    StackError
-    ├── ArtifactError      a pinned jar group is missing or Maven could not resolve it (fatal)
-    └── ServiceStartError  a process exited or did not become ready in time (see its log file)
+StackError
+├── ArtifactError      a pinned jar group is missing or Maven could not resolve it (fatal)
+└── ServiceStartError  a process exited or did not become ready in time (see its log file)
 """
 
 from __future__ import annotations

@@ -35,8 +35,9 @@ def random_cluster_id() -> str:
 class KafkaBroker:
     """One combined broker+controller node; owns ``workdir`` (config, data, ``kafka.log``)."""
 
-    def __init__(self, workdir: Path, *, jars_dir: Path | None = None, host: str = "127.0.0.1",
-                 heap: str = "768m") -> None:
+    def __init__(
+        self, workdir: Path, *, jars_dir: Path | None = None, host: str = "127.0.0.1", heap: str = "768m"
+    ) -> None:
         self.workdir = workdir
         self.host = host
         self.port = free_port(host)
@@ -76,9 +77,13 @@ class KafkaBroker:
     def start(self, timeout: float = 90.0) -> KafkaBroker:
         config = write_properties(self.workdir / "server.properties", self._server_properties())
         props = {"log4j2.configurationFile": str(write_log4j2_config(self.workdir))}
-        fmt = java_command(self.classpath, "kafka.tools.StorageTool",
-                           ["format", "-t", random_cluster_id(), "-c", str(config), "--standalone"],
-                           heap="256m", system_props=props)  # fmt: skip
+        fmt = java_command(
+            self.classpath,
+            "kafka.tools.StorageTool",
+            ["format", "-t", random_cluster_id(), "-c", str(config), "--standalone"],
+            heap="256m",
+            system_props=props,
+        )
         result = subprocess.run(fmt, capture_output=True, text=True, timeout=120)
         if result.returncode != 0:
             raise ServiceStartError(f"kafka storage format failed:\n{result.stdout}\n{result.stderr}")

@@ -45,14 +45,19 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def java_command(classpath: Sequence[Path], main_class: str, args: Sequence[str], *,
-                 heap: str = "512m", system_props: dict[str, str] | None = None) -> list[str]:
+def java_command(
+    classpath: Sequence[Path],
+    main_class: str,
+    args: Sequence[str],
+    *,
+    heap: str = "512m",
+    system_props: dict[str, str] | None = None,
+) -> list[str]:
     """``java`` with a class path of jar directories (``dir/*`` wildcards) and a bounded heap."""
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
     props = [f"-D{k}={v}" for k, v in (system_props or {}).items()]
     cp = os.pathsep.join(f"{p}/*" if p.is_dir() else str(p) for p in classpath)
-    return [java, f"-Xmx{heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true", *props,
-            "-cp", cp, main_class, *args]  # fmt: skip
+    return [java, f"-Xmx{heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true", *props, "-cp", cp, main_class, *args]
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -64,8 +69,15 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 class ManagedProcess:
     """One child process of the stack, owned by whoever started it (a fixture, the demo)."""
 
-    def __init__(self, name: str, cmd: Sequence[str], log_path: Path, *,
-                 env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        cmd: Sequence[str],
+        log_path: Path,
+        *,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
         self.name = name
         self.cmd = list(cmd)
         self.log_path = log_path
@@ -87,9 +99,15 @@ class ManagedProcess:
             log.write(f"\n=== {time.strftime('%H:%M:%S')} start {self.name}: {' '.join(self.cmd)}\n".encode())
             log.flush()
             self._proc = subprocess.Popen(
-                self.cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=env, cwd=self.cwd, start_new_session=True, preexec_fn=_die_with_parent,
-            )  # fmt: skip
+                self.cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=self.cwd,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         with _LIVE_LOCK:
             _LIVE.add(self)
         logger.info("started %s (pid %s), log %s", self.name, self._proc.pid, self.log_path)

@@ -23,8 +23,15 @@ ADMIN_TOKEN = "admin-token-for-tests-000001"
 class ServiceProcess:
     """One ``lakegate-service`` process on a free port, with its own Spark UI port."""
 
-    def __init__(self, workdir: Path, tables: list[dict[str, Any]], roots: list[str], name: str = "service",
-                 s3: dict[str, Any] | None = None, kafka: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        workdir: Path,
+        tables: list[dict[str, Any]],
+        roots: list[str],
+        name: str = "service",
+        s3: dict[str, Any] | None = None,
+        kafka: str | None = None,
+    ) -> None:
         """``s3``: the ``storage.s3`` section (endpoint, keys) when tables or files are on S3;
         ``kafka``: bootstrap servers, which turns fencing on (leases checked against Kafka)."""
         self.workdir = workdir
@@ -32,14 +39,20 @@ class ServiceProcess:
         self.ui_port = free_port()
         config = {
             "server": {"host": "127.0.0.1", "port": self.port, "threads": 4},
-            "auth": {"enabled": True, "tokens": [{"token": SIDECAR_TOKEN, "role": "sidecar"},
-                                                 {"token": ADMIN_TOKEN, "role": "admin"}]},
+            "auth": {
+                "enabled": True,
+                "tokens": [{"token": SIDECAR_TOKEN, "role": "sidecar"}, {"token": ADMIN_TOKEN, "role": "admin"}],
+            },
             "storage": {"allowed_roots": roots, **({"s3": s3} if s3 else {})},
-            "spark": {"master": "local[2]", "ui_port": self.ui_port, "driver_memory": "1g",
-                      "local_dir": str(workdir / f"{name}-spark")},
+            "spark": {
+                "master": "local[2]",
+                "ui_port": self.ui_port,
+                "driver_memory": "1g",
+                "local_dir": str(workdir / f"{name}-spark"),
+            },
             "tables": tables,
             **({"kafka": {"bootstrap_servers": kafka}} if kafka else {}),
-        }  # fmt: skip
+        }
         self.config_path = workdir / f"{name}.yaml"
         workdir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(yaml.safe_dump(config))
@@ -59,8 +72,9 @@ class ServiceProcess:
         return self
 
     def wait_ready(self, timeout: float = 180) -> ServiceProcess:
-        self.process.wait_ready(lambda: requests.get(f"{self.url}/readyz", timeout=2).status_code == 200,
-                                timeout, "ready")  # fmt: skip
+        self.process.wait_ready(
+            lambda: requests.get(f"{self.url}/readyz", timeout=2).status_code == 200, timeout, "ready"
+        )
         return self
 
     def spark_ui(self) -> str:
@@ -84,8 +98,9 @@ class ServiceProcess:
         self.process.stop(timeout=60)
 
     def call(self, method: str, path: str, token: str = SIDECAR_TOKEN, **kw: Any) -> requests.Response:
-        return requests.request(method, f"{self.url}{path}", headers={"Authorization": f"Bearer {token}"},
-                                timeout=300, **kw)  # fmt: skip
+        return requests.request(
+            method, f"{self.url}{path}", headers={"Authorization": f"Bearer {token}"}, timeout=300, **kw
+        )
 
     def commit_now(self, table: str) -> dict[str, Any]:
         r = self.call("POST", f"/v1/tables/{table}/commit", ADMIN_TOKEN)
@@ -103,8 +118,12 @@ class SidecarProcess:
         path = workdir / f"{name}.yaml"
         path.write_text(yaml.safe_dump(config))
         script = Path(sys.executable).parent / "lakegate-sidecar"
-        self.process = ManagedProcess(name, [str(script), "--config", str(path)], workdir / f"{name}.log",
-                                      env={"LAKEGATE_SIDECAR_TOKEN": SIDECAR_TOKEN, **(env or {})})  # fmt: skip
+        self.process = ManagedProcess(
+            name,
+            [str(script), "--config", str(path)],
+            workdir / f"{name}.log",
+            env={"LAKEGATE_SIDECAR_TOKEN": SIDECAR_TOKEN, **(env or {})},
+        )
 
     def start(self, timeout: float = 60) -> SidecarProcess:
         self.process.start()

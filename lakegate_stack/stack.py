@@ -96,8 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         with LocalStack(workdir, connect_workers=args.connect_workers) as stack:
-            print(f"\nLakegate local stack is up ({time.monotonic() - started:.0f}s):\n{stack.describe()}\n"
-                  "Press Ctrl-C to stop everything.", flush=True)  # fmt: skip
+            print(
+                f"\nLakegate local stack is up ({time.monotonic() - started:.0f}s):\n{stack.describe()}\n"
+                "Press Ctrl-C to stop everything.",
+                flush=True,
+            )
             while all(w.process and w.process.running() for w in stack.workers):
                 time.sleep(1)
             print("a Connect worker exited; stopping the stack", file=sys.stderr)

@@ -23,10 +23,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from commit_service.delta_commit import DeltaCommitter
-from commit_service.protocol import DataFile, FileFormat
 from commit_service.spark import SparkSettings, create_session
 from commit_service.state import PendingFile, TableState
 from commit_service.storage import StorageReader
+from lakegate_core.protocol import DataFile, FileFormat
 
 PARTITIONS = 3
 
@@ -41,10 +41,15 @@ def write_files(root: Path, n: int, rows: int, next_offsets: dict[int, int]) -> 
         path = root / "data" / f"bench-{partition}-{start}"
         path.parent.mkdir(parents=True, exist_ok=True)
         offsets = list(range(start, start + rows))
-        pq.write_table(pa.table({"id": [f"{partition}-{o}" for o in offsets], "offset": offsets,
-                                 "amount": [o * 0.25 for o in offsets]}), path)  # fmt: skip
-        f = DataFile(f"file://{path}", "bench", partition, start, start + rows - 1, path.stat().st_size,
-                     FileFormat.PARQUET, rows)  # fmt: skip
+        pq.write_table(
+            pa.table(
+                {"id": [f"{partition}-{o}" for o in offsets], "offset": offsets, "amount": [o * 0.25 for o in offsets]}
+            ),
+            path,
+        )
+        f = DataFile(
+            f"file://{path}", "bench", partition, start, start + rows - 1, path.stat().st_size, FileFormat.PARQUET, rows
+        )
         files.append(PendingFile(f, "bench", "bench"))
     return files
 
@@ -82,13 +87,23 @@ def main(argv: list[str] | None = None) -> int:
         create = timed_commit(committer, state, write_files(root, n, args.rows, offsets))
         steady = [timed_commit(committer, state, write_files(root, n, args.rows, offsets)) for _ in range(args.repeat)]
         median = statistics.median(steady)
-        results.append({"files": n, "rows_per_file": args.rows, "create_seconds": round(create, 3),
-                        "steady_seconds": [round(s, 3) for s in steady], "steady_median_seconds": round(median, 3)})  # fmt: skip
+        results.append(
+            {
+                "files": n,
+                "rows_per_file": args.rows,
+                "create_seconds": round(create, 3),
+                "steady_seconds": [round(s, 3) for s in steady],
+                "steady_median_seconds": round(median, 3),
+            }
+        )
         print(f"{n:>6} {create:>9.2f} {median:>18.2f} {1000 * median / n:>12.1f}", flush=True)
     spark.stop()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    report = {"benchmark": "delta_commit", "machine": {"cpus": os.cpu_count(),
-              "python": platform.python_version()}, "results": results}  # fmt: skip
+    report = {
+        "benchmark": "delta_commit",
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "results": results,
+    }
     args.out.write_text(json.dumps(report, indent=2))
     print(f"wrote {args.out}")
     return 0

@@ -49,20 +49,33 @@ def main(argv: list[str] | None = None) -> int:
     with LocalStack(work, buckets=("lake",)) as stack:
         assert stack.s3 and stack.kafka
         worker = stack.workers[0]
-        service = ServiceProcess(work, [{"name": "bench", "path": "s3a://lake/bench", "topics": ["bench"],
-                                         "commit": {"interval_seconds": 5}}], ["s3a://lake/bench/data/"],
-                                 s3={"endpoint": stack.s3.endpoint, "access_key": s3mod.ACCESS_KEY,
-                                     "secret_key": s3mod.SECRET_KEY}).start()  # fmt: skip
+        service = ServiceProcess(
+            work,
+            [{"name": "bench", "path": "s3a://lake/bench", "topics": ["bench"], "commit": {"interval_seconds": 5}}],
+            ["s3a://lake/bench/data/"],
+            s3={"endpoint": stack.s3.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
+        ).start()
         create_topic(stack.kafka.bootstrap_servers, "bench", args.partitions)
-        worker.client().put_connector("bench-sink", s3_sink_config(
-            ["bench"], "lake", stack.s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix="bench/data/", tasks=4))
+        worker.client().put_connector(
+            "bench-sink",
+            s3_sink_config(
+                ["bench"], "lake", stack.s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix="bench/data/", tasks=4
+            ),
+        )
         worker.client().wait_running("bench-sink", tasks=4)
-        sidecar = SidecarProcess(work, "sidecar", {
-            "worker_id": worker.worker_id, "connect": {"url": worker.url, "connectors": ["bench-sink"]},
-            "kafka": {"bootstrap_servers": stack.kafka.bootstrap_servers},
-            "storage": {"kind": "s3", "bucket": "lake", "prefix": "bench/data/", "endpoint": stack.s3.endpoint},
-            "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"}, "poll_interval_seconds": 1,
-        }, env=env).start()  # fmt: skip
+        sidecar = SidecarProcess(
+            work,
+            "sidecar",
+            {
+                "worker_id": worker.worker_id,
+                "connect": {"url": worker.url, "connectors": ["bench-sink"]},
+                "kafka": {"bootstrap_servers": stack.kafka.bootstrap_servers},
+                "storage": {"kind": "s3", "bucket": "lake", "prefix": "bench/data/", "endpoint": stack.s3.endpoint},
+                "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
+                "poll_interval_seconds": 1,
+            },
+            env=env,
+        ).start()
         pid = sidecar.process.pid
         assert pid is not None
         stop = threading.Event()
@@ -93,11 +106,17 @@ def main(argv: list[str] | None = None) -> int:
         sidecar.stop()
         service.stop()
     result = {
-        "benchmark": "sidecar", "partitions": args.partitions, "seconds": round(elapsed, 1),
-        "rss_mib_start": round(rss0, 1), "rss_mib_max": round(max(samples), 1), "rss_mib_end": round(rss_end, 1),
-        "cpu_seconds": round(cpu_end - cpu0, 2), "cpu_percent_of_one_core": round(100 * (cpu_end - cpu0) / elapsed, 1),
-        "table_version": tables["version"], "partitions_in_table": sum(len(v) for v in tables["offsets"].values()),
-    }  # fmt: skip
+        "benchmark": "sidecar",
+        "partitions": args.partitions,
+        "seconds": round(elapsed, 1),
+        "rss_mib_start": round(rss0, 1),
+        "rss_mib_max": round(max(samples), 1),
+        "rss_mib_end": round(rss_end, 1),
+        "cpu_seconds": round(cpu_end - cpu0, 2),
+        "cpu_percent_of_one_core": round(100 * (cpu_end - cpu0) / elapsed, 1),
+        "table_version": tables["version"],
+        "partitions_in_table": sum(len(v) for v in tables["offsets"].values()),
+    }
     print(json.dumps(result, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))

@@ -15,11 +15,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from commit_service.logsetup import setup_logging
-from commit_service.protocol import FileFormat
+from lakegate_core.connect_group import GroupReader
+from lakegate_core.logsetup import setup_logging
 from sidecar.client import ServiceClient
 from sidecar.config import SidecarConfig, load_config
-from sidecar.connect import ConnectRest, GroupReader
+from sidecar.connect import ConnectRest
 from sidecar.errors import SidecarConfigError, SidecarError
 from sidecar.loop import SidecarLoop
 from sidecar.metrics import SidecarMetrics, serve
@@ -37,8 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
         "LAKEGATE_SIDECAR_WORKER_ID=10.0.0.5:8083; ${NAME} in the file reads the environment. "
         "See docs/sidecar.md.",
     )
-    parser.add_argument("--config", type=Path, metavar="PATH",
-                        help="sidecar YAML config (connect, kafka, storage, service sections)")  # fmt: skip
+    parser.add_argument(
+        "--config", type=Path, metavar="PATH", help="sidecar YAML config (connect, kafka, storage, service sections)"
+    )
     parser.add_argument("--once", action="store_true", help="run one round, print what it did, exit")
     return parser
 
@@ -46,18 +47,21 @@ def build_parser() -> argparse.ArgumentParser:
 def build_loop(config: SidecarConfig, metrics: SidecarMetrics) -> SidecarLoop:
     st = config.storage
     pattern = NamePattern(st.naming, st.prefix)
-    lister: Any = (S3Lister(st.bucket or "", endpoint=st.endpoint, region=st.region, path_style=st.path_style)
-                   if st.kind == "s3" else LocalLister(Path(st.directory or ".")))  # fmt: skip
-    worker_id = config.effective_worker_id()
-
+    lister: Any = (
+        S3Lister(st.bucket or "", endpoint=st.endpoint, region=st.region, path_style=st.path_style)
+        if st.kind == "s3"
+        else LocalLister(Path(st.directory or "."))
+    )
+    settings = config.loop_settings()
     return SidecarLoop(
-        worker_id=worker_id, sidecar_id=config.id or worker_id, connectors=config.connect.connectors,
-        connectors_regex=config.connect.connectors_regex, connect=ConnectRest(config.connect.url),
-        groups=GroupReader(config.kafka.admin_factory(f"lakegate-sidecar-{worker_id}")), lister=lister, pattern=pattern,
-        service=ServiceClient(config.service.url, config.service.token), metrics=metrics,
-        file_format=FileFormat.PARQUET, resend_after=config.resend_after_seconds,
-        max_files=config.max_files_per_manifest,
-    )  # fmt: skip
+        settings,
+        connect=ConnectRest(config.connect.url),
+        groups=GroupReader(config.kafka.admin_factory(f"lakegate-sidecar-{settings.worker_id}")),
+        lister=lister,
+        pattern=pattern,
+        service=ServiceClient(config.service.url, config.service.token),
+        metrics=metrics,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,14 +76,19 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(config.log_format)
     if args.once:
         report = loop.run_once()
-        print(f"owned={sorted(report.owned)} sent={len(report.sent)} statuses={report.statuses}")
+        print(f"owned={[tuple(tp) for tp in report.owned]} sent={len(report.sent)} statuses={report.statuses}")
         return 0
     server = serve(metrics, config.http.host, config.http.port)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    logger.info("lakegate-sidecar for worker %s -> %s, /healthz and /metrics on %s:%d", loop.worker_id,
-                config.service.url, config.http.host, config.http.port)  # fmt: skip
+    logger.info(
+        "lakegate-sidecar for worker %s -> %s, /healthz and /metrics on %s:%d",
+        loop.worker_id,
+        config.service.url,
+        config.http.host,
+        config.http.port,
+    )
     while not stop.is_set():
         try:
             loop.run_once()

@@ -1,6 +1,6 @@
 """HTTP client of the commit service, used by the sidecar loop.
 
-Speaks :mod:`commit_service.protocol` (the shared, stdlib-only wire model). Every call retries
+Speaks :mod:`lakegate_core.protocol` and :mod:`lakegate_core.status` (the shared wire model). Every call retries
 with exponential backoff and full jitter on connection errors, timeouts, 409 and 5xx, up to
 ``attempts``; 4xx other than 409 are not retried (the request itself is wrong).
 """
@@ -15,8 +15,10 @@ from typing import Any
 
 import requests
 
-from commit_service.protocol import LeaseGrant, LeaseRequest, Manifest, ManifestReceipt
-from sidecar.errors import ServiceError
+from lakegate_core.protocol import LeaseRequest, LeaseResponse, Manifest, ManifestReceipt
+from lakegate_core.status import TableList
+from lakegate_core.types import PartitionOffsets
+from sidecar.errors import ServiceError, ServiceRefusedError
 
 logger = logging.getLogger(__name__)
 
@@ -26,9 +28,18 @@ RETRY_STATUS = {409, 429, 500, 502, 503, 504}
 class ServiceClient:
     """Calls ``GET /v1/tables`` and ``POST /v1/manifests`` with a bearer token."""
 
-    def __init__(self, url: str, token: str | None, session: requests.Session | None = None, *,
-                 attempts: int = 5, base_delay: float = 0.5, max_delay: float = 30.0, timeout: float = 30.0,
-                 sleep: Callable[[float], None] = time.sleep) -> None:  # fmt: skip
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        session: requests.Session | None = None,
+        *,
+        attempts: int = 5,
+        base_delay: float = 0.5,
+        max_delay: float = 30.0,
+        timeout: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.url = url.rstrip("/")
         self.http = session or requests.Session()
         if token:
@@ -43,7 +54,7 @@ class ServiceClient:
         last: ServiceError | None = None
         for attempt in range(self.attempts):
             if attempt:
-                delay = random.uniform(0, min(self.max_delay, self.base_delay * 2 ** attempt))
+                delay = random.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))
                 logger.info("retrying %s %s in %.1fs (%s)", method, path, delay, last)
                 self.sleep(delay)
             try:
@@ -54,26 +65,19 @@ class ServiceClient:
             if resp.status_code < 400:
                 return resp.json()
             message = f"{method} {path}: HTTP {resp.status_code}: {resp.text[:300]}"
-            last = ServiceError(message, status=resp.status_code, retryable=resp.status_code in RETRY_STATUS)
-            if not last.retryable:
-                raise last
+            if resp.status_code not in RETRY_STATUS:
+                raise ServiceRefusedError(message, remote_status=resp.status_code)
+            last = ServiceError(message, remote_status=resp.status_code)
         assert last is not None
         raise last
 
-    def table_offsets(self) -> dict[tuple[str, int], int]:
+    def table_offsets(self) -> PartitionOffsets:
         """Next offsets committed in every table, merged (a topic routes to one table)."""
-        tables = self._call("GET", "/v1/tables")["tables"]
-        out: dict[tuple[str, int], int] = {}
-        for t in tables:
-            for topic, parts in t.get("offsets", {}).items():
-                for partition, offset in parts.items():
-                    out[(topic, int(partition))] = int(offset)
-        return out
+        return TableList.offsets_from_dict(self._call("GET", "/v1/tables"))
 
-    def claim(self, request: LeaseRequest) -> tuple[bool, list[LeaseGrant]]:
-        """Lease partitions; returns (fencing on?, a grant or refusal per partition)."""
-        body = self._call("POST", "/v1/leases", json=request.to_dict())
-        return bool(body.get("fencing")), [LeaseGrant.from_dict(g) for g in body.get("leases", [])]
+    def claim(self, request: LeaseRequest) -> LeaseResponse:
+        """Lease partitions: whether fencing is on, and a grant or refusal per partition."""
+        return LeaseResponse.from_dict(self._call("POST", "/v1/leases", json=request.to_dict()))
 
     def send(self, manifest: Manifest) -> ManifestReceipt:
         return ManifestReceipt.from_dict(self._call("POST", "/v1/manifests", json=manifest.to_dict()))

@@ -1,7 +1,7 @@
 """The sidecar's configuration (DESIGN §7), read by ``lakegate-sidecar`` at start.
 
 YAML with ``${NAME}`` expansion and ``LAKEGATE_SIDECAR_<KEY>__<KEY>`` environment overrides (the
-same rules as the service: :mod:`commit_service.configfile`). Every key is documented in
+same rules as the service: :mod:`lakegate_core.configfile`). Every key is documented in
 docs/sidecar.md.
 """
 
@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from commit_service import configfile
-from commit_service.connect_group import KafkaSettings
-from commit_service.errors import ConfigError
+from lakegate_core import configfile
+from lakegate_core.connect_group import KafkaSettings
+from lakegate_core.errors import ConfigError
+from lakegate_core.protocol import FileFormat
 from sidecar.errors import SidecarConfigError
 
 ENV_PREFIX = "LAKEGATE_SIDECAR_"
@@ -92,6 +93,30 @@ class SidecarConfig:
         parts = urlsplit(self.connect.url)
         host = os.environ.get("POD_IP") or parts.hostname or "127.0.0.1"
         return f"{host}:{parts.port or 8083}"
+
+    def loop_settings(self) -> LoopSettings:
+        worker_id = self.effective_worker_id()
+        return LoopSettings(
+            worker_id=worker_id,
+            sidecar_id=self.id or worker_id,
+            connectors=self.connect.connectors,
+            connectors_regex=self.connect.connectors_regex,
+            resend_after=self.resend_after_seconds,
+            max_files=self.max_files_per_manifest,
+        )
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """What one sidecar round needs to know of the config (read by :class:`sidecar.loop.SidecarLoop`)."""
+
+    worker_id: str  # this Connect worker's host:port, as Connect's REST API names it
+    sidecar_id: str  # this sidecar's name in manifests and lease claims
+    connectors: tuple[str, ...] = ()
+    connectors_regex: str | None = None
+    file_format: FileFormat = FileFormat.PARQUET
+    resend_after: float = 30.0  # seconds before a file not yet in the table is sent again
+    max_files: int = 500  # files per manifest
 
 
 def load_config(path: Path | None, environ: dict[str, str] | None = None) -> SidecarConfig:

@@ -2,7 +2,7 @@
 
 Used by the loop each round. ``ConnectRest`` wraps the worker's REST API (a ``requests.Session``
 is injected). The ``connect-<connector>`` group (partitions per task, committed offsets) is read
-with :class:`commit_service.connect_group.GroupReader`, shared with the service.
+with :class:`lakegate_core.connect_group.GroupReader`, shared with the service.
 """
 
 from __future__ import annotations
@@ -14,10 +14,7 @@ from typing import Any
 
 import requests
 
-from commit_service.connect_group import GroupReadError, GroupReader
 from sidecar.errors import SourceError
-
-__all__ = ["ConnectRest", "ConnectorView", "GroupReadError", "GroupReader"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +55,11 @@ class ConnectRest:
         status = self._get(f"/connectors/{name}/status")
         if status is None:
             return ConnectorView(name, "MISSING", frozenset(), ())
-        mine = frozenset(int(t["id"]) for t in status.get("tasks", [])
-                         if t.get("worker_id") == worker_id and t.get("state") == "RUNNING")  # fmt: skip
+        mine = frozenset(
+            int(t["id"])
+            for t in status.get("tasks", [])
+            if t.get("worker_id") == worker_id and t.get("state") == "RUNNING"
+        )
         config = self._get(f"/connectors/{name}/config") or {}
         topics = tuple(t.strip() for t in str(config.get("topics", "")).split(",") if t.strip())
         return ConnectorView(name, str(status.get("connector", {}).get("state", "UNKNOWN")), mine, topics)

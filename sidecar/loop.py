@@ -1,11 +1,12 @@
 """The sidecar's round: who owns what, what Connect committed, which files are complete, send.
 
-Run by ``lakegate-sidecar`` every ``poll_interval_seconds``; every source is an injected object
-(:class:`ConnectRest`, :class:`GroupReader`, a storage :class:`Lister`, :class:`ServiceClient`), so
-unit tests drive it with fakes. The only memory kept between rounds is which files were sent
-recently (to avoid resending them every round); it is pruned as the table's offsets advance, so it
-is bounded by the files in flight. Losing it (a restart) only means files are sent again, which
-the service answers with ``duplicate`` / ``already_committed``.
+Run by ``lakegate-sidecar`` every ``poll_interval_seconds``. Every source is a seam typed as a
+``Protocol`` (:class:`ConnectSource`, :class:`GroupSource`, the storage
+:class:`~sidecar.storage.Lister`, :class:`CommitService`), so unit tests drive the loop with
+fakes. The only memory kept between rounds is which files were sent recently (to avoid resending
+them every round) and the last round's watermarks; the former is pruned as the table's offsets
+advance, so it is bounded by the files in flight. Losing it (a restart) only means files are sent
+again, which the service answers with ``duplicate`` / ``already_committed``.
 """
 
 from __future__ import annotations
@@ -13,66 +14,122 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from commit_service.protocol import DataFile, FileFormat, FileStatus, LeaseRequest, Manifest, SidecarInfo
-from sidecar.client import ServiceClient
-from commit_service.connect_group import GroupReadError
-from sidecar.connect import ConnectRest, GroupReader
+from lakegate_core.connect_group import GroupReadError
+from lakegate_core.protocol import (
+    DataFile,
+    FileStatus,
+    LeaseRequest,
+    LeaseResponse,
+    Manifest,
+    ManifestReceipt,
+    SidecarInfo,
+    Watermark,
+)
+from lakegate_core.types import PartitionOffsets, TopicPartition
+from sidecar.config import LoopSettings
+from sidecar.connect import ConnectorView
 from sidecar.errors import SourceError
 from sidecar.metrics import SidecarMetrics
 from sidecar.storage import Lister, NamePattern, list_files
-from sidecar.tracker import CompleteFile, TopicPartition, complete_files
+from sidecar.tracker import CompleteFile, complete_files
 
 logger = logging.getLogger(__name__)
+
+
+class ConnectSource(Protocol):
+    """The Connect worker's REST API (``sidecar.connect.ConnectRest``)."""
+
+    def followed(self, names: tuple[str, ...], regex: str | None) -> list[str]: ...
+
+    def view(self, name: str, worker_id: str) -> ConnectorView: ...
+
+
+class GroupSource(Protocol):
+    """The connectors' consumer groups in Kafka (``lakegate_core.connect_group.GroupReader``)."""
+
+    def committed(self, connector: str) -> PartitionOffsets: ...
+
+    def owned(self, connector: str, tasks: Iterable[int]) -> set[TopicPartition]: ...
+
+    def close(self) -> None: ...
+
+
+class CommitService(Protocol):
+    """The commit service's HTTP API (``sidecar.client.ServiceClient``)."""
+
+    def table_offsets(self) -> PartitionOffsets: ...
+
+    def claim(self, request: LeaseRequest) -> LeaseResponse: ...
+
+    def send(self, manifest: Manifest) -> ManifestReceipt: ...
+
+
+@dataclass
+class PartitionRound:
+    """One owned partition as one round saw it."""
+
+    connector: str
+    epoch: int | None = None  # the lease granted this round (None: fencing off)
+    connect_committed: int | None = None  # Connect's committed offset, read at ``read_at_ms``
+    read_at_ms: int = 0
+    table_next: int = 0  # the table's committed offset
+    rejected: bool = False  # the service rejected one of its files this round
 
 
 @dataclass
 class RoundReport:
     """What one round saw and did (logged, and returned for tests)."""
 
-    owned: dict[TopicPartition, str] = field(default_factory=dict)  # partition -> connector
-    connect_committed: dict[TopicPartition, int] = field(default_factory=dict)
-    table_next: dict[TopicPartition, int] = field(default_factory=dict)
+    partitions: dict[TopicPartition, PartitionRound] = field(default_factory=dict)
     sent: list[CompleteFile] = field(default_factory=list)
-    epochs: dict[TopicPartition, int | None] = field(default_factory=dict)  # leases granted this round
-    read_at_ms: dict[TopicPartition, int] = field(default_factory=dict)  # when Connect's offset was read
-    rejected: set[TopicPartition] = field(default_factory=set)  # partitions with a rejected file
     statuses: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def owned(self) -> list[TopicPartition]:
+        return sorted(self.partitions)
 
 
 class SidecarLoop:
     """One sidecar: follows the connectors on one Connect worker."""
 
-    def __init__(self, *, worker_id: str, sidecar_id: str, connectors: tuple[str, ...], connectors_regex: str | None,
-                 connect: ConnectRest, groups: GroupReader, lister: Lister, pattern: NamePattern,
-                 service: ServiceClient, metrics: SidecarMetrics, file_format: FileFormat = FileFormat.PARQUET,
-                 resend_after: float = 30.0, max_files: int = 500,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
-        self.worker_id = worker_id
-        self.sidecar_id = sidecar_id
-        self.connectors = connectors
-        self.connectors_regex = connectors_regex
+    def __init__(
+        self,
+        settings: LoopSettings,
+        *,
+        connect: ConnectSource,
+        groups: GroupSource,
+        lister: Lister,
+        pattern: NamePattern,
+        service: CommitService,
+        metrics: SidecarMetrics,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
         self.connect = connect
         self.groups = groups
         self.lister = lister
         self.pattern = pattern
         self.service = service
         self.metrics = metrics
-        self.file_format = file_format
-        self.resend_after = resend_after
-        self.max_files = max_files
         self.clock = clock
         self._sent: dict[tuple[str, int], float] = {}  # (key, end) -> when
-        # per partition: (Connect's committed offset, when read, ms) whose files all went out last
+        # per partition: Connect's committed offset (and when read) whose files all went out last
         # round; sent with the next lease claim so the service can tell a complete round (VTTS)
-        self._watermarks: dict[TopicPartition, tuple[int, int]] = {}
+        self._watermarks: dict[TopicPartition, Watermark] = {}
+
+    @property
+    def worker_id(self) -> str:
+        return self.settings.worker_id
 
     def run_once(self) -> RoundReport:
         report = RoundReport()
-        for name in self.connect.followed(self.connectors, self.connectors_regex):
-            view = self.connect.view(name, self.worker_id)
+        s = self.settings
+        for name in self.connect.followed(s.connectors, s.connectors_regex):
+            view = self.connect.view(name, s.worker_id)
             if view.state == "MISSING":
                 logger.info("connector %s is gone; nothing to follow", name)
                 continue
@@ -86,66 +143,79 @@ class SidecarLoop:
                 raise SourceError(str(exc)) from exc
             if owned:
                 self._claim(name, view.my_tasks, owned, report)
-            for tp in owned:
-                report.owned[tp] = name
-                if tp in committed:
-                    report.connect_committed[tp] = committed[tp]
-                    report.read_at_ms[tp] = read_at_ms
-        self.metrics.owned.set(len(report.owned))
-        if not report.owned:
-            self.metrics.rounds.inc()
-            self.metrics.last_success = time.monotonic()
-            return report
-        report.table_next = self.service.table_offsets()
-        listed = list_files(self.lister, self.pattern, {t for t, _ in report.owned})
-        now = self.clock()
-        due: list[CompleteFile] = []
-        self.metrics.lag.clear()  # partitions that moved away must not keep a stale lag
-        for tp in sorted(report.owned):
-            table_next = report.table_next.get(tp, 0)
-            connect_at = report.connect_committed.get(tp)
-            if connect_at is not None:
-                self.metrics.lag.labels(tp[0], str(tp[1])).set(max(0, connect_at - table_next))
-            for c in complete_files(listed.get(tp, []), connect_at, table_next):
-                sent_at = self._sent.get((c.file.key, c.end_offset))
-                if sent_at is None or now - sent_at >= self.resend_after:
-                    due.append(c)
-        self._prune(report.table_next)
-        for start in range(0, len(due), self.max_files):
-            batch = due[start:start + self.max_files]
-            self._send(batch, report)
-            for c in batch:
-                self._sent[(c.file.key, c.end_offset)] = now
-        self._watermarks = {tp: (report.connect_committed[tp], report.read_at_ms[tp]) for tp in report.owned
-                            if tp in report.connect_committed and tp not in report.rejected}  # fmt: skip
+            for tp, part in report.partitions.items():
+                if part.connector == name and tp in committed:
+                    part.connect_committed, part.read_at_ms = committed[tp], read_at_ms
+        self.metrics.owned.set(len(report.partitions))
+        if report.partitions:
+            self._report_files(report)
         self.metrics.rounds.inc()
         self.metrics.last_success = time.monotonic()
         if report.sent:
             logger.info("sent %d file(s): %s", len(report.sent), report.statuses)
         return report
 
+    def _report_files(self, report: RoundReport) -> None:
+        """Send every complete file of the owned partitions not sent recently; note watermarks."""
+        table_next = self.service.table_offsets()
+        listed = list_files(self.lister, self.pattern, {tp.topic for tp in report.partitions})
+        now = self.clock()
+        due: list[CompleteFile] = []
+        self.metrics.lag.clear()  # partitions that moved away must not keep a stale lag
+        for tp, part in sorted(report.partitions.items()):
+            part.table_next = table_next.get(tp, 0)
+            if part.connect_committed is not None:
+                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(
+                    max(0, part.connect_committed - part.table_next)
+                )
+            for c in complete_files(listed.get(tp, []), part.connect_committed, part.table_next):
+                sent_at = self._sent.get((c.file.key, c.end_offset))
+                if sent_at is None or now - sent_at >= self.settings.resend_after:
+                    due.append(c)
+        self._prune(table_next)
+        step = self.settings.max_files
+        for start in range(0, len(due), step):
+            batch = due[start : start + step]
+            self._send(batch, report)
+            for c in batch:
+                self._sent[(c.file.key, c.end_offset)] = now
+        self._watermarks = {
+            tp: Watermark(tp.topic, tp.partition, part.connect_committed, part.read_at_ms)
+            for tp, part in report.partitions.items()
+            if part.connect_committed is not None and not part.rejected
+        }
+
     def _claim(self, connector: str, tasks: frozenset[int], owned: set[TopicPartition], report: RoundReport) -> None:
         """Lease the owned partitions (every round: cheap, and it follows rebalances at once)."""
-        marks = tuple((tp[0], tp[1], offset, at) for tp, (offset, at) in sorted(self._watermarks.items()) if tp in owned)
-        request = LeaseRequest(SidecarInfo(self.sidecar_id, self.worker_id), connector, tuple(sorted(tasks)),
-                               tuple(sorted(owned)), marks)  # fmt: skip
-        fencing, grants = self.service.claim(request)
-        for g in grants:
-            tp = (g.topic, g.partition)
+        marks = tuple(w for tp, w in sorted(self._watermarks.items()) if tp in owned)
+        info = SidecarInfo(self.settings.sidecar_id, self.settings.worker_id)
+        answer = self.service.claim(LeaseRequest(info, connector, tuple(sorted(tasks)), tuple(sorted(owned)), marks))
+        refused = set()
+        for g in answer.leases:
             if g.granted:
-                report.epochs[tp] = g.epoch if fencing else None
+                report.partitions[g.tp] = PartitionRound(connector, g.epoch if answer.fencing else None)
             else:
-                owned.discard(tp)
-                logger.warning("lease on %s-%d refused: %s", g.topic, g.partition, g.reason)
+                refused.add(g.tp)
+                logger.warning("lease on %s refused: %s", g.tp, g.reason)
+        for tp in owned - refused - set(report.partitions):  # a service that answered no grant for it
+            report.partitions[tp] = PartitionRound(connector)
 
     def _send(self, batch: list[CompleteFile], report: RoundReport) -> None:
-        manifest = Manifest(
-            manifest_id=f"{self.sidecar_id}-{uuid.uuid4()}",
-            sidecar=SidecarInfo(self.sidecar_id, self.worker_id),
-            files=tuple(DataFile(self.lister.uri(c.file.key), c.file.topic, c.file.partition, c.file.start_offset,
-                                 c.end_offset, c.file.size, self.file_format,
-                                 lease_epoch=report.epochs.get(c.tp)) for c in batch),  # fmt: skip
+        s = self.settings
+        files = tuple(
+            DataFile(
+                self.lister.uri(c.file.key),
+                c.file.topic,
+                c.file.partition,
+                c.file.start_offset,
+                c.end_offset,
+                c.file.size,
+                s.file_format,
+                lease_epoch=report.partitions[c.tp].epoch,
+            )
+            for c in batch
         )
+        manifest = Manifest(f"{s.sidecar_id}-{uuid.uuid4()}", SidecarInfo(s.sidecar_id, s.worker_id), files)
         try:
             receipt = self.service.send(manifest)
         except Exception:
@@ -154,17 +224,17 @@ class SidecarLoop:
         self.metrics.manifests.labels("ok").inc()
         self.metrics.files.inc(len(batch))
         report.sent.extend(batch)
-        for c, r in zip(batch, receipt.files):
+        for c, r in zip(batch, receipt.files, strict=False):
             report.statuses[r.status.value] = report.statuses.get(r.status.value, 0) + 1
             if r.status is FileStatus.REJECTED:
-                report.rejected.add(c.tp)
+                report.partitions[c.tp].rejected = True
                 logger.warning("service rejected %s: %s", r.path, r.reason)
 
-    def _prune(self, table_next: dict[TopicPartition, int]) -> None:
+    def _prune(self, table_next: PartitionOffsets) -> None:
         """Forget sent files the table has passed (bounded memory)."""
         keep: dict[tuple[str, int], float] = {}
         for (key, end), when in self._sent.items():
             parsed = self.pattern.parse(key, 0)
-            if parsed is None or end >= table_next.get((parsed.topic, parsed.partition), 0):
+            if parsed is None or end >= table_next.get(parsed.tp, 0):
                 keep[(key, end)] = when
         self._sent = keep

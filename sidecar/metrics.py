@@ -18,13 +18,20 @@ class SidecarMetrics:
     def __init__(self, stale_after: float) -> None:
         self.registry = CollectorRegistry()
         self.files = Counter("lakegate_sidecar_files_reported", "Files sent to the service", registry=self.registry)
-        self.manifests = Counter("lakegate_sidecar_manifests_sent", "Manifests sent, by result", ["result"],
-                                 registry=self.registry)  # fmt: skip
+        self.manifests = Counter(
+            "lakegate_sidecar_manifests_sent", "Manifests sent, by result", ["result"], registry=self.registry
+        )
         self.errors = Counter("lakegate_sidecar_errors", "Failed rounds, by source", ["kind"], registry=self.registry)
         self.rounds = Counter("lakegate_sidecar_rounds", "Completed rounds", registry=self.registry)
-        self.owned = Gauge("lakegate_sidecar_owned_partitions", "Partitions this worker's tasks own", registry=self.registry)
-        self.lag = Gauge("lakegate_sidecar_lag_offsets", "Connect's committed offset minus the table's",
-                         ["topic", "partition"], registry=self.registry)  # fmt: skip
+        self.owned = Gauge(
+            "lakegate_sidecar_owned_partitions", "Partitions this worker's tasks own", registry=self.registry
+        )
+        self.lag = Gauge(
+            "lakegate_sidecar_lag_offsets",
+            "Connect's committed offset minus the table's",
+            ["topic", "partition"],
+            registry=self.registry,
+        )
         self.stale_after = stale_after
         self.last_success = time.monotonic()
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from lakegate_core.types import TopicPartition
 from sidecar.errors import SidecarConfigError, SourceError
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,10 @@ class StoredFile:
     topic: str
     partition: int
     start_offset: int
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
 
 
 class NamePattern:
@@ -76,7 +81,7 @@ class NamePattern:
         """The file a key names, or None (logged) when it does not match the pattern."""
         if not key.startswith(self.prefix):
             return None
-        m = self.regex.fullmatch(key[len(self.prefix):])
+        m = self.regex.fullmatch(key[len(self.prefix) :])
         if m is None:
             if key not in self._warned and len(self._warned) < 10_000:  # once per key, bounded
                 self._warned.add(key)
@@ -96,16 +101,26 @@ class Lister(Protocol):
 class S3Lister:
     """Lists a bucket with boto3 (paginated); URIs are ``s3a://bucket/key``."""
 
-    def __init__(self, bucket: str, *, endpoint: str | None = None, region: str = "us-east-1",
-                 path_style: bool = True, client: Any = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        bucket: str,
+        *,
+        endpoint: str | None = None,
+        region: str = "us-east-1",
+        path_style: bool = True,
+        client: Any = None,
+    ) -> None:
         self.bucket = bucket
         if client is None:
             import boto3
             from botocore.config import Config
 
-            client = boto3.client("s3", endpoint_url=endpoint, region_name=region,
-                                  config=Config(s3={"addressing_style": "path" if path_style else "auto"},
-                                                retries={"max_attempts": 3}))  # fmt: skip
+            client = boto3.client(
+                "s3",
+                endpoint_url=endpoint,
+                region_name=region,
+                config=Config(s3={"addressing_style": "path" if path_style else "auto"}, retries={"max_attempts": 3}),
+            )
         self.client = client
 
     def list(self, prefix: str) -> Iterator[tuple[str, int]]:
@@ -141,15 +156,15 @@ class LocalLister:
         return f"file://{self.root / key}"
 
 
-def list_files(lister: Lister, pattern: NamePattern, topics: Iterable[str]) -> dict[tuple[str, int], list[StoredFile]]:
+def list_files(lister: Lister, pattern: NamePattern, topics: Iterable[str]) -> dict[TopicPartition, list[StoredFile]]:
     """Every parseable file of ``topics``, grouped by partition, sorted by start offset."""
-    out: dict[tuple[str, int], list[StoredFile]] = {}
+    out: dict[TopicPartition, list[StoredFile]] = {}
     wanted = set(topics)
     for prefix in sorted({pattern.key_prefix(t) for t in wanted}):
         for key, size in lister.list(prefix):
             f = pattern.parse(key, size)
             if f is not None and f.topic in wanted:
-                out.setdefault((f.topic, f.partition), []).append(f)
+                out.setdefault(f.tp, []).append(f)
     for files in out.values():
         files.sort(key=lambda f: f.start_offset)
     return out

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lakegate_core.types import TopicPartition
 from sidecar.storage import StoredFile
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ class CompleteFile:
 
     @property
     def tp(self) -> TopicPartition:
-        return (self.file.topic, self.file.partition)
+        return self.file.tp
 
 
 def complete_files(files: list[StoredFile], connect_committed: int | None, table_next: int) -> list[CompleteFile]:

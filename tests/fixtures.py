@@ -54,8 +54,9 @@ def extra_connect_worker(
     started: list[ConnectWorker] = []
 
     def start(name: str) -> ConnectWorker:
-        worker = ConnectWorker(stack_dir / "connect", kafka_broker.bootstrap_servers, name=name,
-                               group_id=connect_worker.group_id).start()  # fmt: skip
+        worker = ConnectWorker(
+            stack_dir / "connect", kafka_broker.bootstrap_servers, name=name, group_id=connect_worker.group_id
+        ).start()
         started.append(worker)
         return worker
 

@@ -17,14 +17,26 @@ def write_parquet(path: Path, topic: str, partition: int, start: int, count: int
     """A data file like the sink writes, and its manifest entry."""
     path.parent.mkdir(parents=True, exist_ok=True)
     offsets = list(range(start, start + count))
-    pq.write_table(pa.table({
-        "id": pa.array([f"{topic}-{partition}-{o}" for o in offsets]),
-        "offset": pa.array(offsets, pa.int64()),
-        "amount": pa.array([o * 0.5 for o in offsets]),
-    }), path)  # fmt: skip
-    return {"path": f"file://{path}", "topic": topic, "partition": partition, "start_offset": start,
-            "end_offset": start + count - 1, "size_bytes": path.stat().st_size, "format": "parquet",
-            "record_count": count}  # fmt: skip
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array([f"{topic}-{partition}-{o}" for o in offsets]),
+                "offset": pa.array(offsets, pa.int64()),
+                "amount": pa.array([o * 0.5 for o in offsets]),
+            }
+        ),
+        path,
+    )
+    return {
+        "path": f"file://{path}",
+        "topic": topic,
+        "partition": partition,
+        "start_offset": start,
+        "end_offset": start + count - 1,
+        "size_bytes": path.stat().st_size,
+        "format": "parquet",
+        "record_count": count,
+    }
 
 
 def manifest(mid: str, files: list[dict[str, Any]]) -> dict[str, Any]:

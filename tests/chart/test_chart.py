@@ -52,7 +52,7 @@ def run(*args: str | Path, stdin: str | None = None) -> subprocess.CompletedProc
     return subprocess.run([str(a) for a in args], input=stdin, capture_output=True, text=True, timeout=120)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def render_text(values: Path | None = None, sets: tuple[str, ...] = (), chart: Path = CHART) -> str:
     args: list[str | Path] = [HELM, "template", RELEASE, chart, "--namespace", NAMESPACE]
     if values is not None:
@@ -90,7 +90,9 @@ def env_of(c: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def service_config(objs: list[dict[str, Any]]) -> dict[str, Any]:
     deployment = component(objs, "Deployment", "service")
-    cm_name = next(v["configMap"]["name"] for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == "config")
+    cm_name = next(
+        v["configMap"]["name"] for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == "config"
+    )
     config: dict[str, Any] = yaml.safe_load(find(objs, "ConfigMap", cm_name)["data"]["service.yaml"])
     return config
 
@@ -154,7 +156,9 @@ spec: {selector: {matchLabels: {a: b}}, endpoints: [{port: http, intervall: 30s}
 """
     proc = run(VALIDATE, stdin=bad)
     assert proc.returncode == 1
-    assert 'Deployment/typo: strict decoding error: unknown field "spec.template.spec.containers[0].portz"' in proc.stdout
+    assert (
+        'Deployment/typo: strict decoding error: unknown field "spec.template.spec.containers[0].portz"' in proc.stdout
+    )
     assert "Service/wrong-type" in proc.stdout and "port" in proc.stdout
     assert "Servce/kind-typo" in proc.stdout
     assert "ServiceMonitor/sm" in proc.stdout and "intervall" in proc.stdout
@@ -188,8 +192,10 @@ def test_probes_use_readyz_for_startup_and_readiness_and_healthz_for_liveness() 
 
 
 def test_probes_can_be_disabled() -> None:
-    c = container(component(render(None, "livenessProbe.enabled=false"), "Deployment", "service")["spec"]["template"]["spec"],
-                  "lakegate-service")  # fmt: skip
+    c = container(
+        component(render(None, "livenessProbe.enabled=false"), "Deployment", "service")["spec"]["template"]["spec"],
+        "lakegate-service",
+    )
     assert "livenessProbe" not in c and "startupProbe" in c
 
 
@@ -254,7 +260,10 @@ def test_rendered_service_config_is_accepted_by_the_service(values: Path | None,
     if config.auth.enabled:
         env = env_of(c)
         assert {t.role.value for t in config.auth.tokens} == {"sidecar", "admin"}
-        assert [t.token for t in config.auth.tokens] == [TOKENS_ENV["LAKEGATE_SIDECAR_TOKEN"], TOKENS_ENV["LAKEGATE_ADMIN_TOKEN"]]
+        assert [t.token for t in config.auth.tokens] == [
+            TOKENS_ENV["LAKEGATE_SIDECAR_TOKEN"],
+            TOKENS_ENV["LAKEGATE_ADMIN_TOKEN"],
+        ]
         for var in TOKENS_ENV:
             assert "secretKeyRef" in env[var]["valueFrom"], f"{var} must come from the Secret"
     values_tables = yaml.safe_load(values.read_text()).get("config", {}).get("tables") if values else None
@@ -278,8 +287,12 @@ def test_no_token_or_secret_value_appears_in_any_configmap() -> None:
     for values in SCENARIOS:
         if values is not None and "existingSecret" in (yaml.safe_load(values.read_text()) or {}):
             continue  # the chart renders no Secret then; the other scenarios cover it
-        objs = render(values, "s3Credentials.enabled=true", "connectExample.enabled=true",
-                      *(f"{k}={v}" for k, v in secrets.items()))  # fmt: skip
+        objs = render(
+            values,
+            "s3Credentials.enabled=true",
+            "connectExample.enabled=true",
+            *(f"{k}={v}" for k, v in secrets.items()),
+        )
         for cm in (o for o in objs if o["kind"] == "ConfigMap"):
             text = yaml.safe_dump(cm)
             for key, value in secrets.items():
@@ -302,7 +315,9 @@ def test_existing_secret_replaces_the_chart_secret() -> None:
     refs = []
     for dep in (o for o in objs if o["kind"] == "Deployment"):
         for c in dep["spec"]["template"]["spec"]["containers"]:
-            refs += [e["valueFrom"]["secretKeyRef"] for e in c.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})]
+            refs += [
+                e["valueFrom"]["secretKeyRef"] for e in c.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})
+            ]
     chart_refs = [r for r in refs if r["key"] != "password"]  # full-values' own Kafka password
     assert chart_refs and all(r["name"] == "lakegate-credentials" for r in chart_refs)
     keys = {r["key"] for r in chart_refs}
@@ -378,7 +393,10 @@ def test_sidecar_snippet_matches_the_example_and_default_secret() -> None:
     pod = component(objs, "Deployment", "connect-example")["spec"]["template"]["spec"]
     assert container(pod, "lakegate-sidecar") == containers[0]
     assert yaml.safe_load(snippet["pod-annotations.yaml"]) == {
-        k: v for k, v in component(objs, "Deployment", "connect-example")["spec"]["template"]["metadata"]["annotations"].items()
+        k: v
+        for k, v in component(objs, "Deployment", "connect-example")["spec"]["template"]["metadata"][
+            "annotations"
+        ].items()
         if k == "checksum/lakegate-sidecar-config"
     }
 
@@ -428,9 +446,11 @@ def test_sidecar_patch_turns_an_existing_connect_deployment_into_a_valid_one(tmp
 
 def containers_yaml_equal(snippet: dict[str, str]) -> bool:
     patch = yaml.safe_load(snippet["strategic-merge-patch.yaml"])["spec"]["template"]
-    return bool(patch["spec"]["containers"] == yaml.safe_load(snippet["containers.yaml"])
-            and patch["spec"]["volumes"] == yaml.safe_load(snippet["volumes.yaml"])
-            and patch["metadata"]["annotations"] == yaml.safe_load(snippet["pod-annotations.yaml"]))  # fmt: skip
+    return bool(
+        patch["spec"]["containers"] == yaml.safe_load(snippet["containers.yaml"])
+        and patch["spec"]["volumes"] == yaml.safe_load(snippet["volumes.yaml"])
+        and patch["metadata"]["annotations"] == yaml.safe_load(snippet["pod-annotations.yaml"])
+    )
 
 
 def test_sidecar_worker_id_can_follow_a_hostname_advertising_worker() -> None:
@@ -461,7 +481,12 @@ def test_sidecar_config_follows_the_contract_and_loads(values: Path | None, tmp_
     path = tmp_path / "sidecar.yaml"
     path.write_text(yaml.safe_dump(raw))
     snippet = yaml.safe_load(find(objs, "ConfigMap", cm_name + "-snippet")["data"]["containers.yaml"])[0]
-    environ = {"POD_IP": "10.1.2.3", "POD_NAME": "connect-0", "KAFKA_PASSWORD": "k" * 20, "LAKEGATE_SIDECAR_TOKEN": "s" * 32}
+    environ = {
+        "POD_IP": "10.1.2.3",
+        "POD_NAME": "connect-0",
+        "KAFKA_PASSWORD": "k" * 20,
+        "LAKEGATE_SIDECAR_TOKEN": "s" * 32,
+    }
     for e in snippet["env"]:
         if "value" in e:
             environ[e["name"]] = re.sub(r"\$\((\w+)\)", lambda m: environ[m.group(1)], e["value"])
@@ -494,17 +519,20 @@ def test_service_monitor_and_ingress_point_at_the_http_port() -> None:
     assert not [o for o in render() if o["kind"] in ("ServiceMonitor", "Ingress")]
 
 
-@pytest.mark.parametrize("bad", [
-    "bogusKey=1",
-    "config.server.prot=8081",
-    "config.tables[0].partition_by={day}",
-    "config.tables[0].commit.on_timeout=later",
-    "config.storage.allowed_roots={s3a://no-trailing-slash}",
-    "config.storage.s3.access_key=AKIA",
-    "tokens.admin=short",
-    "sidecar.config.storage.naming=hive",
-    "metrics.serviceMonitor.enabeld=true",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "bogusKey=1",
+        "config.server.prot=8081",
+        "config.tables[0].partition_by={day}",
+        "config.tables[0].commit.on_timeout=later",
+        "config.storage.allowed_roots={s3a://no-trailing-slash}",
+        "config.storage.s3.access_key=AKIA",
+        "tokens.admin=short",
+        "sidecar.config.storage.naming=hive",
+        "metrics.serviceMonitor.enabeld=true",
+    ],
+)
 def test_values_schema_rejects_typos_and_bad_values(bad: str) -> None:
     proc = run(HELM, "template", RELEASE, CHART, "--set", bad)
     assert proc.returncode != 0, f"--set {bad} was accepted"
@@ -530,7 +558,9 @@ def test_notes_explain_the_api_and_the_spark_ui(tmp_path: Path) -> None:
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\n"
         'data: {notes: {{ tpl (.Files.Get "notes-preview.txt") . | quote }}}\n'
     )
-    notes = find([d for d in yaml.safe_load_all(render_text(None, (), chart)) if d], "ConfigMap", "notes")["data"]["notes"]
+    notes = find([d for d in yaml.safe_load_all(render_text(None, (), chart)) if d], "ConfigMap", "notes")["data"][
+        "notes"
+    ]
     assert f"kubectl -n {NAMESPACE} port-forward svc/{RELEASE}-lakegate 8080:http" in notes
     assert f"kubectl -n {NAMESPACE} port-forward svc/{RELEASE}-lakegate 4040:spark-ui" in notes
     assert "sidecar-snippet" in notes and "/v1/tables" in notes

@@ -8,8 +8,22 @@ from pathlib import Path
 
 
 def test_demo_commits_every_record_once(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "lakegate_stack.demo", "--records", "900", "--rate", "0", "--commit-interval", "2",
-           "--exit-when-done", "--timeout", "300", "--workdir", str(tmp_path / "demo")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "lakegate_stack.demo",
+        "--records",
+        "900",
+        "--rate",
+        "0",
+        "--commit-interval",
+        "2",
+        "--exit-when-done",
+        "--timeout",
+        "300",
+        "--workdir",
+        str(tmp_path / "demo"),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[2])
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "all 900 records committed exactly once" in out.stdout

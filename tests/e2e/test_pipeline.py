@@ -32,16 +32,23 @@ BUCKET, PREFIX, TABLE, CONNECTOR = "lake", "events/data/", "events", "e2e-sink"
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
 
 
-def start_sidecar(workdir: Path, name: str, worker: ConnectWorker, kafka: KafkaBroker, s3: S3Server,
-                  service: ServiceProcess) -> SidecarProcess:  # fmt: skip
-    return SidecarProcess(workdir, name, {
-        "worker_id": worker.worker_id,
-        "connect": {"url": worker.url, "connectors": [CONNECTOR]},
-        "kafka": {"bootstrap_servers": kafka.bootstrap_servers},
-        "storage": {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": s3.endpoint, "naming": "aiven"},
-        "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
-        "poll_interval_seconds": 1, "resend_after_seconds": 5,
-    }, env=S3_ENV).start()  # fmt: skip
+def start_sidecar(
+    workdir: Path, name: str, worker: ConnectWorker, kafka: KafkaBroker, s3: S3Server, service: ServiceProcess
+) -> SidecarProcess:
+    return SidecarProcess(
+        workdir,
+        name,
+        {
+            "worker_id": worker.worker_id,
+            "connect": {"url": worker.url, "connectors": [CONNECTOR]},
+            "kafka": {"bootstrap_servers": kafka.bootstrap_servers},
+            "storage": {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": s3.endpoint, "naming": "aiven"},
+            "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
+            "poll_interval_seconds": 1,
+            "resend_after_seconds": 5,
+        },
+        env=S3_ENV,
+    ).start()
 
 
 def sink_config(s3: S3Server) -> dict[str, str]:
@@ -74,12 +81,12 @@ def test_exactly_once_through_rebalances_and_a_service_restart(
     for t in TOPICS:
         create_topic(kafka_broker.bootstrap_servers, t, PARTITIONS)
     service = ServiceProcess(
-        tmp_path, [{"name": TABLE, "path": f"s3a://{BUCKET}/{TABLE}", "topics": list(TOPICS),
-                    "commit": {"interval_seconds": 2}}],
+        tmp_path,
+        [{"name": TABLE, "path": f"s3a://{BUCKET}/{TABLE}", "topics": list(TOPICS), "commit": {"interval_seconds": 2}}],
         [f"s3a://{BUCKET}/{PREFIX}"],
         s3={"endpoint": s3_server.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
         kafka=kafka_broker.bootstrap_servers,  # fencing on: leases checked against the Connect group
-    ).start()  # fmt: skip
+    ).start()
     group = "e2e-connect"
     w1 = ConnectWorker(tmp_path / "connect", kafka_broker.bootstrap_servers, name="e2e-w1", group_id=group).start()
     w2: ConnectWorker | None = None

@@ -19,15 +19,20 @@ from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import SINK_CLASS, ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
-
 from tests.kafka_helpers import create_topic, produce_json, wait_committed
 
 PER_PARTITION = 1000
 
 
 def sink_config(topic: str, bucket: str, s3: S3Server, **extra: str) -> dict[str, str]:
-    return s3_sink_config([topic], bucket, s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY,
-                          **{"format.output.fields": "key,value,offset,timestamp", "consumer.override.max.poll.records": "250", **extra})  # fmt: skip
+    return s3_sink_config(
+        [topic],
+        bucket,
+        s3.endpoint,
+        s3mod.ACCESS_KEY,
+        s3mod.SECRET_KEY,
+        **{"format.output.fields": "key,value,offset,timestamp", "consumer.override.max.poll.records": "250", **extra},
+    )
 
 
 def test_sink_writes_every_record_once_named_by_start_offset(
@@ -44,9 +49,11 @@ def test_sink_writes_every_record_once_named_by_start_offset(
     client.put_connector(name, sink_config(topic, bucket, s3_server))
     client.wait_running(name, tasks=2)
     wait_committed(
-        kafka_broker.bootstrap_servers, f"connect-{name}",
-        {TopicPartition(topic, p): PER_PARTITION for p in range(3)}, timeout=120,
-    )  # fmt: skip
+        kafka_broker.bootstrap_servers,
+        f"connect-{name}",
+        {TopicPartition(topic, p): PER_PARTITION for p in range(3)},
+        timeout=120,
+    )
     client.delete_connector(name)
 
     s3 = s3_server.client()
@@ -74,9 +81,11 @@ def test_sink_writes_every_record_once_named_by_start_offset(
 
 
 def test_two_workers_in_one_group_share_the_tasks(
-    kafka_broker: KafkaBroker, connect_worker: ConnectWorker, s3_server: S3Server,
+    kafka_broker: KafkaBroker,
+    connect_worker: ConnectWorker,
+    s3_server: S3Server,
     extra_connect_worker: Callable[[str], ConnectWorker],
-) -> None:  # fmt: skip
+) -> None:
     topic, bucket, name = "smoke-spread", "landing-spread", "spread-sink"
     s3_server.create_bucket(bucket)
     create_topic(kafka_broker.bootstrap_servers, topic, 4)

@@ -17,14 +17,16 @@ from deltalake import DeltaTable
 
 from commit_service.delta_commit import DeltaCommitter, app_id
 from commit_service.errors import OffsetsMovedError, SchemaMismatchError
-from commit_service.protocol import DataFile, FileFormat
 from commit_service.state import PendingFile, TableState
 from commit_service.storage import StorageReader
+from lakegate_core.protocol import DataFile, FileFormat
 
 TOPIC = "orders"
 
 
-def write_file(root: Path, partition: int, start: int, count: int, *, extra: dict[str, Any] | None = None) -> PendingFile:
+def write_file(
+    root: Path, partition: int, start: int, count: int, *, extra: dict[str, Any] | None = None
+) -> PendingFile:
     path = root / "data" / f"{TOPIC}-{partition}-{start}"
     path.parent.mkdir(parents=True, exist_ok=True)
     cols: dict[str, Any] = {
@@ -34,7 +36,9 @@ def write_file(root: Path, partition: int, start: int, count: int, *, extra: dic
     }
     cols.update(extra or {})
     pq.write_table(pa.table(cols), path)
-    f = DataFile(f"file://{path}", TOPIC, partition, start, start + count - 1, path.stat().st_size, FileFormat.PARQUET, count)
+    f = DataFile(
+        f"file://{path}", TOPIC, partition, start, start + count - 1, path.stat().st_size, FileFormat.PARQUET, count
+    )
     return PendingFile(f, f"m-{partition}-{start}", "sc-1")
 
 
@@ -61,7 +65,7 @@ def test_commit_parquet_in_place_with_offsets(spark: Any, tmp_path: Path) -> Non
     record = commit_all(committer, state, files)
 
     assert record.version == 0 and record.files == 6 and record.records == 300
-    assert record.offsets == {TOPIC: {0: 100, 1: 100, 2: 100}}
+    assert record.offsets == {(TOPIC, p): 100 for p in range(3)}
     assert spark.read.format("delta").load(str(root)).count() == 300
 
     table = DeltaTable(str(root))
@@ -147,6 +151,12 @@ def test_csv_files_are_converted_too(spark: Any, tmp_path: Path) -> None:
     src.write_text("id,page\n" + "".join(f"{i},/p{i % 3}\n" for i in range(5)))
     f = DataFile(f"file://{src}", "clicks", 0, 0, 4, src.stat().st_size, FileFormat.CSV, 5)
     root = tmp_path / "clicks"
-    commit_all(DeltaCommitter(spark, "clicks", str(root), StorageReader()), TableState("clicks"), [PendingFile(f, "m", "sc")])
+    commit_all(
+        DeltaCommitter(spark, "clicks", str(root), StorageReader()), TableState("clicks"), [PendingFile(f, "m", "sc")]
+    )
     data = DeltaTable(str(root)).to_pyarrow_table()
-    assert sorted(data.column("id").to_pylist()) == list(range(5)) and set(data.column("page").to_pylist()) == {"/p0", "/p1", "/p2"}
+    assert sorted(data.column("id").to_pylist()) == list(range(5)) and set(data.column("page").to_pylist()) == {
+        "/p0",
+        "/p1",
+        "/p2",
+    }

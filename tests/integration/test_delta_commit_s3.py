@@ -12,20 +12,31 @@ from deltalake import DeltaTable
 
 from commit_service.delta_commit import DeltaCommitter, app_id
 from commit_service.errors import DataFileError
-from commit_service.protocol import DataFile, FileFormat
 from commit_service.spark import S3Settings
 from commit_service.state import PendingFile, TableState
 from commit_service.storage import StorageReader
+from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.s3 import S3Server
 
 
 def upload(s3: Any, bucket: str, key: str, partition: int, start: int, count: int) -> PendingFile:
     buf = io.BytesIO()
-    pq.write_table(pa.table({"offset": list(range(start, start + count)), "v": [f"x{o}" for o in range(start, start + count)]}), buf)
+    pq.write_table(
+        pa.table({"offset": list(range(start, start + count)), "v": [f"x{o}" for o in range(start, start + count)]}),
+        buf,
+    )
     s3.put_object(Bucket=bucket, Key=key, Body=buf.getvalue())
-    f = DataFile(f"s3a://{bucket}/{key}", "orders", partition, start, start + count - 1, len(buf.getvalue()),
-                 FileFormat.PARQUET, count)  # fmt: skip
+    f = DataFile(
+        f"s3a://{bucket}/{key}",
+        "orders",
+        partition,
+        start,
+        start + count - 1,
+        len(buf.getvalue()),
+        FileFormat.PARQUET,
+        count,
+    )
     return PendingFile(f, f"m-{key}", "sc")
 
 
@@ -42,8 +53,13 @@ def test_commit_on_s3(spark: Any, s3_server: S3Server) -> None:
     record = committer.commit(plan)  # type: ignore[arg-type]
     state.committed_plan(plan, record.version, now=0)  # type: ignore[arg-type]
 
-    options = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ALLOW_HTTP": "true", "AWS_REGION": s3mod.REGION,
-               "AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY}  # fmt: skip
+    options = {
+        "AWS_ENDPOINT_URL": s3_server.endpoint,
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_REGION": s3mod.REGION,
+        "AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY,
+    }
     table = DeltaTable("s3://lake-commit/orders", storage_options=options)
     assert sorted(table.to_pyarrow_table().column("offset").to_pylist()) == sorted(list(range(50)) * 2)
     assert table.transaction_version(app_id("orders", ("orders", 1))) == 50

@@ -16,9 +16,9 @@ ROWS = [(i, f"name-{i}", i % 3) for i in range(250)]
 def _write_and_check(spark: Any, uri: str, storage_options: dict[str, str] | None) -> None:
     df = spark.createDataFrame(ROWS, "id long, name string, part int")
     df.write.format("delta").mode("overwrite").save(uri)
-    spark.createDataFrame([(1000, "late", 1)], "id long, name string, part int").write.format(
-        "delta"
-    ).mode("append").save(uri)
+    spark.createDataFrame([(1000, "late", 1)], "id long, name string, part int").write.format("delta").mode(
+        "append"
+    ).save(uri)
 
     expected = {(i, n, p) for i, n, p in ROWS} | {(1000, "late", 1)}
     by_spark = {(r.id, r.name, r.part) for r in spark.read.format("delta").load(uri).collect()}

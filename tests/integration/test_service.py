@@ -23,7 +23,9 @@ TOPIC, TABLE = "orders", "orders"
 @pytest.fixture
 def layout(tmp_path: Path) -> dict[str, Any]:
     table_root = tmp_path / "lake" / TABLE
-    files = [write_parquet(table_root / "data" / f"{TOPIC}-{p}-{s}", TOPIC, p, s, 100) for p in range(3) for s in (0, 100)]
+    files = [
+        write_parquet(table_root / "data" / f"{TOPIC}-{p}-{s}", TOPIC, p, s, 100) for p in range(3) for s in (0, 100)
+    ]
     tables = [{"name": TABLE, "path": str(table_root), "topics": [TOPIC], "commit": {"interval_seconds": 3600}}]
     return {"root": table_root, "files": files, "tables": tables, "roots": [f"file://{tmp_path}/lake/"]}
 

@@ -8,16 +8,20 @@ from typing import Any
 import jsonschema
 import pytest
 from flask.testing import FlaskClient
+from jsonschema import ValidationError
+from openapi_schema_validator import OAS30Validator
 from openapi_spec_validator import validate
 
 from commit_service.app import create_app
+from commit_service.committer import TableSnapshot
 from commit_service.config import ServiceConfig, TableConfig
-from commit_service.configfile import build
-from commit_service.delta_commit import TableSnapshot
 from commit_service.errors import CommitError
 from commit_service.openapi import document
-from commit_service.protocol import CommitRecord
+from commit_service.runtime import runtime
 from commit_service.state import CommitPlan
+from lakegate_core.configfile import build
+from lakegate_core.status import CommitRecord
+from lakegate_core.types import PartitionOffsets
 
 SIDE, ADMIN = "sidecar-token-0123456789", "admin-token-0123456789"
 
@@ -32,7 +36,7 @@ class FakeCommitter:
         self.fail_next = False
 
     def snapshot(self) -> TableSnapshot:
-        return TableSnapshot(self.version, dict(self.offsets))
+        return TableSnapshot(self.version, PartitionOffsets(self.offsets))
 
     def commit(self, plan: CommitPlan) -> CommitRecord:
         if self.fail_next:
@@ -41,18 +45,26 @@ class FakeCommitter:
         self.version += 1
         self.offsets.update(plan.offsets)
         self.commits.append(plan)
-        return CommitRecord("orders", self.version, f"c{self.version}", len(plan.files), plan.records,
-                            plan.offsets_by_topic(), vtts=None if plan.vtts is None else int(plan.vtts * 1000),
-                            duration_ms=5)  # fmt: skip
+        return CommitRecord(
+            "orders",
+            self.version,
+            f"c{self.version}",
+            len(plan.files),
+            plan.records,
+            plan.offsets,
+            vtts=None if plan.vtts is None else int(plan.vtts * 1000),
+            duration_ms=5,
+        )
 
 
 CONFIG = {
     "server": {"max_request_bytes": 4096},
     "auth": {"enabled": True, "tokens": [{"token": SIDE, "role": "sidecar"}, {"token": ADMIN, "role": "admin"}]},
     "storage": {"allowed_roots": ["s3a://landing/"]},
-    "tables": [{"name": "orders", "path": "s3a://lake/orders", "topics": ["orders"],
-                "commit": {"interval_seconds": 3600}}],
-}  # fmt: skip
+    "tables": [
+        {"name": "orders", "path": "s3a://lake/orders", "topics": ["orders"], "commit": {"interval_seconds": 3600}}
+    ],
+}
 
 
 @pytest.fixture
@@ -64,7 +76,7 @@ def committer() -> FakeCommitter:
 def client(committer: FakeCommitter) -> FlaskClient:
     cfg = build(ServiceConfig, CONFIG)
     app = create_app(cfg, committer_factory=lambda t: committer, start=False)
-    app.extensions["lakegate"]["coordinator"].load()
+    runtime(app).coordinator.load()
     return app.test_client()
 
 
@@ -72,11 +84,24 @@ def h(token: str = SIDE) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def manifest(mid: str = "m1", start: int = 0, end: int = 9, path: str | None = None, topic: str = "orders",
-             partition: int = 0) -> dict[str, Any]:  # fmt: skip
-    return {"manifest_id": mid, "sidecar": {"id": "sc-1", "worker": "w:8083"}, "files": [{
-        "path": path or f"s3://landing/{topic}-{partition}-{start}", "topic": topic, "partition": partition,
-        "start_offset": start, "end_offset": end, "size_bytes": 100, "format": "parquet"}]}  # fmt: skip
+def manifest(
+    mid: str = "m1", start: int = 0, end: int = 9, path: str | None = None, topic: str = "orders", partition: int = 0
+) -> dict[str, Any]:
+    return {
+        "manifest_id": mid,
+        "sidecar": {"id": "sc-1", "worker": "w:8083"},
+        "files": [
+            {
+                "path": path or f"s3://landing/{topic}-{partition}-{start}",
+                "topic": topic,
+                "partition": partition,
+                "start_offset": start,
+                "end_offset": end,
+                "size_bytes": 100,
+                "format": "parquet",
+            }
+        ],
+    }
 
 
 def pending(client: FlaskClient) -> int:
@@ -101,8 +126,12 @@ def test_accept_commit_and_resubmit(client: FlaskClient, committer: FakeCommitte
     assert client.post("/v1/manifests", json=manifest(), headers=h()).json["files"][0]["status"] == "duplicate"  # type: ignore[index]
     r = client.post("/v1/tables/orders/commit", headers=h(ADMIN))
     assert r.json["committed"] is True and r.json["offsets"] == {"orders": {"0": 10}}  # type: ignore[index]
-    assert client.get("/v1/manifests/m1", headers=h()).json == {"manifest_id": "m1", "status": "committed",  # type: ignore[index]
-                                                                "table": "orders", "version": 0}
+    assert client.get("/v1/manifests/m1", headers=h()).json == {
+        "manifest_id": "m1",
+        "status": "committed",  # type: ignore[index]
+        "table": "orders",
+        "version": 0,
+    }
     again = client.post("/v1/manifests", json=manifest(), headers=h())
     assert again.json["files"][0]["status"] == "already_committed"  # type: ignore[index]
     assert client.get("/v1/tables/orders/offsets", headers=h()).json == {"orders": {"0": 10}}
@@ -117,7 +146,10 @@ def test_accept_commit_and_resubmit(client: FlaskClient, committer: FakeCommitte
     [
         ({"manifest_id": "x"}, "sidecar"),
         ({**manifest(), "files": [{**manifest()["files"][0], "end_offset": -1}]}, "files[0].end_offset"),
-        ({**manifest(), "files": [{**manifest()["files"][0], "start_offset": 5, "end_offset": 1}]}, "files[0].end_offset"),
+        (
+            {**manifest(), "files": [{**manifest()["files"][0], "start_offset": 5, "end_offset": 1}]},
+            "files[0].end_offset",
+        ),
         (manifest(path="s3a://other-bucket/orders-0-0"), "files[0].path"),
         (manifest(path="s3a://landing/../lake/orders/x"), "files[0].path"),
         (manifest(path="file:///etc/passwd"), "files[0].path"),
@@ -150,8 +182,11 @@ def test_overlap_and_unknown_topic_are_rejected_per_file(client: FlaskClient) ->
     assert r.status_code == 202 and r.json["files"][0]["status"] == "rejected"  # type: ignore[index]
     assert client.get("/v1/manifests/b", headers=h()).json["status"] == "rejected"  # type: ignore[index]
     r = client.post("/v1/manifests", json=manifest("c", topic="payments"), headers=h())
-    assert r.json["files"][0] == {"path": "s3a://landing/payments-0-0", "status": "rejected",  # type: ignore[index]
-                                  "reason": "no table takes topic 'payments'"}
+    assert r.json["files"][0] == {
+        "path": "s3a://landing/payments-0-0",
+        "status": "rejected",  # type: ignore[index]
+        "reason": "no table takes topic 'payments'",
+    }
     assert pending(client) == 1
     metrics = client.get("/metrics").data.decode()
     assert 'lakegate_manifest_files_rejected_total{reason="overlap"} 1.0' in metrics
@@ -183,7 +218,7 @@ def test_readyz_waits_for_the_tables(committer: FakeCommitter) -> None:
     c = app.test_client()
     assert c.get("/readyz").status_code == 503
     assert c.post("/v1/manifests", json=manifest(), headers=h()).status_code == 503
-    app.extensions["lakegate"]["coordinator"].load()
+    runtime(app).coordinator.load()
     assert c.get("/readyz").status_code == 200
 
 
@@ -197,12 +232,12 @@ def test_start_thread_loads_and_commits_on_interval(committer: FakeCommitter) ->
     c.post("/v1/manifests", json=manifest(), headers=h())
     while not committer.commits and time.monotonic() < deadline:
         time.sleep(0.05)
-    app.extensions["lakegate"]["coordinator"].stop()
+    runtime(app).coordinator.stop()
     assert committer.offsets == {("orders", 0): 10}
 
 
 def test_unexpected_error_is_a_500_without_trace(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    coordinator = client.application.extensions["lakegate"]["coordinator"]
+    coordinator = runtime(client.application).coordinator
     monkeypatch.setattr(coordinator, "summaries", lambda: 1 / 0)
     r = client.get("/v1/tables", headers=h())
     assert r.status_code == 500 and "Traceback" not in r.data.decode() and "ZeroDivision" not in r.data.decode()
@@ -218,12 +253,55 @@ def test_openapi_is_valid_and_matches_the_protocol() -> None:
         jsonschema.validate({**manifest(), "files": [{**manifest()["files"][0], "start_offset": -1}]}, resolver_doc)
 
 
+def conforms(doc: dict[str, Any], model: str, body: Any) -> None:
+    """``body`` validates against the generated schema ``model`` (OpenAPI 3.0 flavour: nullable)."""
+    schema = {**doc["components"]["schemas"][model], "components": doc["components"]}
+    OAS30Validator(schema).validate(body)
+
+
+def test_every_answer_matches_its_generated_schema(client: FlaskClient, committer: FakeCommitter) -> None:
+    doc = document()
+    assert not any(
+        "additionalProperties" in s and s.get("type") == "object" and not s.get("properties")
+        for name, s in doc["components"]["schemas"].items()
+        if name != "PartitionOffsets"
+    )
+    paths = doc["paths"]
+    r = client.post("/v1/manifests", json=manifest(), headers=h())
+    assert paths["/v1/manifests"]["post"]["responses"]["202"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ManifestReceipt"
+    }
+    conforms(doc, "ManifestReceipt", r.json)
+    conforms(doc, "LeaseResponse", lease(client, "sc-a", "10.0.0.1:8083", [0], [0]))
+    conforms(doc, "ManifestStatus", client.get("/v1/manifests/m1", headers=h()).json)
+    conforms(doc, "TableList", client.get("/v1/tables", headers=h()).json)
+    conforms(doc, "TableSummary", client.get("/v1/tables/orders", headers=h()).json)
+    made = client.post("/v1/tables/orders/commit", headers=h(ADMIN)).json
+    conforms(doc, "CommitOutcome", made)
+    conforms(doc, "CommitOutcome", client.post("/v1/tables/orders/commit", headers=h(ADMIN)).json)
+    conforms(doc, "PartitionOffsets", client.get("/v1/tables/orders/offsets", headers=h()).json)
+    commits = client.get("/v1/commits", headers=h()).json
+    conforms(doc, "CommitList", commits)
+    assert commits["commits"][0]["vtts"] is None  # nullable, and present
+    for bad in (
+        client.get("/v1/tables/nope", headers=h()),
+        client.post("/v1/manifests", json={}, headers=h()),
+        client.get("/v1/tables", headers=h("x" * 20)),
+    ):
+        assert bad.status_code in (400, 401, 404)
+        conforms(doc, "ErrorBody", bad.json)
+    with pytest.raises(ValidationError):
+        conforms(doc, "TableSummary", {**client.get("/v1/tables/orders", headers=h()).json, "pending_files": -1})
+
+
 def test_table_config_routing() -> None:
     t = TableConfig("t", "/x", topics_regex=r"orders\..*")
     assert t.routes("orders.eu") and not t.routes("orders")
 
 
-def test_a_missing_file_is_dropped_and_the_other_partitions_commit(client: FlaskClient, committer: FakeCommitter) -> None:
+def test_a_missing_file_is_dropped_and_the_other_partitions_commit(
+    client: FlaskClient, committer: FakeCommitter
+) -> None:
     from commit_service.errors import DataFileError
 
     client.post("/v1/manifests", json=manifest("gone", partition=0), headers=h())
@@ -247,7 +325,7 @@ class FakeGroups:
     """Kafka's view of connect-snk: partition -> (task, host), and committed offsets."""
 
     def __init__(self) -> None:
-        from commit_service.connect_group import Assignment
+        from lakegate_core.connect_group import Assignment
 
         self.held = {("orders", 0): Assignment(0, "10.0.0.1"), ("orders", 1): Assignment(1, "10.0.0.2")}
         self.offsets: dict[tuple[str, int], int] = {("orders", 0): 100, ("orders", 1): 100}
@@ -255,13 +333,17 @@ class FakeGroups:
     def assignments(self, connector: str) -> dict[tuple[str, int], Any]:
         return dict(self.held)
 
-    def committed(self, connector: str) -> dict[tuple[str, int], int]:
-        return dict(self.offsets)
+    def committed(self, connector: str) -> PartitionOffsets:
+        return PartitionOffsets(self.offsets)
 
 
 def lease(client: FlaskClient, sidecar: str, worker: str, tasks: list[int], partitions: list[int]) -> dict[str, Any]:
-    body = {"sidecar": {"id": sidecar, "worker": worker}, "connector": "snk", "tasks": tasks,
-            "partitions": [{"topic": "orders", "partition": p} for p in partitions]}  # fmt: skip
+    body = {
+        "sidecar": {"id": sidecar, "worker": worker},
+        "connector": "snk",
+        "tasks": tasks,
+        "partitions": [{"topic": "orders", "partition": p} for p in partitions],
+    }
     r = client.post("/v1/leases", json=body, headers=h())
     assert r.status_code == 200, r.json
     return dict(r.json)  # type: ignore[arg-type]
@@ -277,9 +359,13 @@ def fenced(sidecar: str, epoch: int | None, partition: int = 0, mid: str = "f", 
 
 def test_fencing_leases_epochs_and_connect_limits(committer: FakeCommitter) -> None:
     groups = FakeGroups()
-    app = create_app(build(ServiceConfig, {**CONFIG, "kafka": {"bootstrap_servers": "k:9092"}}),
-                     committer_factory=lambda t: committer, start=False, groups=groups)  # type: ignore[arg-type]
-    app.extensions["lakegate"]["coordinator"].load()
+    app = create_app(
+        build(ServiceConfig, {**CONFIG, "kafka": {"bootstrap_servers": "k:9092"}}),
+        committer_factory=lambda t: committer,
+        start=False,
+        groups=groups,
+    )
+    runtime(app).coordinator.load()
     c = app.test_client()
 
     grants = lease(c, "sc-a", "10.0.0.1:8083", [0], [0, 1])
@@ -292,14 +378,17 @@ def test_fencing_leases_epochs_and_connect_limits(committer: FakeCommitter) -> N
     assert r["files"][0]["status"] == "accepted", r  # type: ignore[index]
 
     # a rebalance: partition 0 moves to task 1 on the other worker; the zombie sc-a is fenced
-    from commit_service.connect_group import Assignment
+    from lakegate_core.connect_group import Assignment
 
     groups.held[("orders", 0)] = Assignment(1, "10.0.0.2")
     assert lease(c, "sc-a", "10.0.0.1:8083", [0], [0])["leases"][0]["granted"] is False
     assert lease(c, "sc-b", "10.0.0.2:8083", [1], [0])["leases"][0]["epoch"] == 2
     zombie = c.post("/v1/manifests", json=fenced("sc-a", 1, mid="z", start=10), headers=h()).json
     assert zombie["files"][0]["status"] == "rejected" and "stale lease" in zombie["files"][0]["reason"]  # type: ignore[index]
-    assert c.post("/v1/manifests", json=fenced("sc-b", 2, mid="b", start=10), headers=h()).json["files"][0]["status"] == "accepted"  # type: ignore[index]
+    assert (
+        c.post("/v1/manifests", json=fenced("sc-b", 2, mid="b", start=10), headers=h()).json["files"][0]["status"]
+        == "accepted"
+    )  # type: ignore[index]
 
     # never beyond what Connect committed: 10..19 waits until the group passes 20
     groups.offsets[("orders", 0)] = 15
@@ -316,25 +405,37 @@ def test_without_kafka_leases_are_granted_and_not_required(client: FlaskClient) 
 
 
 def test_watermarks_of_every_leased_partition_make_a_complete_round_with_vtts(committer: FakeCommitter) -> None:
-    app = create_app(build(ServiceConfig, {**CONFIG, "kafka": {"bootstrap_servers": "k:9092"}}),
-                     committer_factory=lambda t: committer, start=False, groups=FakeGroups())  # type: ignore[arg-type]
-    app.extensions["lakegate"]["coordinator"].load()
+    app = create_app(
+        build(ServiceConfig, {**CONFIG, "kafka": {"bootstrap_servers": "k:9092"}}),
+        committer_factory=lambda t: committer,
+        start=False,
+        groups=FakeGroups(),
+    )
+    runtime(app).coordinator.load()
     c = app.test_client()
     lease(c, "sc-a", "10.0.0.1:8083", [0], [0])
     assert c.post("/v1/manifests", json=fenced("sc-a", 1), headers=h()).json["files"][0]["status"] == "accepted"  # type: ignore[index]
     read_at = int(time.time() * 1000) + 1
-    body = {"sidecar": {"id": "sc-a", "worker": "10.0.0.1:8083"}, "connector": "snk", "tasks": [0],
-            "partitions": [{"topic": "orders", "partition": 0}],
-            "watermarks": [{"topic": "orders", "partition": 0, "connect_offset": 10, "read_at_ms": read_at}]}  # fmt: skip
+    body = {
+        "sidecar": {"id": "sc-a", "worker": "10.0.0.1:8083"},
+        "connector": "snk",
+        "tasks": [0],
+        "partitions": [{"topic": "orders", "partition": 0}],
+        "watermarks": [{"topic": "orders", "partition": 0, "connect_offset": 10, "read_at_ms": read_at}],
+    }
     assert c.post("/v1/leases", json=body, headers=h()).status_code == 200
     record = c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json
     assert record["committed"] is True and record["vtts"] is not None  # type: ignore[index]
 
 
 def test_a_partition_without_a_watermark_makes_a_partial_round(committer: FakeCommitter) -> None:
-    app = create_app(build(ServiceConfig, {**CONFIG, "kafka": {"bootstrap_servers": "k:9092"}}),
-                     committer_factory=lambda t: committer, start=False, groups=FakeGroups())  # type: ignore[arg-type]
-    app.extensions["lakegate"]["coordinator"].load()
+    app = create_app(
+        build(ServiceConfig, {**CONFIG, "kafka": {"bootstrap_servers": "k:9092"}}),
+        committer_factory=lambda t: committer,
+        start=False,
+        groups=FakeGroups(),
+    )
+    runtime(app).coordinator.load()
     c = app.test_client()
     lease(c, "sc-a", "10.0.0.1:8083", [0], [0])
     lease(c, "sc-b", "10.0.0.2:8083", [1], [1])  # leased, but never says it is caught up

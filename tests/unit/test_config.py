@@ -48,8 +48,12 @@ def test_design_sample_loads(tmp_path: Path) -> None:
 
 
 def test_env_overrides_keys_and_list_items(tmp_path: Path) -> None:
-    env = {**ENV, "LAKEGATE_SERVER__PORT": "8081", "LAKEGATE_TABLES__0__COMMIT__MAX_FILES": "5",
-           "LAKEGATE_CACHE_DIR": "/not/a/config/key"}  # fmt: skip
+    env = {
+        **ENV,
+        "LAKEGATE_SERVER__PORT": "8081",
+        "LAKEGATE_TABLES__0__COMMIT__MAX_FILES": "5",
+        "LAKEGATE_CACHE_DIR": "/not/a/config/key",
+    }
     cfg = load_config(write(tmp_path, SAMPLE), environ=env)
     assert cfg.server.port == 8081
     assert cfg.tables[0].commit.max_files == 5
@@ -110,9 +114,20 @@ def test_normalize(raw: str, norm: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", ["", "relative/path", "http://x/y", "s3a://landing/../etc", "file:///a/../../etc/passwd",
-            "file://otherhost/x", "s3a://bucket", "hdfs://nn/x", "s3a://b/k?x=1", "/a/%2e%2e/b"],
-)  # fmt: skip
+    "bad",
+    [
+        "",
+        "relative/path",
+        "http://x/y",
+        "s3a://landing/../etc",
+        "file:///a/../../etc/passwd",
+        "file://otherhost/x",
+        "s3a://bucket",
+        "hdfs://nn/x",
+        "s3a://b/k?x=1",
+        "/a/%2e%2e/b",
+    ],
+)
 def test_unsafe_paths_refused(bad: str) -> None:
     with pytest.raises(UnsafePathError):
         normalize_uri(bad)

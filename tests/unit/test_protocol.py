@@ -8,20 +8,23 @@ from typing import Any
 
 import pytest
 
-from commit_service.protocol import (
-    CommitRecord,
-    DataFile,
-    FileFormat,
-    Manifest,
-    ProtocolError,
-    offsets_from_json,
-    offsets_to_json,
-)
+from lakegate_core.errors import ProtocolError
+from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest
+from lakegate_core.status import CommitRecord
+from lakegate_core.types import PartitionOffsets, TopicPartition
 
 
 def body(**over: Any) -> dict[str, Any]:
-    f = {"path": "s3a://landing/orders-0-0", "topic": "orders", "partition": 0, "start_offset": 0,
-         "end_offset": 99, "size_bytes": 2048, "format": "parquet", "record_count": 100}  # fmt: skip
+    f = {
+        "path": "s3a://landing/orders-0-0",
+        "topic": "orders",
+        "partition": 0,
+        "start_offset": 0,
+        "end_offset": 99,
+        "size_bytes": 2048,
+        "format": "parquet",
+        "record_count": 100,
+    }
     d = {"manifest_id": "m-1", "sidecar": {"id": "sc-1", "worker": "10.0.0.5:8083"}, "files": [f]}
     d.update(over)
     return d
@@ -66,24 +69,72 @@ def test_not_an_object() -> None:
 
 
 def test_offsets_json_keys_are_strings_and_back() -> None:
-    offsets = {"orders": {0: 10, 2: 5}}
-    assert offsets_to_json(offsets) == {"orders": {"0": 10, "2": 5}}
-    assert offsets_from_json(offsets_to_json(offsets)) == offsets
+    offsets = PartitionOffsets({("orders", 2): 5, ("orders", 0): 10})
+    assert offsets.to_json() == {"orders": {"0": 10, "2": 5}}
+    assert PartitionOffsets.from_json(offsets.to_json()) == offsets == {("orders", 0): 10, ("orders", 2): 5}
+    assert list(offsets) == [TopicPartition("orders", 0), TopicPartition("orders", 2)]
+    with pytest.raises(ProtocolError, match=r"offsets.orders.x"):
+        PartitionOffsets.from_json({"orders": {"x": 1}})
 
 
 def test_commit_record_user_metadata_round_trip() -> None:
-    rec = CommitRecord("orders", 3, "c-1", files=2, records=200, offsets={"orders": {0: 100, 1: 100}},
-                       vtts=1700000000000, sidecars=("sc-1",))  # fmt: skip
+    rec = CommitRecord(
+        "orders",
+        3,
+        "c-1",
+        files=2,
+        records=200,
+        offsets=PartitionOffsets({("orders", 0): 100, ("orders", 1): 100}),
+        vtts=1700000000000,
+        sidecars=("sc-1",),
+    )
     again = CommitRecord.from_user_metadata("orders", 3, rec.user_metadata())
     assert again == rec
     assert set(rec.user_metadata()) == {"commit_id", "offsets", "vtts", "files", "records", "sidecars"}
 
 
-def test_protocol_imports_no_flask_spark_or_kafka() -> None:
-    code = (
-        "import sys, commit_service.protocol\n"
-        "heavy = [m for m in ('flask', 'pyspark', 'py4j', 'kafka', 'werkzeug', 'yaml') if m in sys.modules]\n"
-        "print(','.join(heavy))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+def test_lease_request_round_trip_with_named_watermarks() -> None:
+    raw = {
+        "sidecar": {"id": "sc", "worker": "w:8083"},
+        "connector": "snk",
+        "tasks": [0],
+        "partitions": [{"topic": "orders", "partition": 1}],
+        "watermarks": [{"topic": "orders", "partition": 1, "connect_offset": 50, "read_at_ms": 7}],
+    }
+    req = LeaseRequest.from_dict(raw)
+    assert req.partitions == (TopicPartition("orders", 1),) and req.watermarks[0].tp == ("orders", 1)
+    assert req.to_dict() == raw
+    with pytest.raises(ProtocolError) as err:
+        LeaseRequest.from_dict(
+            {**raw, "watermarks": [{"topic": "orders", "partition": 1, "connect_offset": -1, "read_at_ms": 7}]}
+        )
+    assert err.value.field == "watermarks[0].connect_offset"
+
+
+# The deciding core and the wire model must import on a machine with none of these installed.
+HEAVY = ("flask", "werkzeug", "pyspark", "py4j", "kafka")
+BLOCK = (
+    "import sys\n"
+    "class Block:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in {heavy!r}:\n"
+    "            raise ImportError(f'{{name}} is not installed (blocked by the test)')\n"
+    "sys.meta_path.insert(0, Block())\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("modules", "also_absent"),
+    [
+        (["lakegate_core.protocol", "lakegate_core.status", "lakegate_core.types"], ("yaml",)),
+        (["commit_service.state", "commit_service.leases"], ("yaml",)),
+        (["commit_service.coordinator", "commit_service.fencing", "commit_service.committer"], ()),
+    ],
+)
+def test_core_imports_without_flask_spark_or_kafka(modules: list[str], also_absent: tuple[str, ...]) -> None:
+    blocked = HEAVY + also_absent
+    code = BLOCK.format(heavy=set(blocked)) + "".join(f"import {m}\n" for m in modules)
+    code += f"print(','.join(m for m in {blocked!r} if m in sys.modules))\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
-from commit_service.protocol import FileReceipt, FileStatus, Manifest, ManifestReceipt
+from lakegate_core.protocol import (
+    FileReceipt,
+    FileStatus,
+    LeaseGrant,
+    LeaseRequest,
+    LeaseResponse,
+    Manifest,
+    ManifestReceipt,
+)
+from lakegate_core.types import PartitionOffsets, TopicPartition
 from sidecar.client import ServiceClient
-from sidecar.config import load_config
+from sidecar.config import LoopSettings, load_config
 from sidecar.connect import ConnectorView
 from sidecar.errors import ServiceError, SidecarConfigError
 from sidecar.loop import SidecarLoop
@@ -33,7 +43,11 @@ from sidecar.tracker import complete_files
         ("aiven", "README", None),
         ("confluent", "topics/orders/partition=3/orders+3+0000000042.parquet", ("orders", 3, 42)),
         ("confluent", "topics/orders/partition=3/other+3+42.parquet", None),
-        ({"regex": r"(?P<topic>\w+)/(?P<partition>\d+)/(?P<start_offset>\d+)\.json"}, "clicks/2/77.json", ("clicks", 2, 77)),
+        (
+            {"regex": r"(?P<topic>\w+)/(?P<partition>\d+)/(?P<start_offset>\d+)\.json"},
+            "clicks/2/77.json",
+            ("clicks", 2, 77),
+        ),
     ],
 )
 def test_name_patterns(naming: Any, key: str, expected: tuple[str, int, int] | None) -> None:
@@ -66,18 +80,34 @@ def test_completeness_ranges() -> None:
 
 
 def test_ownership_from_group_members() -> None:
-    from commit_service.connect_group import Assignment, GroupReader, assignments
+    from lakegate_core.connect_group import Assignment, GroupReader, assignments
 
     members = [
-        {"client_id": "connector-consumer-snk-0", "client_host": "/10.0.0.1",
-         "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [0, 1]}]}},
-        {"client_id": "connector-consumer-snk-1", "client_host": "/10.0.0.2",
-         "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [2]}]}},
-        {"client_id": "connector-consumer-snk-other-0", "member_assignment": {"assigned_partitions": [{"topic": "b", "partitions": [0]}]}},
-        {"client_id": "someone-else", "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [9]}]}},
-    ]  # fmt: skip
+        {
+            "client_id": "connector-consumer-snk-0",
+            "client_host": "/10.0.0.1",
+            "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [0, 1]}]},
+        },
+        {
+            "client_id": "connector-consumer-snk-1",
+            "client_host": "/10.0.0.2",
+            "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [2]}]},
+        },
+        {
+            "client_id": "connector-consumer-snk-other-0",
+            "member_assignment": {"assigned_partitions": [{"topic": "b", "partitions": [0]}]},
+        },
+        {
+            "client_id": "someone-else",
+            "member_assignment": {"assigned_partitions": [{"topic": "a", "partitions": [9]}]},
+        },
+    ]
     got = assignments(members, "snk")
-    assert got == {("a", 0): Assignment(0, "10.0.0.1"), ("a", 1): Assignment(0, "10.0.0.1"), ("a", 2): Assignment(1, "10.0.0.2")}
+    assert got == {
+        ("a", 0): Assignment(0, "10.0.0.1"),
+        ("a", 1): Assignment(0, "10.0.0.1"),
+        ("a", 2): Assignment(1, "10.0.0.2"),
+    }
 
     class Admin:
         def describe_groups(self, groups: list[str]) -> dict[str, Any]:
@@ -104,11 +134,11 @@ class FakeGroups:
     def __init__(self, owned: set[tuple[str, int]], committed: dict[tuple[str, int], int]) -> None:
         self.owned_set, self.committed_map = owned, committed
 
-    def owned(self, connector: str, my_tasks: frozenset[int]) -> set[tuple[str, int]]:
-        return set(self.owned_set)
+    def owned(self, connector: str, tasks: Iterable[int]) -> set[TopicPartition]:
+        return {TopicPartition(*tp) for tp in self.owned_set}
 
-    def committed(self, connector: str) -> dict[tuple[str, int], int]:
-        return dict(self.committed_map)
+    def committed(self, connector: str) -> PartitionOffsets:
+        return PartitionOffsets(self.committed_map)
 
     def close(self) -> None:
         pass
@@ -118,31 +148,43 @@ class FakeService:
     def __init__(self) -> None:
         self.offsets: dict[tuple[str, int], int] = {}
         self.manifests: list[Manifest] = []
-        self.claims: list[Any] = []
+        self.claims: list[LeaseRequest] = []
 
-    def table_offsets(self) -> dict[tuple[str, int], int]:
-        return dict(self.offsets)
+    def table_offsets(self) -> PartitionOffsets:
+        return PartitionOffsets(self.offsets)
 
-    def claim(self, request: Any) -> tuple[bool, list[Any]]:
-        from commit_service.protocol import LeaseGrant
-
+    def claim(self, request: LeaseRequest) -> LeaseResponse:
         self.claims.append(request)
-        return True, [LeaseGrant(t, p, True, 7) for t, p in request.partitions]
+        return LeaseResponse(True, tuple(LeaseGrant(t, p, True, 7) for t, p in request.partitions))
 
     def send(self, manifest: Manifest) -> ManifestReceipt:
         self.manifests.append(manifest)
-        return ManifestReceipt(manifest.manifest_id, tuple(FileReceipt(f.path, FileStatus.ACCEPTED) for f in manifest.files))
+        return ManifestReceipt(
+            manifest.manifest_id, tuple(FileReceipt(f.path, FileStatus.ACCEPTED) for f in manifest.files)
+        )
 
 
-def make_loop(tmp_path: Path, owned: set[tuple[str, int]], committed: dict[tuple[str, int], int],
-              state: str = "RUNNING", clock: list[float] | None = None) -> tuple[SidecarLoop, FakeService]:  # fmt: skip
+def make_loop(
+    tmp_path: Path,
+    owned: set[tuple[str, int]],
+    committed: dict[tuple[str, int], int],
+    state: str = "RUNNING",
+    clock: list[float] | None = None,
+) -> tuple[SidecarLoop, FakeService]:
     service = FakeService()
     views = {"snk": ConnectorView("snk", state, frozenset({0}) if state == "RUNNING" else frozenset(), ("orders",))}
     t = clock or [0.0]
-    loop = SidecarLoop(worker_id="w:8083", sidecar_id="sc", connectors=("snk",), connectors_regex=None,
-                       connect=FakeConnect(views), groups=FakeGroups(owned, committed),  # type: ignore[arg-type]
-                       lister=LocalLister(tmp_path), pattern=NamePattern("aiven"), service=service,  # type: ignore[arg-type]
-                       metrics=SidecarMetrics(60), resend_after=30, clock=lambda: t[0])  # fmt: skip
+    settings = LoopSettings(worker_id="w:8083", sidecar_id="sc", connectors=("snk",), resend_after=30)
+    loop = SidecarLoop(
+        settings,
+        connect=FakeConnect(views),
+        groups=FakeGroups(owned, committed),
+        lister=LocalLister(tmp_path),
+        pattern=NamePattern("aiven"),
+        service=service,
+        metrics=SidecarMetrics(60),
+        clock=lambda: t[0],
+    )
     return loop, service
 
 
@@ -158,12 +200,17 @@ def test_round_reports_only_owned_complete_files_once(tmp_path: Path) -> None:
     report = loop.run_once()
     [m] = service.manifests
     assert {f.lease_epoch for f in m.files} == {7}
-    assert [(f.path.rsplit("/", 1)[1], f.start_offset, f.end_offset) for f in m.files] == [("orders-0-0", 0, 9), ("orders-0-10", 10, 19)]
+    assert [(f.path.rsplit("/", 1)[1], f.start_offset, f.end_offset) for f in m.files] == [
+        ("orders-0-0", 0, 9),
+        ("orders-0-10", 10, 19),
+    ]
     assert report.statuses == {"accepted": 2}
     loop.run_once()
     assert len(service.manifests) == 1, "not resent before resend_after"
-    [(topic, partition, offset, _)] = service.claims[-1].watermarks
-    assert (topic, partition, offset) == ("orders", 0, 20), "the next claim says: all below 20 was sent"
+    [mark] = service.claims[-1].watermarks
+    assert (mark.topic, mark.partition, mark.connect_offset) == ("orders", 0, 20), (
+        "the next claim says: all below 20 was sent"
+    )
     clock[0] = 31
     loop.run_once()
     assert len(service.manifests) == 2, "resent when the table did not move"
@@ -211,7 +258,7 @@ def test_client_retries_then_succeeds_and_never_retries_a_400() -> None:
     session = FlakySession([(400, b'{"error": {}}'), ok])
     with pytest.raises(ServiceError) as err:
         ServiceClient("http://svc", "tok", session, sleep=lambda s: None).table_offsets()
-    assert err.value.status == 400 and session.calls == 1
+    assert err.value.remote_status == 400 and not err.value.retryable and session.calls == 1
     session = FlakySession([requests.ConnectionError("down")] * 3)
     with pytest.raises(ServiceError, match="down"):
         ServiceClient("http://svc", None, session, attempts=3, sleep=lambda s: None).table_offsets()
@@ -219,9 +266,11 @@ def test_client_retries_then_succeeds_and_never_retries_a_400() -> None:
 
 def test_config_errors_and_env(tmp_path: Path) -> None:
     cfg = tmp_path / "s.yaml"
-    cfg.write_text("kafka: {bootstrap_servers: k:9092}\nstorage: {kind: s3, bucket: landing}\n"
-                   "service: {url: 'http://svc:8080', token: '${LAKEGATE_SIDECAR_TOKEN}'}\n"
-                   "connect: {url: 'http://127.0.0.1:8083', connectors: [snk]}\n")  # fmt: skip
+    cfg.write_text(
+        "kafka: {bootstrap_servers: k:9092}\nstorage: {kind: s3, bucket: landing}\n"
+        "service: {url: 'http://svc:8080', token: '${LAKEGATE_SIDECAR_TOKEN}'}\n"
+        "connect: {url: 'http://127.0.0.1:8083', connectors: [snk]}\n"
+    )
     env = {"LAKEGATE_SIDECAR_TOKEN": "t" * 20, "POD_IP": "10.1.2.3", "LAKEGATE_SIDECAR_POLL_INTERVAL_SECONDS": "2"}
     c = load_config(cfg, environ=env)
     assert c.service.token == "t" * 20 and c.poll_interval_seconds == 2
@@ -248,4 +297,6 @@ def test_malformed_names_are_logged_once(caplog: pytest.LogCaptureFixture) -> No
     p = NamePattern("aiven")
     for _ in range(3):
         assert p.parse("orders-zero-0", 1) is None
-    assert [r.message for r in caplog.records].count("skipping orders-zero-0: its name does not match the naming pattern") == 1
+    assert [r.message for r in caplog.records].count(
+        "skipping orders-zero-0: its name does not match the naming pattern"
+    ) == 1

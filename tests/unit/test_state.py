@@ -5,12 +5,21 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commit_service.protocol import DataFile, FileStatus, ManifestState
 from commit_service.state import CommitPolicy, OnTimeout, PendingFile, TableState
+from lakegate_core.protocol import DataFile, FileStatus
+from lakegate_core.status import ManifestState
 
 
-def pf(start: int, end: int, *, partition: int = 0, topic: str = "orders", path: str | None = None,
-       manifest: str = "m1", size: int = 100) -> PendingFile:  # fmt: skip
+def pf(
+    start: int,
+    end: int,
+    *,
+    partition: int = 0,
+    topic: str = "orders",
+    path: str | None = None,
+    manifest: str = "m1",
+    size: int = 100,
+) -> PendingFile:
     path = path or f"s3a://landing/{topic}-{partition}-{start}"
     return PendingFile(DataFile(path, topic, partition, start, end, size), manifest, "sidecar-1")
 
@@ -132,7 +141,10 @@ def partition_files(draw: st.DrawFn, partition: int) -> list[PendingFile]:
     n = draw(st.integers(1, 60))
     cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=8)) if n > 1 else set())
     bounds = [0, *cuts, n]
-    return [pf(a, b - 1, partition=partition, manifest=f"m{partition}-{a}") for a, b in zip(bounds, bounds[1:])]
+    return [
+        pf(a, b - 1, partition=partition, manifest=f"m{partition}-{a}")
+        for a, b in zip(bounds, bounds[1:], strict=False)
+    ]
 
 
 @st.composite
@@ -152,7 +164,9 @@ def scenario(draw: st.DrawFn) -> tuple[list[list[PendingFile]], list[tuple[str, 
 
 @settings(max_examples=300, deadline=None)
 @given(scenario())
-def test_never_a_gap_never_twice_whatever_the_arrival_order(case: tuple[list[list[PendingFile]], list[tuple[str, int]]]) -> None:
+def test_never_a_gap_never_twice_whatever_the_arrival_order(
+    case: tuple[list[list[PendingFile]], list[tuple[str, int]]],
+) -> None:
     [order], steps = case
     s = TableState("t")
     ledger: dict[tuple[str, int], list[int]] = {}
@@ -167,7 +181,7 @@ def test_never_a_gap_never_twice_whatever_the_arrival_order(case: tuple[list[lis
             start = s.next_offset(tp)
             files = sorted((p for p in plan.files if p.tp == tp), key=lambda p: p.file.start_offset)
             assert files[0].file.start_offset == start, "a plan must start at the committed offset"
-            for a, b in zip(files, files[1:]):
+            for a, b in zip(files, files[1:], strict=False):
                 assert a.file.next_offset == b.file.start_offset, "a plan must be contiguous"
             assert files[-1].file.next_offset == offset
         if apply:
@@ -200,7 +214,7 @@ def test_random_ranges_never_overlap_once_buffered(ranges: list[tuple[int, int]]
     for start, length in ranges:
         s.offer(pf(start, start + length, path=f"p{start}-{length}"), now=0)
     spans = sorted((p.file.start_offset, p.file.end_offset) for p in s.pending.get(("orders", 0), {}).values())
-    for (a0, a1), (b0, _) in zip(spans, spans[1:]):
+    for (_, a1), (b0, _) in zip(spans, spans[1:], strict=False):
         assert a1 < b0, f"buffered ranges overlap: {spans}"
 
 

@@ -10,6 +10,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_mypy_is_clean() -> None:
-    out = subprocess.run([sys.executable, "-m", "mypy", "commit_service", "lakegate_stack", "sidecar"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "lakegate_core", "commit_service", "lakegate_stack", "sidecar"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout + out.stderr

@@ -10,10 +10,15 @@ import sys
 def setup_logging(fmt: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
+
         class Json(logging.Formatter):
             def format(self, record: logging.LogRecord) -> str:
-                out = {"ts": self.formatTime(record), "level": record.levelname, "logger": record.name,
-                       "message": record.getMessage()}  # fmt: skip
+                out = {
+                    "ts": self.formatTime(record),
+                    "level": record.levelname,
+                    "logger": record.name,
+                    "message": record.getMessage(),
+                }
                 if record.exc_info:
                     out["exc"] = self.formatException(record.exc_info)
                 return json.dumps(out)

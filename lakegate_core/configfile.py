@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from commit_service.errors import ConfigError
+from lakegate_core.errors import ConfigError
 
 T = TypeVar("T")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -44,8 +44,9 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return raw
 
 
-def apply_env_overrides(raw: dict[str, Any], prefix: str, environ: Mapping[str, str],
-                        sections: set[str]) -> dict[str, Any]:  # fmt: skip
+def apply_env_overrides(
+    raw: dict[str, Any], prefix: str, environ: Mapping[str, str], sections: set[str]
+) -> dict[str, Any]:
     """Set ``raw[a][b]...`` from each ``<prefix>A__B...`` variable (values parsed as YAML).
 
     Only variables whose first key is one of ``sections`` (the top-level keys) count, so other
@@ -54,7 +55,7 @@ def apply_env_overrides(raw: dict[str, Any], prefix: str, environ: Mapping[str, 
     for name, value in sorted(environ.items()):
         if not name.startswith(prefix) or len(name) == len(prefix):
             continue
-        keys = name[len(prefix):].lower().split("__")
+        keys = name[len(prefix) :].lower().split("__")
         if keys[0] not in sections:
             continue
         node: Any = raw
@@ -80,6 +81,7 @@ def apply_env_overrides(raw: dict[str, Any], prefix: str, environ: Mapping[str, 
 def expand_vars(value: Any, environ: Mapping[str, str], where: str = "") -> Any:
     """Replace ``${NAME}`` / ``${NAME:-default}`` in every string of ``value``."""
     if isinstance(value, str):
+
         def sub(m: re.Match[str]) -> str:
             if m[1] in environ:
                 return environ[m[1]]
@@ -167,8 +169,14 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
     return value
 
 
-def load(cls: type[T], path: Path | None, *, env_prefix: str, default: dict[str, Any] | None = None,
-         environ: Mapping[str, str] | None = None) -> T:  # fmt: skip
+def load(
+    cls: type[T],
+    path: Path | None,
+    *,
+    env_prefix: str,
+    default: dict[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> T:
     """Read ``path`` (or start from ``default``), apply the environment, build ``cls``."""
     env = os.environ if environ is None else environ
     raw = read_yaml(path) if path is not None else dict(default or {})

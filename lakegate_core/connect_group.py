@@ -12,13 +12,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-TopicPartition = tuple[str, int]
+from lakegate_core.errors import LakegateError
+from lakegate_core.types import PartitionOffsets, TopicPartition
 
 
-class GroupReadError(Exception):
-    """Kafka could not be asked this time (retryable)."""
+class GroupReadError(LakegateError):
+    """Kafka could not be asked this time; the next call makes a new client and tries again."""
 
-    retryable = True
+    status, code, retryable = 503, "kafka_unavailable", True
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class Assignment:
 def task_of(client_id: str, connector: str) -> int | None:
     """Connect names a sink task's consumer ``connector-consumer-<connector>-<task>``."""
     prefix = f"connector-consumer-{connector}-"
-    rest = client_id[len(prefix):] if client_id.startswith(prefix) else ""
+    rest = client_id[len(prefix) :] if client_id.startswith(prefix) else ""
     return int(rest) if rest.isdigit() else None
 
 
@@ -64,7 +65,7 @@ def assignments(members: Iterable[dict[str, Any]], connector: str) -> dict[Topic
         assignment = m.get("member_assignment") or {}
         for entry in assignment.get("assigned_partitions", []) if isinstance(assignment, dict) else []:
             for p in entry.get("partitions", []):
-                out[(str(entry["topic"]), int(p))] = Assignment(task, host)
+                out[TopicPartition(str(entry["topic"]), int(p))] = Assignment(task, host)
     return out
 
 
@@ -94,11 +95,15 @@ class GroupReader:
         mine = set(tasks)
         return {tp for tp, a in self.assignments(connector).items() if a.task in mine}
 
-    def committed(self, connector: str) -> dict[TopicPartition, int]:
+    def committed(self, connector: str) -> PartitionOffsets:
+        """The group's committed offsets: per partition, the next offset its task will consume."""
         group = f"connect-{connector}"
         offsets = self._call("committed offsets", lambda a: a.list_group_offsets({group: None}))
-        return {(tp.topic, tp.partition): int(meta.offset) for tp, meta in offsets.get(group, {}).items()
-                if meta.offset is not None and meta.offset >= 0}  # fmt: skip
+        return PartitionOffsets(
+            (TopicPartition(tp.topic, tp.partition), int(meta.offset))
+            for tp, meta in offsets.get(group, {}).items()
+            if meta.offset is not None and meta.offset >= 0
+        )
 
     def close(self) -> None:
         if self._admin is not None:

@@ -1,0 +1,47 @@
+"""The seam between the deciding core and Delta: what a table's writer must offer.
+
+The coordinator depends only on these types, so it imports (and is unit-tested) without py4j,
+pyspark or Flask. :class:`~commit_service.delta_commit.DeltaCommitter` is the production
+:class:`Committer`; unit tests pass fakes. :class:`CommitListener` is told every outcome (the
+metrics implement it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from commit_service.errors import CommitError
+from commit_service.state import CommitPlan
+from lakegate_core.status import CommitRecord
+from lakegate_core.types import PartitionOffsets
+
+
+@dataclass(frozen=True)
+class TableSnapshot:
+    """What a table's log says right now: its version and the Lakegate offsets in it."""
+
+    version: int  # -1: the table does not exist yet
+    offsets: PartitionOffsets
+
+
+class Committer(Protocol):
+    """One table's Delta writer, owned by that table's coordinator (one commit at a time)."""
+
+    def snapshot(self) -> TableSnapshot:
+        """Read the table's version and committed offsets from its log."""
+        ...
+
+    def commit(self, plan: CommitPlan) -> CommitRecord:
+        """Make ``plan`` one atomic commit, or raise a :class:`CommitError` having changed nothing."""
+        ...
+
+
+class CommitListener(Protocol):
+    """Told about every commit outcome (the service's metrics)."""
+
+    def committed(self, record: CommitRecord) -> None: ...
+
+    def failed(self, table: str, error: CommitError) -> None: ...
+
+    def rejected(self, reason: str) -> None: ...

@@ -1,0 +1,258 @@
+"""The wire model between sidecars and the commit service: the bodies of intake and leases.
+
+Standard library only: the sidecar imports it without pulling in Flask, Spark or Kafka. Every
+message is a frozen dataclass; ``to_dict`` is :func:`~lakegate_core.wire.encode`; ``from_dict``
+checks types and values, ignores unknown keys (newer senders may add fields) and raises
+:class:`~lakegate_core.errors.ProtocolError` naming the offending field (the service answers 400).
+The read side of the API (status, commits, tables, errors) is in :mod:`lakegate_core.status`.
+
+Senders and readers:
+- :class:`Manifest` — sent by a sidecar in ``POST /v1/manifests``; read by the service.
+- :class:`ManifestReceipt` — the service's 202 answer, one :class:`FileReceipt` per file.
+- :class:`LeaseRequest` — sent by a sidecar in ``POST /v1/leases`` each round, with its
+  :class:`Watermark` per partition; answered by a :class:`LeaseResponse` of :class:`LeaseGrant`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from lakegate_core.errors import ProtocolError
+from lakegate_core.types import TopicPartition
+from lakegate_core.wire import WireModel, read, read_count, read_list, read_object, read_text, read_topic_partition
+
+SCHEMA_VERSION = 1
+MAX_FILES_PER_MANIFEST = 10_000
+
+
+class FileFormat(str, Enum):
+    """Data file formats the service can commit (Parquet in place, the others converted)."""
+
+    PARQUET = "parquet"
+    JSONL = "jsonl"
+    CSV = "csv"
+
+
+class FileStatus(str, Enum):
+    """What the service did with one file of a manifest."""
+
+    ACCEPTED = "accepted"  # buffered, will be committed
+    DUPLICATE = "duplicate"  # the same path and range is already buffered
+    ALREADY_COMMITTED = "already_committed"  # its range is below the table's committed offset
+    REJECTED = "rejected"  # see ``reason``; nothing was buffered
+
+
+@dataclass(frozen=True)
+class SidecarInfo(WireModel):
+    """Who sent a manifest or a lease claim: the sidecar's id and the Connect worker it follows."""
+
+    id: str
+    worker: str  # host:port
+
+    @classmethod
+    def from_dict(cls, raw: Any, path: str = "sidecar.") -> SidecarInfo:
+        d = read_object(raw, path.rstrip("."))
+        return cls(id=read_text(d, "id", path, max_len=256), worker=read_text(d, "worker", path, max_len=256))
+
+
+@dataclass(frozen=True)
+class DataFile(WireModel):
+    """One completed data file: where it is and which offsets of which partition it holds."""
+
+    path: str
+    topic: str
+    partition: int
+    start_offset: int
+    end_offset: int  # inclusive
+    size_bytes: int
+    format: FileFormat = FileFormat.PARQUET
+    record_count: int | None = None
+    lease_epoch: int | None = None  # the sender's lease on this partition (required when fencing)
+
+    def __post_init__(self) -> None:
+        if self.start_offset > self.end_offset:
+            raise ProtocolError("end_offset", f"{self.end_offset} is below start_offset {self.start_offset}")
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    @property
+    def next_offset(self) -> int:
+        """The first offset after this file: what the table's committed offset becomes."""
+        return self.end_offset + 1
+
+    @classmethod
+    def from_dict(cls, raw: Any, path: str = "") -> DataFile:
+        d = read_object(raw, path.rstrip("."))
+        fmt = read_text(d, "format", path, max_len=16, required=False) or FileFormat.PARQUET.value
+        try:
+            file_format = FileFormat(fmt)
+        except ValueError:
+            raise ProtocolError(f"{path}format", f"must be one of {[f.value for f in FileFormat]}") from None
+        try:
+            return cls(
+                path=read_text(d, "path", path),
+                topic=read_text(d, "topic", path, max_len=249),
+                partition=read_count(d, "partition", path),
+                start_offset=read_count(d, "start_offset", path),
+                end_offset=read_count(d, "end_offset", path),
+                size_bytes=read_count(d, "size_bytes", path),
+                format=file_format,
+                record_count=read_count(d, "record_count", path, required=False),
+                lease_epoch=read_count(d, "lease_epoch", path, required=False),
+            )
+        except ProtocolError as exc:
+            if exc.field == "end_offset":  # raised by __post_init__ without the prefix
+                raise ProtocolError(f"{path}end_offset", exc.reason) from None
+            raise
+
+
+@dataclass(frozen=True)
+class Manifest(WireModel):
+    """``POST /v1/manifests`` body, sent by a sidecar: files it found complete."""
+
+    manifest_id: str
+    sidecar: SidecarInfo
+    files: tuple[DataFile, ...]
+    schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> Manifest:
+        d = read_object(raw, "")
+        version = read(d, "schema_version", "", int, required=False) or SCHEMA_VERSION
+        if version > SCHEMA_VERSION:
+            raise ProtocolError("schema_version", f"{version} is newer than this service's {SCHEMA_VERSION}")
+        manifest_id = read_text(d, "manifest_id", "", max_len=256)
+        sidecar = SidecarInfo.from_dict(read(d, "sidecar", "", dict))
+        files = read_list(d, "files", "")
+        if not files:
+            raise ProtocolError("files", "must list at least one file")
+        if len(files) > MAX_FILES_PER_MANIFEST:
+            raise ProtocolError("files", f"at most {MAX_FILES_PER_MANIFEST} files per manifest")
+        return cls(
+            manifest_id=manifest_id,
+            sidecar=sidecar,
+            files=tuple(DataFile.from_dict(f, f"files[{i}].") for i, f in enumerate(files)),
+            schema_version=version,
+        )
+
+
+@dataclass(frozen=True)
+class FileReceipt(WireModel):
+    """The service's verdict on one file of a manifest."""
+
+    path: str
+    status: FileStatus
+    reason: str | None = None
+    table: str | None = None
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> FileReceipt:
+        d = read_object(raw, "file")
+        return cls(path=d["path"], status=FileStatus(d["status"]), reason=d.get("reason"), table=d.get("table"))
+
+
+@dataclass(frozen=True)
+class ManifestReceipt(WireModel):
+    """The 202 answer to a manifest; ``accepted`` never means ``committed``."""
+
+    manifest_id: str
+    files: tuple[FileReceipt, ...]
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> ManifestReceipt:
+        d = read_object(raw, "")
+        return cls(manifest_id=d["manifest_id"], files=tuple(FileReceipt.from_dict(f) for f in d.get("files", [])))
+
+
+@dataclass(frozen=True)
+class Watermark(WireModel):
+    """A sidecar read Connect's committed offset ``connect_offset`` of a partition at
+    ``read_at_ms`` (epoch ms) and has sent every file below it: sent with its next lease claim, it
+    lets the service tell when a commit round is complete (VTTS)."""
+
+    topic: str
+    partition: int
+    connect_offset: int
+    read_at_ms: int
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    @classmethod
+    def from_dict(cls, raw: Any, path: str) -> Watermark:
+        d = read_object(raw, path.rstrip("."))
+        return cls(
+            read_text(d, "topic", path, max_len=249),
+            read_count(d, "partition", path),
+            read_count(d, "connect_offset", path),
+            read_count(d, "read_at_ms", path),
+        )
+
+
+@dataclass(frozen=True)
+class LeaseRequest(WireModel):
+    """``POST /v1/leases`` body, sent by a sidecar each round: the partitions its worker's tasks of
+    ``connector`` own, as it sees them. The service grants a lease only if Kafka agrees."""
+
+    sidecar: SidecarInfo
+    connector: str
+    tasks: tuple[int, ...]
+    partitions: tuple[TopicPartition, ...]
+    watermarks: tuple[Watermark, ...] = ()
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> LeaseRequest:
+        d = read_object(raw, "")
+        tasks = read_list(d, "tasks", "")
+        if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in tasks):
+            raise ProtocolError("tasks", "must be non-negative integers")
+        parts = [read_topic_partition(p, f"partitions[{i}].") for i, p in enumerate(read_list(d, "partitions", ""))]
+        marks = [
+            Watermark.from_dict(w, f"watermarks[{i}].")
+            for i, w in enumerate(read_list(d, "watermarks", "", required=False))
+        ]
+        return cls(
+            SidecarInfo.from_dict(read(d, "sidecar", "", dict)),
+            read_text(d, "connector", "", max_len=249),
+            tuple(tasks),
+            tuple(parts),
+            tuple(marks),
+        )
+
+
+@dataclass(frozen=True)
+class LeaseGrant(WireModel):
+    """One partition's answer to a lease request: its epoch if granted, else why not."""
+
+    topic: str
+    partition: int
+    granted: bool
+    epoch: int | None = None
+    reason: str | None = None
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> LeaseGrant:
+        d = read_object(raw, "lease")
+        return cls(d["topic"], int(d["partition"]), bool(d["granted"]), d.get("epoch"), d.get("reason"))
+
+
+@dataclass(frozen=True)
+class LeaseResponse(WireModel):
+    """The service's answer to ``POST /v1/leases``: whether fencing is on, and a grant each."""
+
+    fencing: bool
+    leases: tuple[LeaseGrant, ...]
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> LeaseResponse:
+        d = read_object(raw, "")
+        return cls(bool(d.get("fencing")), tuple(LeaseGrant.from_dict(g) for g in d.get("leases", [])))

@@ -1,0 +1,140 @@
+"""The read side of the wire model: what the service answers about manifests, tables and commits.
+
+Standard library only, like :mod:`lakegate_core.protocol`. Written by the service's HTTP layer;
+read by sidecars (``GET /v1/tables``), operators, tests and the OpenAPI generator.
+
+- :class:`ManifestStatus` — ``GET /v1/manifests/{id}``.
+- :class:`TableSummary` — one table in ``GET /v1/tables`` (:class:`TableList`) and
+  ``GET /v1/tables/{table}``.
+- :class:`CommitRecord` — one Delta commit, in ``GET /v1/commits`` (:class:`CommitList`) and, as
+  JSON, the commit's ``userMetadata``; :class:`CommitOutcome` answers a forced commit.
+- :class:`ErrorBody` — every error response, ``{"error": {"code", "message", "details"}}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from lakegate_core.types import PartitionOffsets
+from lakegate_core.wire import WireModel, read_list, read_object
+
+KEEP_NULL = {"keep_null": True}  # field metadata: answer ``null`` rather than leave the key out
+
+
+class ManifestState(str, Enum):
+    """Where a manifest's files are."""
+
+    ACCEPTED = "accepted"
+    COMMITTED = "committed"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class ManifestStatus(WireModel):
+    """``GET /v1/manifests/{id}``: where a manifest's files are now."""
+
+    manifest_id: str
+    status: ManifestState
+    table: str | None = None
+    version: int | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class CommitRecord(WireModel):
+    """One Delta commit made by the service; also the commit's ``userMetadata`` (as JSON)."""
+
+    table: str
+    version: int
+    commit_id: str
+    files: int
+    records: int
+    offsets: PartitionOffsets = field(default_factory=PartitionOffsets)
+    vtts: int | None = field(default=None, metadata=KEEP_NULL)  # valid-through time (ms): every partition reported
+    duration_ms: int | None = field(default=None, metadata=KEEP_NULL)
+    sidecars: tuple[str, ...] = ()
+
+    def user_metadata(self) -> dict[str, Any]:
+        """What goes into the Delta commit's ``userMetadata``: all but table, version, duration."""
+        out = self.to_dict()
+        for key in ("table", "version", "duration_ms"):
+            del out[key]
+        return out
+
+    @classmethod
+    def from_user_metadata(cls, table: str, version: int, raw: Any) -> CommitRecord:
+        d = read_object(raw, "userMetadata")
+        return cls(
+            table=table,
+            version=version,
+            commit_id=str(d.get("commit_id", "")),
+            files=int(d.get("files", 0)),
+            records=int(d.get("records", 0)),
+            offsets=PartitionOffsets.from_json(d.get("offsets", {}), "userMetadata.offsets"),
+            vtts=d.get("vtts"),
+            sidecars=tuple(d.get("sidecars", ())),
+        )
+
+
+@dataclass(frozen=True)
+class TableSummary(WireModel):
+    """One table as the service sees it now: committed offsets, version, what is buffered."""
+
+    table: str
+    path: str
+    version: int  # -1 until the table's first commit
+    offsets: PartitionOffsets  # committed: the next offset per partition
+    pending_files: int
+    pending_bytes: int
+    pending_offsets: PartitionOffsets  # per partition, the end of the buffered files + 1
+    last_error: str | None  # the last failed commit round's message, until a round succeeds
+
+
+@dataclass(frozen=True)
+class TableList(WireModel):
+    """``GET /v1/tables``; a sidecar reads every table's committed offsets from it."""
+
+    tables: tuple[TableSummary, ...]
+
+    @classmethod
+    def offsets_from_dict(cls, raw: Any) -> PartitionOffsets:
+        """Every table's committed offsets, merged (a topic routes to one table)."""
+        merged: dict[tuple[str, int], int] = {}
+        for i, t in enumerate(read_list(read_object(raw, ""), "tables", "")):
+            merged.update(PartitionOffsets.from_json(read_object(t, f"tables[{i}]").get("offsets", {})))
+        return PartitionOffsets(merged)
+
+
+@dataclass(frozen=True)
+class CommitList(WireModel):
+    """``GET /v1/commits``: recent commits, newest first."""
+
+    commits: tuple[CommitRecord, ...]
+
+
+@dataclass(frozen=True)
+class CommitOutcome(WireModel):
+    """``POST /v1/tables/{table}/commit``: the commit made (its fields inline), or why none was."""
+
+    committed: bool
+    table: str
+    reason: str | None = None
+    commit: CommitRecord | None = field(default=None, metadata={"flatten": True})
+
+
+@dataclass(frozen=True)
+class ErrorInfo(WireModel):
+    """What went wrong: a stable ``code``, a message for people, and structured ``details``."""
+
+    code: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ErrorBody(WireModel):
+    """Every error response of the service, whatever the status."""
+
+    error: ErrorInfo
