@@ -55,23 +55,58 @@ def sink_config(s3: S3Server) -> dict[str, str]:
     return s3_sink_config(list(TOPICS), BUCKET, s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix=PREFIX)
 
 
-def produce(bootstrap: str, milestones: dict[int, threading.Event], stop: threading.Event) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=10)
-    try:
-        for i in range(RECORDS):
-            topic, partition = TOPICS[i % 2], (i // 2) % PARTITIONS
-            value = json.dumps({"id": i, "src": topic, "amount": i * 0.01}).encode()
-            producer.send(topic, key=str(i).encode(), value=value, partition=partition)
-            if i in milestones:
-                producer.flush(30)
-                milestones[i].set()
-            if i % 250 == 0:
-                time.sleep(0.5)  # ~500 records/s, about 40 s in all: the faults happen mid-stream
-            if stop.is_set():
-                return
-        producer.flush(60)
-    finally:
-        producer.close()
+class GatedProducer(threading.Thread):
+    """Produces ids 0..RECORDS-1 (paced), stopping at each gate until the test opens it.
+
+    The test, not the clock, decides where each fault falls: it waits until the producer has
+    reached (and flushed) a gate, injects the fault, and opens the gate. So a fast or slow machine
+    changes how long the run takes, never which records are produced around which fault.
+    """
+
+    def __init__(self, bootstrap: str, gates: tuple[int, ...]) -> None:
+        super().__init__(name="e2e-producer", daemon=True)
+        self.bootstrap = bootstrap
+        self.reached = {n: threading.Event() for n in gates}
+        self.opened = {n: threading.Event() for n in gates}
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._produce()
+        except BaseException as exc:  # surfaced by the test through wait_for / finish
+            self.error = exc
+
+    def _produce(self) -> None:
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", linger_ms=10)
+        try:
+            for i in range(RECORDS):
+                if i in self.reached:
+                    producer.flush(60)
+                    self.reached[i].set()
+                    while not self.opened[i].wait(1):
+                        if self.stop.is_set():
+                            return
+                topic, partition = TOPICS[i % 2], (i // 2) % PARTITIONS
+                value = json.dumps({"id": i, "src": topic, "amount": i * 0.01}).encode()
+                producer.send(topic, key=str(i).encode(), value=value, partition=partition)
+                if i % 250 == 0:
+                    time.sleep(0.25)  # paced, so Connect flushes many files per partition
+                if self.stop.is_set():
+                    return
+            producer.flush(60)
+        finally:
+            producer.close()
+
+    def wait_for(self, gate: int, timeout: float = 180) -> None:
+        """Block until the producer has produced (and flushed) every id below ``gate``."""
+        deadline = time.monotonic() + timeout
+        while not self.reached[gate].wait(1):
+            assert self.error is None, f"the producer failed: {self.error!r}"
+            assert time.monotonic() < deadline, f"the producer did not reach id {gate} in {timeout}s"
+
+    def open(self, gate: int) -> None:
+        self.opened[gate].set()
 
 
 def test_exactly_once_through_rebalances_and_a_service_restart(
@@ -91,19 +126,18 @@ def test_exactly_once_through_rebalances_and_a_service_restart(
     w1 = ConnectWorker(tmp_path / "connect", kafka_broker.bootstrap_servers, name="e2e-w1", group_id=group).start()
     w2: ConnectWorker | None = None
     sidecars: list[SidecarProcess] = []
-    stop = threading.Event()
-    milestones = {n: threading.Event() for n in (4_000, 9_000, 14_000)}
-    producer = threading.Thread(target=produce, args=(kafka_broker.bootstrap_servers, milestones, stop))
+    producer = GatedProducer(kafka_broker.bootstrap_servers, gates=(4_000, 9_000, 11_000, 14_000))
     try:
         w1.client().put_connector(CONNECTOR, sink_config(s3_server))
         w1.client().wait_running(CONNECTOR, tasks=2)
         sidecars.append(start_sidecar(tmp_path, "sidecar-1", w1, kafka_broker, s3_server, service))
         producer.start()
 
-        assert milestones[4_000].wait(120)
+        producer.wait_for(4_000)  # fault 1: a second worker (and its sidecar) joins mid-stream
         w2 = ConnectWorker(tmp_path / "connect", kafka_broker.bootstrap_servers, name="e2e-w2", group_id=group).start()
         sidecars.append(start_sidecar(tmp_path, "sidecar-2", w2, kafka_broker, s3_server, service))
-        deadline = time.monotonic() + 60  # wait for the rebalance to give w2 a task
+        producer.open(4_000)
+        deadline = time.monotonic() + 120  # wait for the rebalance to give w2 a task
         while time.monotonic() < deadline:
             status = w1.client().status(CONNECTOR)
             if any(t["worker_id"] == w2.worker_id and t["state"] == "RUNNING" for t in status["tasks"]):
@@ -112,19 +146,20 @@ def test_exactly_once_through_rebalances_and_a_service_restart(
         else:
             raise AssertionError(f"no task moved to the second worker: {status}")
 
-        assert milestones[9_000].wait(120)
-        assert producer.is_alive(), "the producer finished before the service restart"
+        producer.wait_for(9_000)  # fault 2: the service stops; records 9,000..10,999 arrive meanwhile
         service.stop()
-        time.sleep(5)  # sidecars retry against a dead service; Connect keeps writing
+        producer.open(9_000)
+        producer.wait_for(11_000)
         service.start()
+        producer.open(11_000)
 
-        assert milestones[14_000].wait(120)
-        assert producer.is_alive(), "the producer finished before the last fault: slow it down"
+        producer.wait_for(14_000)  # fault 3: the first worker and its sidecar leave
         sidecars[0].stop()
         w1.stop()  # its tasks move to w2
+        producer.open(14_000)
 
         producer.join(300)
-        assert not producer.is_alive()
+        assert not producer.is_alive() and producer.error is None, producer.error
         partitions = [TopicPartition(t, p) for t in TOPICS for p in range(PARTITIONS)]
         ends = end_offsets(kafka_broker.bootstrap_servers, partitions)
         assert sum(ends.values()) == RECORDS
@@ -140,7 +175,7 @@ def test_exactly_once_through_rebalances_and_a_service_restart(
         connect = committed_offsets(kafka_broker.bootstrap_servers, f"connect-{CONNECTOR}")
         commits = service.call("GET", f"/v1/commits?table={TABLE}&limit=1000").json()["commits"]
     finally:
-        stop.set()
+        producer.stop.set()
         for proc in sidecars:
             proc.stop()
         for w in (w2, w1):
