@@ -44,7 +44,9 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle) -> Commit
                 spark.session = create_session(settings)
                 spark.ui_url = spark.session.sparkContext.uiWebUrl
                 logger.info("Spark UI: %s", spark.ui_url or "(disabled)")
-        return DeltaCommitter(spark.session, table.name, table.path, storage)
+        return DeltaCommitter(
+            spark.session, table.name, table.path, storage, placement=table.placement, unwrap=table.unwrap
+        )
 
     return factory
 

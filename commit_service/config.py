@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from commit_service.content import Unwrap
 from commit_service.errors import ConfigError
+from commit_service.paths import UnsafePathError, normalize_uri, root_prefix
 from commit_service.spark import S3Settings, SparkSettings
 from commit_service.state import CommitPolicy
 from lakegate_core import configfile
@@ -23,6 +25,14 @@ from lakegate_core.connect_group import KafkaSettings
 
 ENV_PREFIX = "LAKEGATE_"
 TABLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+
+
+class Placement(str, Enum):
+    """Where a table's Parquet files live once committed (``tables[].placement``)."""
+
+    IN_PLACE = "in_place"  # where the sink wrote them; they must lie under the table root
+    COPY_INTO_TABLE = "copy_into_table"  # copied under <table>/data/<topic>/<partition>/ first
+    IN_PLACE_ABSOLUTE = "in_place_absolute"  # anywhere, by absolute URI: delta-spark reads it, delta-rs does not
 
 
 class Role(str, Enum):
@@ -113,10 +123,16 @@ class TableConfig:
     topics_regex: str | None = None
     partition_by: tuple[str, ...] = ()
     commit: CommitPolicy = field(default_factory=CommitPolicy)
+    placement: Placement = Placement.IN_PLACE
+    unwrap: Unwrap = Unwrap.AUTO
 
     def __post_init__(self) -> None:
         if not TABLE_NAME.match(self.name):
             raise ConfigError(f"tables[].name: {self.name!r} must be 1-128 of A-Z a-z 0-9 _ . -")
+        try:
+            normalize_uri(self.path)
+        except UnsafePathError as exc:
+            raise ConfigError(f"tables[{self.name}].path: {self.path!r}: {exc}") from None
         if self.partition_by:
             raise ConfigError(
                 f"tables[{self.name}].partition_by: partitioned tables are not supported yet "
@@ -129,6 +145,15 @@ class TableConfig:
                 re.compile(self.topics_regex)
             except re.error as exc:
                 raise ConfigError(f"tables[{self.name}].topics_regex: {exc}") from None
+
+    @property
+    def root(self) -> str:
+        """The table's location as a URI prefix ending in ``/`` (``s3a://b/t/``, ``file:///p/t/``)."""
+        return root_prefix(normalize_uri(self.path))
+
+    def holds(self, uri: str) -> bool:
+        """Whether normalised ``uri`` lies under the table root (an in-place file may)."""
+        return uri.startswith(self.root)
 
     def routes(self, topic: str) -> bool:
         if self.topics_regex:
@@ -155,6 +180,18 @@ class ServiceConfig:
             raise ConfigError(f"tables: duplicate table names in {names}")
         if not self.storage.allowed_roots:
             raise ConfigError("storage.allowed_roots: at least one root is required")
+        for t in self.tables:
+            roots = [root_prefix(r) for r in self.storage.allowed_roots]
+            overlaps = any(r.startswith(t.root) or t.root.startswith(r) for r in roots)
+            if t.placement is Placement.IN_PLACE and not overlaps:
+                raise ConfigError(
+                    f"tables[{t.name}].placement: in_place adds Parquet files where the sink wrote them, so they "
+                    f"must lie under the table root {t.root}, but no storage.allowed_roots reaches into it "
+                    f"({', '.join(roots)}). Point the sink's prefix inside the table root (e.g. "
+                    f"{t.root}data/), or set placement: copy_into_table (files are copied under "
+                    f"{t.root}data/<topic>/<partition>/ before the commit), or in_place_absolute (absolute "
+                    "paths: delta-spark reads them, delta-rs and the engines built on it (DuckDB, Polars) do not)"
+                )
 
     def table_for(self, topic: str) -> TableConfig | None:
         """The one table a topic routes to (the first that matches), or None."""
@@ -189,7 +226,14 @@ def embedded_default(home: Path | None = None) -> dict[str, Any]:
         "auth": {"enabled": False},
         "storage": {"allowed_roots": [f"file://{home}/landing/"]},
         "spark": {"master": "local[*]", "local_dir": str(home / "spark")},
-        "tables": [{"name": "default", "path": str(home / "warehouse" / "default"), "topics_regex": ".*"}],
+        "tables": [
+            {
+                "name": "default",
+                "path": str(home / "warehouse" / "default"),
+                "topics_regex": ".*",
+                "placement": "copy_into_table",
+            }
+        ],
     }
 
 

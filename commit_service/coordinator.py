@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from commit_service.committer import CommitListener, Committer
-from commit_service.config import ServiceConfig, TableConfig
+from commit_service.config import Placement, ServiceConfig, TableConfig
 from commit_service.errors import (
     BadRequestError,
     CommitError,
@@ -37,6 +37,7 @@ from commit_service.state import CommitPlan, PendingFile, TableState
 from lakegate_core.connect_group import GroupReadError
 from lakegate_core.protocol import (
     DataFile,
+    FileFormat,
     FileReceipt,
     FileStatus,
     LeaseGrant,
@@ -294,6 +295,14 @@ class Coordinator:
             if table is None:
                 self._rejected("no_table")
                 receipts.append(FileReceipt(f.path, FileStatus.REJECTED, f"no table takes topic {f.topic!r}"))
+                continue
+            if table.placement is Placement.IN_PLACE and f.format is FileFormat.PARQUET and not table.holds(f.path):
+                self._rejected("outside_table")
+                outside = (
+                    f"placement in_place adds Parquet files where they are, but this one is not under the table "
+                    f"root {table.root}: point the sink's prefix there, or set placement: copy_into_table"
+                )
+                receipts.append(FileReceipt(f.path, FileStatus.REJECTED, outside, table.name))
                 continue
             denied = self.fencing.check(f, manifest.sidecar.id)
             if denied:

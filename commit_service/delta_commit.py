@@ -29,8 +29,11 @@ from urllib.parse import quote
 from py4j.protocol import Py4JError
 
 from commit_service.committer import TableSnapshot
+from commit_service.config import Placement
+from commit_service.content import Unwrap
+from commit_service.convert import FrameReader
 from commit_service.errors import CommitError, DataFileError, DeltaWriteError, OffsetsMovedError, SchemaMismatchError
-from commit_service.paths import table_location
+from commit_service.paths import normalize_uri, root_prefix, table_location
 from commit_service.state import CommitPlan, PendingFile
 from commit_service.storage import FileFacts, StorageReader
 from lakegate_core.protocol import FileFormat
@@ -60,13 +63,24 @@ class DeltaCommitter:
     """Commits plans into one Delta table; owned by that table's coordinator."""
 
     def __init__(
-        self, spark: Any, table: str, path: str, storage: StorageReader, clock: Callable[[], float] = time.time
+        self,
+        spark: Any,
+        table: str,
+        path: str,
+        storage: StorageReader,
+        clock: Callable[[], float] = time.time,
+        *,
+        placement: Placement = Placement.IN_PLACE,
+        unwrap: Unwrap = Unwrap.AUTO,
     ) -> None:
         self.spark = spark
         self.table = table
         self.location = table_location(path)
+        self.root = root_prefix(normalize_uri(path))
         self.storage = storage
         self.clock = clock
+        self.placement = placement
+        self.unwrap = unwrap
         self._jvm = spark._jvm
         self._delta = self._jvm.org.apache.spark.sql.delta
 
@@ -93,11 +107,14 @@ class DeltaCommitter:
         """Make ``plan`` one Delta commit, or raise a :class:`CommitError` having changed nothing."""
         started = time.monotonic()
         commit_id = str(uuid.uuid4())
-        parquet = [p for p in plan.files if p.file.format is FileFormat.PARQUET]
-        converted = [p for p in plan.files if p.file.format is not FileFormat.PARQUET]
-        facts = self._facts(parquet)
-        for p in converted:
-            self._check_size(p, self.storage.facts(p.file.path, parquet=False))
+        reader = FrameReader(self.spark, self.storage, self.unwrap)
+        facts = self._facts([p for p in plan.files if p.file.format is FileFormat.PARQUET])
+        for p in plan.files:
+            if p.file.format is not FileFormat.PARQUET:
+                self._check_size(p, self.storage.facts(p.file.path, parquet=False))
+        in_place = [p for p in plan.files if not reader.rewrites(p, facts.get(p.file.path))]
+        rewritten = [p for p in plan.files if reader.rewrites(p, facts.get(p.file.path))]
+        placed = self._place(in_place)
 
         log = self._log()
         txn = log.startTransaction()
@@ -112,13 +129,13 @@ class DeltaCommitter:
         )
         try:
             table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
-            new_schema = self._merged_schema(table_schema, parquet, facts, converted)
+            new_schema = self._merged_schema(table_schema, in_place, facts, rewritten, reader)
             if read_version < 0:
                 txn.updateMetadataForNewTable(self._metadata_action(new_schema, created=int(self.clock() * 1000)))
             elif new_schema != table_schema:
                 txn.updateMetadata(self._metadata_action(new_schema, like=txn.metadata()), False)
-            actions = [self._add_file(p, facts[p.file.path]) for p in parquet]
-            actions.extend(self._convert(txn, converted))
+            actions = [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
+            actions.extend(self._rewrite(txn, rewritten, reader))
             millis = now_ms if now_ms is not None else int(self.clock() * 1000)
             for tp, offset in sorted(plan.offsets.items()):
                 actions.append(
@@ -225,52 +242,62 @@ class DeltaCommitter:
     def _merged_schema(
         self,
         table: dict[str, Any] | None,
-        parquet: list[PendingFile],
+        in_place: list[PendingFile],
         facts: dict[str, FileFacts],
-        converted: list[PendingFile],
+        rewritten: list[PendingFile],
+        reader: FrameReader,
     ) -> dict[str, Any]:
         schema = table
-        for path, file_schema in self._file_schemas(parquet, facts, converted):
+        for path, file_schema in self._file_schemas(in_place, facts, rewritten, reader):
             schema = file_schema if schema is None else merge_schema(schema, file_schema, path)
         if schema is None:
             raise CommitError(f"table {self.table}: no schema (no files)")
         return schema
 
     def _file_schemas(
-        self, parquet: list[PendingFile], facts: dict[str, FileFacts], converted: list[PendingFile]
+        self,
+        in_place: list[PendingFile],
+        facts: dict[str, FileFacts],
+        rewritten: list[PendingFile],
+        reader: FrameReader,
     ) -> Iterable[tuple[str, dict[str, Any]]]:
         """Spark's schema of each file; one Spark read per distinct Parquet footer schema."""
         seen: dict[str | None, dict[str, Any]] = {}
-        for p in parquet:
+        for p in in_place:
             key = facts[p.file.path].schema_key
             if key not in seen or key is None:
                 seen[key] = json.loads(self.spark.read.parquet(table_location(p.file.path)).schema.json())
             yield p.file.path, seen[key]
-        for p in converted:
-            yield p.file.path, json.loads(self._read_converted([p]).schema.json())
+        for p in rewritten:
+            yield p.file.path, reader.schema(p)
 
-    def _read_converted(self, files: list[PendingFile]) -> Any:
-        locs = [table_location(p.file.path) for p in files]
-        fmt = files[0].file.format
-        if fmt is FileFormat.JSONL:
-            return self.spark.read.json(locs)
-        return self.spark.read.option("header", "true").option("inferSchema", "true").csv(locs)
-
-    def _convert(self, txn: Any, files: list[PendingFile]) -> list[Any]:
-        """Rewrite JSON-lines / CSV files as Parquet inside ``txn``; returns their AddFiles."""
+    def _rewrite(self, txn: Any, files: list[PendingFile], reader: FrameReader) -> list[Any]:
+        """Write the rewritten files as new Parquet files inside ``txn``; returns their AddFiles."""
         actions: list[Any] = []
-        for fmt in (FileFormat.JSONL, FileFormat.CSV):
+        for fmt in FileFormat:
             group = [p for p in files if p.file.format is fmt]
             if group:
-                written = txn.writeFiles(self._read_converted(group)._jdf)
+                written = txn.writeFiles(reader.group_frame(group)._jdf)
                 actions.extend(self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(written))
         return actions
 
-    def _add_file(self, p: PendingFile, facts: FileFacts) -> Any:
+    def _place(self, files: list[PendingFile]) -> dict[str, str]:
+        """Where each in-place file is committed from: copied under ``<table>/data/<topic>/<partition>/``
+        first with ``copy_into_table``, else where it is (``in_place`` files lie under the root)."""
+        if self.placement is not Placement.COPY_INTO_TABLE:
+            return {p.file.path: p.file.path for p in files}
+        placed = {}
+        for p in files:
+            target = f"{self.root}data/{p.file.topic}/{p.file.partition}/{p.file.path.rsplit('/', 1)[1]}"
+            self.storage.copy(p.file.path, target)
+            placed[p.file.path] = target
+        return placed
+
+    def _add_file(self, uri: str, facts: FileFacts) -> Any:
         return self._action(
             {
                 "add": {
-                    "path": self._relative(p.file.path),
+                    "path": self._relative(uri),
                     "partitionValues": {},
                     "size": facts.size_bytes,
                     "modificationTime": facts.modification_time_ms,
@@ -282,9 +309,7 @@ class DeltaCommitter:
 
     def _relative(self, uri: str) -> str:
         """A path under the table root is stored relative (every reader copes); others absolute."""
-        root = self.location if "://" in self.location else "file://" + self.location
-        base = root.rstrip("/") + "/"
-        return quote(uri[len(base) :], safe="/") if uri.startswith(base) else uri
+        return quote(uri[len(self.root) :], safe="/") if uri.startswith(self.root) else uri
 
     def _metadata_action(self, schema: dict[str, Any], *, created: int | None = None, like: Any = None) -> Any:
         if like is not None:

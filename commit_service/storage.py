@@ -7,15 +7,21 @@ the config or the AWS environment) and the local filesystem. Only footers are re
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
+import shutil
+import uuid
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from commit_service.content import HEAD_BYTES, Encoding, sniff
 from commit_service.errors import DataFileError, DataFileUnavailableError
 from commit_service.spark import S3Settings
 
@@ -31,6 +37,7 @@ class FileFacts:
     num_records: int | None = None
     stats_json: str | None = None  # Delta AddFile stats (numRecords, minValues, maxValues, nullCount)
     schema_key: str | None = None  # the footer's Arrow schema as text: files sharing it share a schema
+    columns: tuple[tuple[str, bool], ...] = ()  # Parquet: each top-level column and whether it is a struct
 
 
 class StorageReader:
@@ -74,9 +81,73 @@ class StorageReader:
         except OSError as exc:
             raise DataFileUnavailableError(uri, f"cannot read the Parquet footer: {exc}") from exc
         except Exception as exc:  # pyarrow raises ArrowInvalid etc. for a corrupt file
-            raise DataFileError(uri, f"is not a readable Parquet file: {exc}") from exc
-        key = meta.schema.to_arrow_schema().to_string(show_schema_metadata=False)
-        return FileFacts(int(info.size or 0), mtime, meta.num_rows, delta_stats(meta), key)
+            kind = sniff(self.head(uri))
+            what = "" if kind is Encoding.PARQUET else f" (its bytes are {kind.value}: is the sink's format jsonl?)"
+            raise DataFileError(uri, f"is not a readable Parquet file{what}: {exc}") from exc
+        arrow = meta.schema.to_arrow_schema()
+        key = arrow.to_string(show_schema_metadata=False)
+        columns = tuple((f.name, pa.types.is_struct(f.type)) for f in arrow)
+        return FileFacts(int(info.size or 0), mtime, meta.num_rows, delta_stats(meta), key, columns)
+
+    def head(self, uri: str) -> bytes:
+        """The first bytes of an object (enough to tell its encoding); empty if unreadable."""
+        fs, path = self._resolve(uri)
+        try:
+            with fs.open_input_stream(path) as handle:
+                return bytes(handle.read(HEAD_BYTES))
+        except OSError:
+            return b""
+
+    def read_bytes(self, uri: str) -> bytes:
+        """A whole object (text files are read whole to be decompressed and parsed)."""
+        fs, path = self._resolve(uri)
+        try:
+            with fs.open_input_stream(path) as handle:
+                return bytes(handle.read())
+        except FileNotFoundError:
+            raise DataFileError(uri, "does not exist") from None
+        except OSError as exc:
+            raise DataFileUnavailableError(uri, f"cannot read: {exc}") from exc
+
+    def copy(self, src: str, dst: str) -> None:
+        """Copy object ``src`` to ``dst`` so that ``dst`` is either absent or whole, never partial.
+
+        Same bucket store: S3 server-side copy (atomic). Local to local: a hard link when on one
+        file system, else a copy, to a temporary name in the destination directory renamed into
+        place. Anything else streams through this process (an S3 upload is atomic on completion).
+        Copying again overwrites with the same bytes, so a retried commit may copy again.
+        """
+        src_fs, src_path = self._resolve(src)
+        dst_fs, dst_path = self._resolve(dst)
+        try:
+            if src_fs is self._local and dst_fs is self._local:
+                _local_copy(src_path, dst_path)
+            elif src_fs is dst_fs:
+                dst_fs.copy_file(src_path, dst_path)
+            else:
+                if dst_fs is self._local:
+                    os.makedirs(os.path.dirname(dst_path), exist_ok=True)
+                pafs.copy_files(src_path, dst_path, source_filesystem=src_fs, destination_filesystem=dst_fs)
+        except FileNotFoundError:
+            raise DataFileError(src, "does not exist") from None
+        except OSError as exc:
+            raise DataFileUnavailableError(src, f"cannot copy to {dst}: {exc}") from exc
+
+
+def _local_copy(src: str, dst: str) -> None:
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    tmp = f"{dst}.lakegate-tmp-{uuid.uuid4().hex}"
+    try:
+        try:
+            os.link(src, tmp)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                raise
+            shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def delta_stats(meta: pq.FileMetaData) -> str:

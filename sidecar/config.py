@@ -27,6 +27,9 @@ class ConnectConfig:
     url: str = "http://127.0.0.1:8083"
     connectors: tuple[str, ...] = ()
     connectors_regex: str | None = None
+    # connector -> the file format it writes, where its config does not tell (it usually does:
+    # format.output.type for Aiven's sink, format.class for Confluent's)
+    formats: dict[str, FileFormat] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if bool(self.connectors) == bool(self.connectors_regex):
@@ -101,6 +104,7 @@ class SidecarConfig:
             sidecar_id=self.id or worker_id,
             connectors=self.connect.connectors,
             connectors_regex=self.connect.connectors_regex,
+            formats=self.connect.formats,
             resend_after=self.resend_after_seconds,
             max_files=self.max_files_per_manifest,
         )
@@ -114,7 +118,7 @@ class LoopSettings:
     sidecar_id: str  # this sidecar's name in manifests and lease claims
     connectors: tuple[str, ...] = ()
     connectors_regex: str | None = None
-    file_format: FileFormat = FileFormat.PARQUET
+    formats: dict[str, FileFormat] = field(default_factory=dict)  # overrides of what a connector's config says
     resend_after: float = 30.0  # seconds before a file not yet in the table is sent again
     max_files: int = 500  # files per manifest
 

@@ -14,9 +14,33 @@ from typing import Any
 
 import requests
 
+from lakegate_core.protocol import FileFormat
 from sidecar.errors import SourceError
 
 logger = logging.getLogger(__name__)
+
+
+# Aiven's format.output.type -> what the service is told; Aiven's default is jsonl
+AIVEN_FORMATS = {"jsonl": FileFormat.JSONL, "parquet": FileFormat.PARQUET, "csv": FileFormat.CSV}
+# Confluent's format.class (its simple name) -> the same
+CONFLUENT_FORMATS = {"ParquetFormat": FileFormat.PARQUET, "JsonFormat": FileFormat.JSONL}
+
+
+def output_format(config: dict[str, Any]) -> tuple[FileFormat | None, str]:
+    """The data file format a sink connector writes, from its own config, and where that came from.
+
+    ``(None, why)`` when it writes a format the service cannot commit (Avro, a JSON array, ...).
+    The compression (``file.compression.type``) is not needed: the service reads it from the bytes.
+    """
+    if "format.output.type" in config:
+        value = str(config["format.output.type"]).strip().lower()
+        found = AIVEN_FORMATS.get(value)
+        return found, f"format.output.type={value}" + ("" if found else " is not jsonl, parquet or csv")
+    if "format.class" in config:
+        simple = str(config["format.class"]).rsplit(".", 1)[-1]
+        found = CONFLUENT_FORMATS.get(simple)
+        return found, f"format.class={simple}" + ("" if found else " is not ParquetFormat or JsonFormat")
+    return FileFormat.JSONL, "format.output.type unset (Aiven's default: jsonl)"
 
 
 @dataclass(frozen=True)
@@ -27,6 +51,8 @@ class ConnectorView:
     state: str  # RUNNING, PAUSED, FAILED, ... (or MISSING when deleted)
     my_tasks: frozenset[int]  # task ids running on this worker
     topics: tuple[str, ...]
+    output_format: FileFormat | None = FileFormat.JSONL  # None: a format the service cannot commit
+    format_source: str = ""  # which config key said so (for logs)
 
 
 class ConnectRest:
@@ -62,7 +88,9 @@ class ConnectRest:
         )
         config = self._get(f"/connectors/{name}/config") or {}
         topics = tuple(t.strip() for t in str(config.get("topics", "")).split(",") if t.strip())
-        return ConnectorView(name, str(status.get("connector", {}).get("state", "UNKNOWN")), mine, topics)
+        fmt, source = output_format(config)
+        state = str(status.get("connector", {}).get("state", "UNKNOWN"))
+        return ConnectorView(name, state, mine, topics, fmt, source)
 
     def followed(self, names: tuple[str, ...], regex: str | None) -> list[str]:
         if regex is None:

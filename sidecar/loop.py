@@ -21,6 +21,7 @@ from typing import Protocol
 from lakegate_core.connect_group import GroupReadError
 from lakegate_core.protocol import (
     DataFile,
+    FileFormat,
     FileStatus,
     LeaseRequest,
     LeaseResponse,
@@ -73,6 +74,7 @@ class PartitionRound:
     """One owned partition as one round saw it."""
 
     connector: str
+    format: FileFormat  # what the connector writes
     epoch: int | None = None  # the lease granted this round (None: fencing off)
     connect_committed: int | None = None  # Connect's committed offset, read at ``read_at_ms``
     read_at_ms: int = 0
@@ -120,6 +122,7 @@ class SidecarLoop:
         # per partition: Connect's committed offset (and when read) whose files all went out last
         # round; sent with the next lease claim so the service can tell a complete round (VTTS)
         self._watermarks: dict[TopicPartition, Watermark] = {}
+        self._warned: set[str] = set()  # connectors already reported as writing an unusable format
 
     @property
     def worker_id(self) -> str:
@@ -135,6 +138,10 @@ class SidecarLoop:
                 continue
             if not view.my_tasks:
                 continue  # no task of it runs here (or it is paused): another sidecar reports
+            fmt = s.formats.get(name, view.output_format)
+            if fmt is None:
+                self._unsupported(name, view.format_source)
+                continue
             read_at_ms = int(time.time() * 1000)
             try:
                 committed = self.groups.committed(name)  # read BEFORE listing: files below it exist
@@ -142,7 +149,7 @@ class SidecarLoop:
             except GroupReadError as exc:
                 raise SourceError(str(exc)) from exc
             if owned:
-                self._claim(name, view.my_tasks, owned, report)
+                self._claim(name, fmt, view.my_tasks, owned, report)
             for tp, part in report.partitions.items():
                 if part.connector == name and tp in committed:
                     part.connect_committed, part.read_at_ms = committed[tp], read_at_ms
@@ -185,7 +192,22 @@ class SidecarLoop:
             if part.connect_committed is not None and not part.rejected
         }
 
-    def _claim(self, connector: str, tasks: frozenset[int], owned: set[TopicPartition], report: RoundReport) -> None:
+    def _unsupported(self, connector: str, why: str) -> None:
+        """A connector whose files the service cannot commit: say so once, count it every round."""
+        self.metrics.errors.labels("unsupported_format").inc()
+        if connector not in self._warned:
+            self._warned.add(connector)
+            logger.error(
+                "connector %s writes files the service cannot commit (%s): its files are not reported. "
+                "Use format.output.type jsonl, parquet or csv, or set connect.formats.%s in sidecar.yaml",
+                connector,
+                why,
+                connector,
+            )
+
+    def _claim(
+        self, connector: str, fmt: FileFormat, tasks: frozenset[int], owned: set[TopicPartition], report: RoundReport
+    ) -> None:
         """Lease the owned partitions (every round: cheap, and it follows rebalances at once)."""
         marks = tuple(w for tp, w in sorted(self._watermarks.items()) if tp in owned)
         info = SidecarInfo(self.settings.sidecar_id, self.settings.worker_id)
@@ -193,12 +215,12 @@ class SidecarLoop:
         refused = set()
         for g in answer.leases:
             if g.granted:
-                report.partitions[g.tp] = PartitionRound(connector, g.epoch if answer.fencing else None)
+                report.partitions[g.tp] = PartitionRound(connector, fmt, g.epoch if answer.fencing else None)
             else:
                 refused.add(g.tp)
                 logger.warning("lease on %s refused: %s", g.tp, g.reason)
         for tp in owned - refused - set(report.partitions):  # a service that answered no grant for it
-            report.partitions[tp] = PartitionRound(connector)
+            report.partitions[tp] = PartitionRound(connector, fmt)
 
     def _send(self, batch: list[CompleteFile], report: RoundReport) -> None:
         s = self.settings
@@ -210,7 +232,7 @@ class SidecarLoop:
                 c.file.start_offset,
                 c.end_offset,
                 c.file.size,
-                s.file_format,
+                report.partitions[c.tp].format,
                 lease_epoch=report.partitions[c.tp].epoch,
             )
             for c in batch

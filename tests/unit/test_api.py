@@ -62,7 +62,13 @@ CONFIG = {
     "auth": {"enabled": True, "tokens": [{"token": SIDE, "role": "sidecar"}, {"token": ADMIN, "role": "admin"}]},
     "storage": {"allowed_roots": ["s3a://landing/"]},
     "tables": [
-        {"name": "orders", "path": "s3a://lake/orders", "topics": ["orders"], "commit": {"interval_seconds": 3600}}
+        {
+            "name": "orders",
+            "path": "s3a://lake/orders",
+            "topics": ["orders"],
+            "placement": "copy_into_table",
+            "commit": {"interval_seconds": 3600},
+        }
     ],
 }
 
@@ -442,3 +448,21 @@ def test_a_partition_without_a_watermark_makes_a_partial_round(committer: FakeCo
     c.post("/v1/manifests", json=fenced("sc-a", 1), headers=h())
     record = c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json
     assert record["committed"] is True and record["vtts"] is None  # type: ignore[index]
+
+
+def test_in_place_tables_refuse_parquet_files_outside_their_root(committer: FakeCommitter) -> None:
+    cfg = {
+        **CONFIG,
+        "storage": {"allowed_roots": ["s3a://landing/", "s3a://lake/"]},
+        "tables": [{"name": "orders", "path": "s3a://lake/orders", "topics": ["orders"], "placement": "in_place"}],
+    }
+    app = create_app(build(ServiceConfig, cfg), committer_factory=lambda t: committer, start=False)
+    runtime(app).coordinator.load()
+    c = app.test_client()
+    outside = c.post("/v1/manifests", json=manifest("out"), headers=h()).json["files"][0]
+    assert outside["status"] == "rejected" and "not under the table root s3a://lake/orders/" in outside["reason"]
+    inside = manifest("in", path="s3a://lake/orders/data/orders-0-0")
+    assert c.post("/v1/manifests", json=inside, headers=h()).json["files"][0]["status"] == "accepted"
+    text = manifest("jsonl", start=10, end=19, path="s3a://landing/orders-0-10.gz")
+    text["files"][0]["format"] = "jsonl"  # rewritten into the table anyway: its location does not matter
+    assert c.post("/v1/manifests", json=text, headers=h()).json["files"][0]["status"] == "accepted"

@@ -27,6 +27,7 @@ tables:
     path: s3a://lake/orders
     topics: [orders]
     partition_by: []
+    placement: copy_into_table
     commit: {interval_seconds: 10, max_files: 1000, max_bytes: 1073741824, timeout_seconds: 30, on_timeout: partial}
 """
 ENV = {"LAKEGATE_SIDECAR_TOKEN": "s" * 20, "LAKEGATE_ADMIN_TOKEN": "a" * 20}
@@ -71,6 +72,10 @@ def test_env_overrides_keys_and_list_items(tmp_path: Path) -> None:
         (('"s3a://landing/"', '"http://landing/"'), {}, "storage.allowed_roots"),
         (("enabled: true", "enabled: yes please"), {}, "auth.enabled: must be true or false"),
         (("partition_by: []", "partition_by: [day]"), {}, "partitioned tables are not supported yet"),
+        (("placement: copy_into_table", "placement: in_place"), {}, "no storage.allowed_roots reaches into it"),
+        (("placement: copy_into_table", "placement: nearby"), {}, "tables.placement: must be one of"),
+        (("placement: copy_into_table", "unwrap: always"), {}, "tables.unwrap: must be one of"),
+        (("path: s3a://lake/orders", "path: ftp://lake/orders"), {}, "tables[orders].path"),
     ],
 )
 def test_errors_name_the_key(tmp_path: Path, text_change: tuple[str, str], env: dict[str, str], message: str) -> None:
@@ -141,3 +146,17 @@ def test_is_under_roots() -> None:
     assert is_under(normalize_uri("s3://landing/x"), roots)
     assert not is_under("file:///var/lib/lakegate/database", roots)
     assert table_location("/tmp/t") == "/tmp/t" and table_location("s3://lake/t") == "s3a://lake/t"
+
+
+def test_placement_in_place_needs_a_root_reaching_into_the_table(tmp_path: Path) -> None:
+    inside = SAMPLE.replace("placement: copy_into_table", "placement: in_place").replace(
+        '"s3a://landing/"', '"s3a://lake/orders/data/"'
+    )
+    cfg = load_config(write(tmp_path, inside), environ=ENV)
+    table = cfg.tables[0]
+    assert table.root == "s3a://lake/orders/" and table.holds("s3a://lake/orders/data/orders-0-0")
+    assert not table.holds("s3a://lake/ordersX/orders-0-0") and not table.holds("s3a://landing/orders-0-0")
+    broader = inside.replace('"s3a://lake/orders/data/"', '"s3://lake/"')  # a root above the table also reaches in
+    assert load_config(write(tmp_path, broader), environ=ENV).tables[0].placement.value == "in_place"
+    absolute = SAMPLE.replace("placement: copy_into_table", "placement: in_place_absolute")
+    assert load_config(write(tmp_path, absolute), environ=ENV).tables[0].placement.value == "in_place_absolute"

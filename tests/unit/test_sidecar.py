@@ -12,6 +12,7 @@ import pytest
 import requests
 
 from lakegate_core.protocol import (
+    FileFormat,
     FileReceipt,
     FileStatus,
     LeaseGrant,
@@ -23,7 +24,7 @@ from lakegate_core.protocol import (
 from lakegate_core.types import PartitionOffsets, TopicPartition
 from sidecar.client import ServiceClient
 from sidecar.config import LoopSettings, load_config
-from sidecar.connect import ConnectorView
+from sidecar.connect import ConnectorView, output_format
 from sidecar.errors import ServiceError, SidecarConfigError
 from sidecar.loop import SidecarLoop
 from sidecar.metrics import SidecarMetrics
@@ -300,3 +301,52 @@ def test_malformed_names_are_logged_once(caplog: pytest.LogCaptureFixture) -> No
     assert [r.message for r in caplog.records].count(
         "skipping orders-zero-0: its name does not match the naming pattern"
     ) == 1
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({}, FileFormat.JSONL),  # Aiven's default
+        ({"format.output.type": "parquet"}, FileFormat.PARQUET),
+        ({"format.output.type": "JSONL", "file.compression.type": "zstd"}, FileFormat.JSONL),
+        ({"format.output.type": "csv"}, FileFormat.CSV),
+        ({"format.output.type": "avro"}, None),
+        ({"format.class": "io.confluent.connect.s3.format.parquet.ParquetFormat"}, FileFormat.PARQUET),
+        ({"format.class": "io.confluent.connect.s3.format.json.JsonFormat"}, FileFormat.JSONL),
+        ({"format.class": "io.confluent.connect.s3.format.avro.AvroFormat"}, None),
+    ],
+)
+def test_the_output_format_comes_from_the_connector_config(config: dict[str, str], expected: FileFormat | None) -> None:
+    fmt, source = output_format(config)
+    assert fmt is expected and source
+
+
+def test_each_connector_reports_its_own_format_and_unusable_ones_report_nothing(tmp_path: Path) -> None:
+    touch(tmp_path, "orders-0-0.gz", "orders-0-10.gz", "clicks-0-0")
+    views = {
+        "jsonl-sink": ConnectorView("jsonl-sink", "RUNNING", frozenset({0}), ("orders",), FileFormat.JSONL),
+        "parquet-sink": ConnectorView("parquet-sink", "RUNNING", frozenset({0}), ("clicks",), FileFormat.PARQUET),
+        "avro-sink": ConnectorView("avro-sink", "RUNNING", frozenset({0}), ("logs",), None, "format.output.type=avro"),
+    }
+
+    class Groups(FakeGroups):
+        def owned(self, connector: str, tasks: Iterable[int]) -> set[TopicPartition]:
+            return {TopicPartition({"jsonl-sink": "orders", "parquet-sink": "clicks"}.get(connector, "logs"), 0)}
+
+    service = FakeService()
+    metrics = SidecarMetrics(60)
+    settings = LoopSettings("w:8083", "sc", connectors=tuple(views), formats={"parquet-sink": FileFormat.CSV})
+    loop = SidecarLoop(
+        settings,
+        connect=FakeConnect(views),
+        groups=Groups(set(), {("orders", 0): 20, ("clicks", 0): 5}),
+        lister=LocalLister(tmp_path),
+        pattern=NamePattern("aiven"),
+        service=service,
+        metrics=metrics,
+    )
+    loop.run_once()
+    sent = {f.topic: f.format for m in service.manifests for f in m.files}
+    assert sent == {"orders": FileFormat.JSONL, "clicks": FileFormat.CSV}, "the sidecar.yaml override wins"
+    assert all(c.connector != "avro-sink" for c in service.claims)
+    assert metrics.errors.labels("unsupported_format")._value.get() == 1
