@@ -16,7 +16,7 @@ from flask import Flask
 
 from commit_service.api import bp, register_error_handlers
 from commit_service.committer import Committer
-from commit_service.config import ServiceConfig, TableConfig, load_config
+from commit_service.config import Placement, ServiceConfig, TableConfig, load_config
 from commit_service.coordinator import Coordinator
 from commit_service.fencing import ConnectGroups
 from commit_service.metrics import ServiceMetrics
@@ -83,6 +83,14 @@ def create_app(
             "AUTHENTICATION IS DISABLED (auth.enabled=false): anyone who reaches this port "
             "can submit files and force commits. Use this only for a local demo."
         )
+    for table in config.tables:
+        if table.placement is Placement.IN_PLACE_ABSOLUTE:
+            logger.warning(
+                "table %s: placement in_place_absolute adds files outside %s by absolute URI; delta-spark reads "
+                "them, but delta-rs and the engines built on it (DuckDB, Polars, ...) cannot read this table",
+                table.name,
+                table.root,
+            )
     if start:
         threading.Thread(target=_start, args=(rt,), name="lakegate-start", daemon=True).start()
     return app
