@@ -37,12 +37,22 @@ def s3_sink_config(
     access_key: str,
     secret_key: str,
     *,
-    prefix: str = "",
+    prefix: str | None = None,
+    output: str | None = "parquet",
+    compression: str | None = "snappy",
     tasks: int = 2,
     **overrides: str,
 ) -> dict[str, str]:
-    """A storage sink connector config: schemaless JSON in, Parquet files named
-    ``<prefix><topic>-<partition>-<startOffset>`` out (Aiven's keys and layout)."""
+    """A storage sink connector config with Aiven's keys: schemaless JSON in, files out.
+
+    ``None`` leaves a key unset, i.e. at Aiven's default: ``output="jsonl", compression=None`` is
+    gzip JSON lines with the envelope on (Aiven's default format, headerless CSV, is not one Lakegate
+    reads, so ``format.output.type`` is always worth setting). A ``prefix`` (non-empty: Aiven refuses
+    ``""``) selects Aiven's prefix naming, ``<prefix><topic>-<partition>-<start offset zero-padded to
+    20 digits>``; without one objects are named by ``file.name.template`` (default
+    ``{{topic}}-{{partition}}-{{start_offset}}`` + the compression's extension).
+    """
+    optional = {"aws.s3.prefix": prefix, "format.output.type": output, "file.compression.type": compression}
     return {
         "connector.class": SINK_CLASS,
         "topics": ",".join(topics),
@@ -53,11 +63,9 @@ def s3_sink_config(
         "aws.access.key.id": access_key,
         "aws.secret.access.key": secret_key,
         "aws.s3.bucket.name": bucket,
-        "aws.s3.prefix": prefix,
         "aws.s3.endpoint": endpoint,
         "aws.s3.region": "us-east-1",
-        "format.output.type": "parquet",
-        "file.compression.type": "snappy",
+        **{k: v for k, v in optional.items() if v is not None},
         "consumer.override.max.poll.records": "500",
         **overrides,
     }

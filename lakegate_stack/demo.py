@@ -1,6 +1,7 @@
 """The local end-to-end demo behind ``scripts/demo``: everything real, on loopback.
 
-S3 server + Kafka + Kafka Connect (S3 sink writing Parquet into ``s3://lake/orders/data/``) +
+S3 server + Kafka + Kafka Connect (S3 sink writing JSON lines with Aiven's defaults: gzip, each record
+under ``value``, written under ``s3://lake/orders/data/``) +
 ``lakegate-service`` (table ``s3a://lake/orders``) + ``lakegate-sidecar``. It produces sample
 orders, shows progress and every commit as it happens, prints a sample of the table read back with
 delta-rs, tells where the Spark UI is, and stops everything on Ctrl-C (or when done, with
@@ -124,7 +125,17 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             create_topic(stack.kafka.bootstrap_servers, TOPIC, args.partitions)
             worker.client().put_connector(
                 CONNECTOR,
-                s3_sink_config([TOPIC], BUCKET, stack.s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix=PREFIX),
+                # JSON lines with Aiven's defaults: gzip, each record under "value"; prefix naming
+                s3_sink_config(
+                    [TOPIC],
+                    BUCKET,
+                    stack.s3.endpoint,
+                    s3mod.ACCESS_KEY,
+                    s3mod.SECRET_KEY,
+                    prefix=PREFIX,
+                    output="jsonl",
+                    compression=None,
+                ),
             )
             worker.client().wait_running(CONNECTOR, tasks=2)
             sidecar = SidecarProcess(

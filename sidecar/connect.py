@@ -20,7 +20,8 @@ from sidecar.errors import SourceError
 logger = logging.getLogger(__name__)
 
 
-# Aiven's format.output.type -> what the service is told; Aiven's default is jsonl
+# Aiven's format.output.type -> what the service is told (Aiven's default, csv, is headerless with
+# base64 values: not something the service can read as a table, so it must be set)
 AIVEN_FORMATS = {"jsonl": FileFormat.JSONL, "parquet": FileFormat.PARQUET, "csv": FileFormat.CSV}
 # Confluent's format.class (its simple name) -> the same
 CONFLUENT_FORMATS = {"ParquetFormat": FileFormat.PARQUET, "JsonFormat": FileFormat.JSONL}
@@ -40,7 +41,10 @@ def output_format(config: dict[str, Any]) -> tuple[FileFormat | None, str]:
         simple = str(config["format.class"]).rsplit(".", 1)[-1]
         found = CONFLUENT_FORMATS.get(simple)
         return found, f"format.class={simple}" + ("" if found else " is not ParquetFormat or JsonFormat")
-    return FileFormat.JSONL, "format.output.type unset (Aiven's default: jsonl)"
+    return None, (
+        "neither format.output.type nor format.class is set (Aiven's default is headerless csv); "
+        "set format.output.type=jsonl or parquet on the connector"
+    )
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ class ConnectorView:
     state: str  # RUNNING, PAUSED, FAILED, ... (or MISSING when deleted)
     my_tasks: frozenset[int]  # task ids running on this worker
     topics: tuple[str, ...]
-    output_format: FileFormat | None = FileFormat.JSONL  # None: a format the service cannot commit
+    output_format: FileFormat | None = FileFormat.PARQUET  # None: a format the service cannot commit
     format_source: str = ""  # which config key said so (for logs)
 
 

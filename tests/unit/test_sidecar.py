@@ -306,7 +306,7 @@ def test_malformed_names_are_logged_once(caplog: pytest.LogCaptureFixture) -> No
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
-        ({}, FileFormat.JSONL),  # Aiven's default
+        ({}, None),  # Aiven's default is headerless CSV with base64 values
         ({"format.output.type": "parquet"}, FileFormat.PARQUET),
         ({"format.output.type": "JSONL", "file.compression.type": "zstd"}, FileFormat.JSONL),
         ({"format.output.type": "csv"}, FileFormat.CSV),

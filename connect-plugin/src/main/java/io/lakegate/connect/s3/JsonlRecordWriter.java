@@ -15,33 +15,40 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.github.luben.zstd.ZstdOutputStream;
 import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.sink.SinkRecord;
+import org.xerial.snappy.SnappyFramedOutputStream;
 
 /**
- * JSON Lines output: one JSON document per record, '\n'-terminated, optionally gzip-compressed.
+ * JSON Lines output: one JSON document per record, '\n'-terminated, the whole file compressed with
+ * {@code file.compression.type}: gzip ({@link GZIPOutputStream}), snappy (the Snappy framed stream
+ * format, {@link SnappyFramedOutputStream}), zstd (one zstd frame, {@link ZstdOutputStream}) or none.
  *
- * <p>With {@code format.output.fields=value} the line is the value itself; otherwise it is an object
- * with the configured fields in order: {@code key} (string or null), {@code value} (nested JSON),
- * {@code offset} (number), {@code timestamp} (epoch millis or null), {@code headers}
- * (list of {@code {"key", "value"}}).
+ * <p>With the envelope (the default) a line is an object with the configured fields in order:
+ * {@code key} (string or null), {@code value} (nested JSON), {@code offset} (number),
+ * {@code timestamp} (epoch millis or null), {@code headers} (list of {@code {"key", "value"}}); so
+ * with the default fields a line is {@code {"value": {...}}}. Without it
+ * ({@code format.output.envelope=false}, exactly one field) the line is that field's JSON alone.
  */
 final class JsonlRecordWriter implements RecordFileWriter {
 
     private final List<OutputField> fields;
-    private final boolean valueOnly;
-    private final boolean gzip;
+    private final boolean envelope;
+    private final S3SinkConfig.Compression compression;
 
-    JsonlRecordWriter(List<OutputField> fields, boolean gzip) {
+    JsonlRecordWriter(List<OutputField> fields, boolean envelope, S3SinkConfig.Compression compression) {
+        if (!envelope && fields.size() != 1) {
+            throw new IllegalArgumentException("an unwrapped line needs exactly one field, got " + fields);
+        }
         this.fields = fields;
-        this.valueOnly = OutputField.valueOnly(fields);
-        this.gzip = gzip;
+        this.envelope = envelope;
+        this.compression = compression;
     }
 
     @Override
     public void write(List<SinkRecord> records, Path file) throws IOException {
-        OutputStream raw = new BufferedOutputStream(Files.newOutputStream(file), 64 * 1024);
-        try (OutputStream out = gzip ? new GZIPOutputStream(raw, 64 * 1024) : raw) {
+        try (OutputStream out = compressed(new BufferedOutputStream(Files.newOutputStream(file), 64 * 1024))) {
             for (SinkRecord record : records) {
                 out.write(JsonValues.MAPPER.writeValueAsBytes(line(record)));
                 out.write('\n');
@@ -49,35 +56,50 @@ final class JsonlRecordWriter implements RecordFileWriter {
         }
     }
 
+    private OutputStream compressed(OutputStream raw) throws IOException {
+        switch (compression) {
+            case GZIP:
+                return new GZIPOutputStream(raw, 64 * 1024);
+            case SNAPPY:
+                return new SnappyFramedOutputStream(raw);
+            case ZSTD:
+                return new ZstdOutputStream(raw);
+            default:
+                return raw;
+        }
+    }
+
     private JsonNode line(SinkRecord record) {
-        if (valueOnly) {
-            return JsonValues.toJson(record.value(), record.valueSchema());
+        if (!envelope) {
+            return field(record, fields.get(0));
         }
         ObjectNode node = JsonNodeFactory.instance.objectNode();
         for (OutputField field : fields) {
-            switch (field) {
-                case KEY:
-                    node.put("key", JsonValues.asString(record.key(), record.keySchema()));
-                    break;
-                case VALUE:
-                    node.set("value", JsonValues.toJson(record.value(), record.valueSchema()));
-                    break;
-                case OFFSET:
-                    node.put("offset", record.kafkaOffset());
-                    break;
-                case TIMESTAMP:
-                    node.put("timestamp", record.timestamp());
-                    break;
-                case HEADERS:
-                    ArrayNode headers = node.putArray("headers");
-                    for (Header header : record.headers()) {
-                        headers.add(JsonValues.header(header));
-                    }
-                    break;
-                default:
-                    throw new IllegalStateException("unhandled field " + field);
-            }
+            node.set(field.fieldName(), field(record, field));
         }
         return node;
+    }
+
+    private static JsonNode field(SinkRecord record, OutputField field) {
+        JsonNodeFactory nodes = JsonNodeFactory.instance;
+        switch (field) {
+            case KEY:
+                String key = JsonValues.asString(record.key(), record.keySchema());
+                return key == null ? nodes.nullNode() : nodes.textNode(key);
+            case VALUE:
+                return JsonValues.toJson(record.value(), record.valueSchema());
+            case OFFSET:
+                return nodes.numberNode(record.kafkaOffset());
+            case TIMESTAMP:
+                return record.timestamp() == null ? nodes.nullNode() : nodes.numberNode(record.timestamp());
+            case HEADERS:
+                ArrayNode headers = nodes.arrayNode();
+                for (Header header : record.headers()) {
+                    headers.add(JsonValues.header(header));
+                }
+                return headers;
+            default:
+                throw new IllegalStateException("unhandled field " + field);
+        }
     }
 }

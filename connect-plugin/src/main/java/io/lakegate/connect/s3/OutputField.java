@@ -42,9 +42,4 @@ public enum OutputField {
         }
         return List.copyOf(fields);
     }
-
-    /** True when only the value is written, so it is written bare, without an envelope (as Aiven does). */
-    static boolean valueOnly(List<OutputField> fields) {
-        return fields.equals(List.of(VALUE));
-    }
 }

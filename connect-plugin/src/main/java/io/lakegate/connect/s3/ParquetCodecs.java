@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.zip.GZIPOutputStream;
 
+import com.github.luben.zstd.Zstd;
 import org.apache.parquet.bytes.BytesInput;
 import org.apache.parquet.compression.CompressionCodecFactory;
 import org.apache.parquet.hadoop.metadata.CompressionCodecName;
@@ -20,6 +21,9 @@ import org.xerial.snappy.Snappy;
  * {@link GZIPOutputStream}. Write-only: the decompressors are never used by a writer.
  */
 final class ParquetCodecs implements CompressionCodecFactory {
+
+    /** parquet-hadoop's default {@code parquet.compression.codec.zstd.level}. */
+    private static final int ZSTD_LEVEL = 3;
 
     @Override
     public BytesInputCompressor getCompressor(CompressionCodecName codec) {
@@ -36,6 +40,13 @@ final class ParquetCodecs implements CompressionCodecFactory {
                     @Override
                     byte[] compress(byte[] bytes) throws IOException {
                         return Snappy.compress(bytes);
+                    }
+                };
+            case ZSTD:
+                return new Compressor(codec) {
+                    @Override
+                    byte[] compress(byte[] bytes) {
+                        return Zstd.compress(bytes, ZSTD_LEVEL);
                     }
                 };
             case GZIP:

@@ -30,11 +30,13 @@ import org.apache.parquet.io.LocalOutputFile;
  * {@link PlainParquetConfiguration}, {@link ParquetCodecs}). The Avro schema is built per file:
  *
  * <ul>
- *   <li>{@code format.output.fields=value}: the columns are the value's fields (no envelope); a value
- *       that is not a record (e.g. a string) goes to a single nullable column {@code value}.</li>
- *   <li>otherwise the columns are the configured fields in order: {@code key} (nullable string),
- *       {@code offset} (long), {@code timestamp} (nullable timestamp-millis), {@code headers}
- *       (list of {key, value} strings), {@code value} (nullable nested record or scalar).</li>
+ *   <li>with the envelope (the default): the columns are the configured fields in order: {@code key}
+ *       (nullable string), {@code offset} (long), {@code timestamp} (nullable timestamp-millis),
+ *       {@code headers} (list of {key, value} strings), {@code value} (nullable nested record or
+ *       scalar). So the default fields give one nullable nested {@code value} column.</li>
+ *   <li>{@code format.output.envelope=false} with {@code format.output.fields=value}: the columns are
+ *       the value's fields; a value that is not a record (e.g. a string) stays in a single nullable
+ *       column {@code value}. With another single field, that field is the one column.</li>
  * </ul>
  *
  * <p>The value type is the merge of every record's {@link ValueType}: a Struct's Connect schema, or,
@@ -44,21 +46,28 @@ import org.apache.parquet.io.LocalOutputFile;
 final class ParquetRecordWriter implements RecordFileWriter {
 
     private final List<OutputField> fields;
+    /** True when the value's own fields are the columns (no envelope, the single field is the value). */
     private final boolean valueOnly;
     private final CompressionCodecName codec;
 
-    ParquetRecordWriter(List<OutputField> fields, S3SinkConfig.Compression compression) {
+    ParquetRecordWriter(List<OutputField> fields, boolean envelope, S3SinkConfig.Compression codec) {
+        if (!envelope && fields.size() != 1) {
+            throw new IllegalArgumentException("an unwrapped row needs exactly one field, got " + fields);
+        }
         this.fields = fields;
-        this.valueOnly = OutputField.valueOnly(fields);
-        switch (compression) {
+        this.valueOnly = !envelope && fields.get(0) == OutputField.VALUE;
+        switch (codec) {
             case GZIP:
-                codec = CompressionCodecName.GZIP;
+                this.codec = CompressionCodecName.GZIP;
                 break;
             case SNAPPY:
-                codec = CompressionCodecName.SNAPPY;
+                this.codec = CompressionCodecName.SNAPPY;
+                break;
+            case ZSTD:
+                this.codec = CompressionCodecName.ZSTD;
                 break;
             default:
-                codec = CompressionCodecName.UNCOMPRESSED;
+                this.codec = CompressionCodecName.UNCOMPRESSED;
                 break;
         }
     }

@@ -37,13 +37,35 @@ public final class S3SinkConfig extends AbstractConfig {
     public static final String FILE_NAME_TEMPLATE = "file.name.template";
     public static final String FORMAT_OUTPUT_TYPE = "format.output.type";
     public static final String FORMAT_OUTPUT_FIELDS = "format.output.fields";
+    public static final String FORMAT_OUTPUT_ENVELOPE = "format.output.envelope";
     public static final String FILE_COMPRESSION_TYPE = "file.compression.type";
+    public static final String AWS_S3_PART_SIZE = "aws.s3.part.size.bytes";
+
+    /** S3's smallest part (all parts but the last); also Aiven's default part size. */
+    public static final int MIN_PART_SIZE = 5 * 1024 * 1024;
+    /** Aiven's upper bound for {@code aws.s3.part.size.bytes} (one part is buffered in memory). */
+    public static final int MAX_PART_SIZE = 2_000_000_000;
 
     /** Output file formats ({@code format.output.type}). */
     public enum Format { JSONL, PARQUET }
 
-    /** File compression ({@code file.compression.type}); for Parquet it selects the page codec. */
-    public enum Compression { NONE, GZIP, SNAPPY }
+    /**
+     * File compression ({@code file.compression.type}): the stream codec of a jsonl file, the page
+     * codec of a Parquet file. {@link #extension()} is what the default file name template appends.
+     */
+    public enum Compression {
+        NONE(""), GZIP(".gz"), SNAPPY(".snappy"), ZSTD(".zst");
+
+        private final String extension;
+
+        Compression(String extension) {
+            this.extension = extension;
+        }
+
+        public String extension() {
+            return extension;
+        }
+    }
 
     public static final ConfigDef CONFIG_DEF = new ConfigDef()
             .define(AWS_ACCESS_KEY_ID, Type.PASSWORD, null, Importance.MEDIUM,
@@ -58,38 +80,57 @@ public final class S3SinkConfig extends AbstractConfig {
             .define(AWS_S3_ENDPOINT, Type.STRING, null, S3SinkConfig::validateEndpoint, Importance.LOW,
                     "S3-compatible endpoint URL (e.g. http://127.0.0.1:9000). When set, path-style "
                             + "access is used.")
-            .define(AWS_S3_PREFIX, Type.STRING, "", Importance.MEDIUM,
-                    "Prefix prepended verbatim to every object key (include a trailing '/' for a folder).")
-            .define(FILE_NAME_TEMPLATE, Type.STRING, FileNameTemplate.DEFAULT,
-                    S3SinkConfig::validateTemplate, Importance.MEDIUM,
-                    "Object name template; must use {{topic}}, {{partition}} and {{start_offset}} "
-                            + "(the last two accept ':padding=true').")
+            .define(AWS_S3_PART_SIZE, Type.INT, MIN_PART_SIZE, ConfigDef.Range.between(MIN_PART_SIZE, MAX_PART_SIZE),
+                    Importance.MEDIUM, "Part size of the S3 multipart upload of each object, in bytes (one part "
+                            + "is buffered in memory). S3 requires at least 5 MiB for every part but the last.")
+            .define(AWS_S3_PREFIX, Type.STRING, null, S3SinkConfig::validatePrefix, Importance.MEDIUM,
+                    "When set (non-empty), objects are named <prefix><topic>-<partition>-<start offset padded to "
+                            + "20 digits>, with no extension, and file.name.template is ignored (Aiven's legacy "
+                            + "naming). The prefix is used verbatim (no templating).")
+            .define(FILE_NAME_TEMPLATE, Type.STRING, null, S3SinkConfig::validateTemplate, Importance.MEDIUM,
+                    "Object name template, used as is (no extension added); must use {{topic}}, {{partition}} "
+                            + "and {{start_offset}} (the last two accept ':padding=true'). Unset: "
+                            + FileNameTemplate.DEFAULT + " plus the compression's extension (.gz, .snappy, .zst).")
             .define(FORMAT_OUTPUT_TYPE, Type.STRING, "jsonl",
                     ConfigDef.CaseInsensitiveValidString.in("jsonl", "parquet"), Importance.MEDIUM,
                     "Output file format: jsonl or parquet.")
             .define(FORMAT_OUTPUT_FIELDS, Type.LIST, "value", S3SinkConfig::validateFields,
                     Importance.MEDIUM, "Comma-separated record fields to write, in order: "
-                            + "key, value, offset, timestamp, headers. Exactly 'value' writes the value "
-                            + "alone, without an envelope.")
-            .define(FILE_COMPRESSION_TYPE, Type.STRING, "gzip",
-                    ConfigDef.CaseInsensitiveValidString.in("none", "gzip", "snappy"), Importance.MEDIUM,
-                    "none or gzip for jsonl (gzip appends '.gz' to the key); none, gzip or snappy for "
-                            + "parquet (the Parquet page codec, no key suffix).");
+                            + "key, value, offset, timestamp, headers.")
+            .define(FORMAT_OUTPUT_ENVELOPE, Type.BOOLEAN, true, Importance.MEDIUM,
+                    "Wrap each record's fields in an envelope ({\"value\": ...}) even when there is only one "
+                            + "field. false writes the single field bare; it requires exactly one field.")
+            .define(FILE_COMPRESSION_TYPE, Type.STRING, null, S3SinkConfig::validateCompression, Importance.MEDIUM,
+                    "none, gzip, snappy or zstd; unset means gzip. jsonl: the file's stream codec (snappy is the "
+                            + "Snappy framed format). parquet: the page codec (unset: uncompressed pages, as "
+                            + "Aiven's sink does, though the default name still ends in .gz).");
 
+    private static final FileNameTemplate DEFAULT_TEMPLATE = FileNameTemplate.parse(FileNameTemplate.DEFAULT);
+
+    /** The custom {@code file.name.template}, or null when unset. */
     private final FileNameTemplate template;
     private final Format format;
     private final Compression compression;
+    private final Compression parquetCodec;
     private final List<OutputField> fields;
+    private final boolean envelope;
 
     public S3SinkConfig(Map<?, ?> props) {
         super(CONFIG_DEF, props);
-        template = FileNameTemplate.parse(getString(FILE_NAME_TEMPLATE));
+        String templateText = getString(FILE_NAME_TEMPLATE);
+        template = templateText == null ? null : FileNameTemplate.parse(templateText);
         format = Format.valueOf(getString(FORMAT_OUTPUT_TYPE).toUpperCase(Locale.ROOT));
-        compression = Compression.valueOf(getString(FILE_COMPRESSION_TYPE).toUpperCase(Locale.ROOT));
+        String compressionName = getString(FILE_COMPRESSION_TYPE);
+        compression = compressionName == null ? Compression.GZIP
+                : Compression.valueOf(compressionName.trim().toUpperCase(Locale.ROOT));
+        // Aiven's Parquet writer picks its page codec from the raw connector properties, where an
+        // unset file.compression.type means "none" (while the file name still gets gzip's ".gz").
+        parquetCodec = compressionName == null ? Compression.NONE : compression;
         fields = OutputField.parseAll(getList(FORMAT_OUTPUT_FIELDS));
-        if (format == Format.JSONL && compression == Compression.SNAPPY) {
-            throw new ConfigException(FILE_COMPRESSION_TYPE, "snappy",
-                    "jsonl output supports only 'none' or 'gzip'");
+        envelope = getBoolean(FORMAT_OUTPUT_ENVELOPE);
+        if (!envelope && fields.size() != 1) {
+            throw new ConfigException("When " + FORMAT_OUTPUT_ENVELOPE + " is false, " + FORMAT_OUTPUT_FIELDS
+                    + " must contain only one field");
         }
         if ((accessKeyId() == null) != (secretAccessKey() == null)) {
             throw new ConfigException(AWS_ACCESS_KEY_ID + " and " + AWS_SECRET_ACCESS_KEY
@@ -119,12 +160,23 @@ public final class S3SinkConfig extends AbstractConfig {
         return value == null || value.isBlank() ? null : URI.create(value.trim());
     }
 
+    /** The {@code aws.s3.prefix}, or null when unset (then object names come from the file name template). */
     public String prefix() {
         return getString(AWS_S3_PREFIX);
     }
 
+    /** The custom {@code file.name.template}, or null when unset. */
     public FileNameTemplate template() {
         return template;
+    }
+
+    public int partSize() {
+        return getInt(AWS_S3_PART_SIZE);
+    }
+
+    /** Whether each record's fields are wrapped in an object; false only with exactly one field. */
+    public boolean envelope() {
+        return envelope;
     }
 
     public Format format() {
@@ -139,17 +191,38 @@ public final class S3SinkConfig extends AbstractConfig {
         return fields;
     }
 
-    /** The object key for a file starting at {@code startOffset}: prefix + template (+ ".gz" for gzip jsonl). */
+    /** The page codec of Parquet files: {@code file.compression.type} if set, else none (as Aiven). */
+    public Compression parquetCodec() {
+        return parquetCodec;
+    }
+
+    /**
+     * The object key of a file of {@code topic}/{@code partition} starting at {@code startOffset},
+     * by Aiven's rules, whatever the format:
+     * <ol>
+     *   <li>{@code aws.s3.prefix} set: {@code <prefix><topic>-<partition>-<startOffset padded to 20 digits>},
+     *       no extension ({@code file.name.template} is ignored);</li>
+     *   <li>no {@code file.name.template}: {@code <topic>-<partition>-<startOffset>} + the compression's
+     *       extension ({@code .gz}, {@code .snappy}, {@code .zst}, or nothing for none);</li>
+     *   <li>otherwise the rendered template, nothing appended.</li>
+     * </ol>
+     */
     public String objectKey(String topic, int partition, long startOffset) {
-        String suffix = format == Format.JSONL && compression == Compression.GZIP ? ".gz" : "";
-        return prefix() + template.render(topic, partition, startOffset) + suffix;
+        if (prefix() != null) {
+            return prefix() + topic + "-" + partition + "-" + String.format(Locale.ROOT, "%020d", startOffset);
+        }
+        if (template == null) {
+            return DEFAULT_TEMPLATE.render(topic, partition, startOffset)
+                    + compression.extension();
+        }
+        return template.render(topic, partition, startOffset);
     }
 
     /** A new writer for the configured format; called once per task start. */
     RecordFileWriter newWriter() {
         return format == Format.PARQUET
-                ? new ParquetRecordWriter(fields, compression)
-                : new JsonlRecordWriter(fields, compression == Compression.GZIP);
+                ? new ParquetRecordWriter(fields, envelope, parquetCodec)
+                : new JsonlRecordWriter(fields, envelope, compression);
     }
 
     private String passwordOrNull(String key) {
@@ -172,9 +245,36 @@ public final class S3SinkConfig extends AbstractConfig {
         }
     }
 
-    private static void validateTemplate(String name, Object value) {
+    /** Non-empty when set, as Aiven's {@code NonEmptyString}; templating is not supported, so no "{{". */
+    private static void validatePrefix(String name, Object value) {
+        if (value == null) {
+            return;
+        }
+        if (value.toString().isEmpty()) {
+            throw new ConfigException(name, value, "String must be non-empty (leave " + name + " unset for no prefix)");
+        }
+        if (value.toString().contains("{{")) {
+            throw new ConfigException(name, value, "prefix templating ({{...}}) is not supported by this sink");
+        }
+    }
+
+    private static void validateCompression(String name, Object value) {
+        if (value == null) {
+            return;
+        }
         try {
-            FileNameTemplate.parse(value == null ? null : value.toString());
+            Compression.valueOf(value.toString().trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(name, value, "supported values are: 'none', 'gzip', 'snappy', 'zstd'");
+        }
+    }
+
+    private static void validateTemplate(String name, Object value) {
+        if (value == null) {
+            return;
+        }
+        try {
+            FileNameTemplate.parse(value.toString());
         } catch (IllegalArgumentException e) {
             throw new ConfigException(name, value, e.getMessage());
         }

@@ -19,7 +19,8 @@ import org.apache.kafka.connect.sink.SinkConnector;
 
 /**
  * Kafka Connect S3 sink: a stand-in for Aiven's S3 sink connector writing JSONL or Parquet objects
- * named {@code <prefix><topic>-<partition>-<start_offset>}, one per partition per offset commit.
+ * named by Aiven's rules ({@link S3SinkConfig#objectKey}), one multipart upload per partition per
+ * offset commit.
  *
  * <p>The Connect runtime instantiates it (found through {@code META-INF/services}), calls
  * {@link #validate} on {@code PUT .../config/validate} and before creating the connector, then

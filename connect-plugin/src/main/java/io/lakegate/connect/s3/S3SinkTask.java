@@ -57,8 +57,12 @@ public class S3SinkTask extends SinkTask {
         config = new S3SinkConfig(props);
         storage = S3Storage.create(config);
         writer = config.newWriter();
-        log.info("S3 sink task started: bucket={} prefix='{}' format={} fields={} compression={}",
-                config.bucket(), config.prefix(), config.format(), config.fields(), config.compression());
+        log.info("S3 sink task started: bucket={} prefix={} template={} format={} fields={} envelope={} "
+                        + "compression={} partSize={}", config.bucket(), config.prefix() == null ? "(unset)"
+                        : "'" + config.prefix() + "'", config.template() == null ? "(default)" : config.template(),
+                config.format(), config.fields(), config.envelope(),
+                config.format() == S3SinkConfig.Format.PARQUET ? config.parquetCodec() : config.compression(),
+                config.partSize());
     }
 
     @Override
@@ -75,8 +79,8 @@ public class S3SinkTask extends SinkTask {
     }
 
     /**
-     * Writes one object per buffered partition (named by its first record's offset), uploads it, and
-     * clears that buffer. Returns only when all uploads succeeded.
+     * Writes one object per buffered partition (named by its first record's offset), uploads it (one
+     * multipart upload, aborted on failure), and clears that buffer. Returns only when all uploads succeeded.
      *
      * <p>On a failure this throws {@link ConnectException} rather than a {@code RetriableException}
      * or skipping the partition: nothing may be committed past records that are not in S3. The
@@ -108,7 +112,10 @@ public class S3SinkTask extends SinkTask {
         }
     }
 
-    /** Writes {@code records} to a temp file, uploads it, deletes the file and logs one INFO line. */
+    /**
+     * Writes {@code records} to a temp file, uploads it by multipart upload, deletes the file and logs
+     * one INFO line.
+     */
     private void writeObject(List<SinkRecord> records) throws IOException {
         SinkRecord first = records.get(0);
         SinkRecord last = records.get(records.size() - 1);
@@ -118,19 +125,12 @@ public class S3SinkTask extends SinkTask {
         try {
             writer.write(records, file);
             long bytes = Files.size(file);
-            storage.put(key, file, contentType());
-            log.info("Wrote s3://{}/{}: {} records, offsets {}..{}, {} bytes", storage.bucket(), key,
-                    records.size(), first.kafkaOffset(), last.kafkaOffset(), bytes);
+            int parts = storage.upload(key, file, config.partSize());
+            log.info("Wrote s3://{}/{}: {} records, offsets {}..{}, {} bytes in {} part(s)", storage.bucket(), key,
+                    records.size(), first.kafkaOffset(), last.kafkaOffset(), bytes, parts);
         } finally {
             Files.deleteIfExists(file);
         }
-    }
-
-    private String contentType() {
-        if (config.format() == S3SinkConfig.Format.PARQUET) {
-            return "application/vnd.apache.parquet";
-        }
-        return config.compression() == S3SinkConfig.Compression.GZIP ? "application/gzip" : "application/x-ndjson";
     }
 
     /**
