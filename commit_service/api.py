@@ -30,7 +30,7 @@ from commit_service.metrics import CONTENT_TYPE
 from commit_service.openapi import document
 from commit_service.runtime import runtime
 from lakegate_core.protocol import LeaseRequest, LeaseResponse, Manifest
-from lakegate_core.status import CommitList, CommitOutcome, ErrorBody, ErrorInfo, TableList
+from lakegate_core.status import CommitList, CommitOutcome, ErrorBody, ErrorInfo, MaintenanceKind, TableList
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +121,23 @@ def post_commit(table: str) -> Response:
     if record is None:
         return jsonify(CommitOutcome(False, table, "nothing contiguous is pending").to_dict())
     return jsonify(CommitOutcome(True, table, commit=record).to_dict())
+
+
+@bp.get("/v1/tables/<table>/maintenance")
+def get_maintenance(table: str) -> Response:
+    return jsonify(_coordinator().maintenance(table).to_dict())
+
+
+@bp.post("/v1/tables/<table>/maintenance/<kind>")
+def post_maintenance(table: str, kind: str) -> Response:
+    _require(Role.ADMIN)
+    try:
+        which = MaintenanceKind(kind)
+    except ValueError:
+        raise BadRequestError(f"kind must be compact or vacuum, not {kind!r}", {"field": "kind"}) from None
+    if which is MaintenanceKind.CHECKPOINT:
+        raise BadRequestError("kind must be compact or vacuum (Delta writes checkpoints itself)", {"field": "kind"})
+    return jsonify(_coordinator().maintain_now(table, which).to_dict())
 
 
 @bp.get("/v1/commits")

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from commit_service.errors import CommitError
+from commit_service.maintenance import MaintenancePolicy
 from commit_service.state import CommitPlan
-from lakegate_core.status import CommitRecord
+from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
 from lakegate_core.types import PartitionOffsets
 
 
@@ -34,6 +35,18 @@ class Committer(Protocol):
 
     def commit(self, plan: CommitPlan) -> CommitRecord:
         """Make ``plan`` one atomic commit, or raise a :class:`CommitError` having changed nothing."""
+        ...
+
+    def file_count(self) -> int:
+        """How many data files the table holds now."""
+        ...
+
+    def maintain(self, kind: MaintenanceKind, policy: MaintenancePolicy) -> MaintenanceRecord:
+        """Compact or vacuum the table (never touching its ``txn`` actions); a :class:`CommitError` if not."""
+        ...
+
+    def register(self, name: str) -> None:
+        """Register the (existing) table in the session catalog as ``name``, if it is not there yet."""
         ...
 
 

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from commit_service.content import Unwrap
 from commit_service.errors import ConfigError
+from commit_service.maintenance import MaintenancePolicy
 from commit_service.paths import UnsafePathError, normalize_uri, root_prefix
 from commit_service.spark import S3Settings, SparkSettings
 from commit_service.state import CommitPolicy
@@ -115,6 +116,21 @@ class SparkConfig:
     conf: dict[str, str] = field(default_factory=dict)
 
 
+CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
+
+
+@dataclass(frozen=True)
+class CatalogConfig:
+    """``tables[].catalog``: register the table in the Spark session catalog under ``name``
+    (``[catalog.][database.]table``), so a metastore configured through ``spark.conf`` sees it."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not CATALOG_NAME.match(self.name):
+            raise ConfigError(f"tables[].catalog.name: {self.name!r} must be [catalog.][database.]table identifiers")
+
+
 @dataclass(frozen=True)
 class TableConfig:
     name: str
@@ -125,6 +141,8 @@ class TableConfig:
     commit: CommitPolicy = field(default_factory=CommitPolicy)
     placement: Placement = Placement.IN_PLACE
     unwrap: Unwrap = Unwrap.AUTO
+    maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
+    catalog: CatalogConfig | None = None
 
     def __post_init__(self) -> None:
         if not TABLE_NAME.match(self.name):

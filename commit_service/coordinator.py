@@ -7,9 +7,9 @@ twice a second. Decisions are made by the pure :class:`~commit_service.state.Tab
 touched only through the injected :class:`~commit_service.committer.Committer`, and Kafka only
 through :class:`~commit_service.fencing.Fencing`, so this module imports neither.
 
-Locks: each :class:`TableCoordinator` keeps its state behind its own ``_lock`` (held briefly, never
-taken from outside) and serialises its commit rounds with ``_commit_lock``, so intake continues
-while a commit runs.
+Each table's state, commit rounds and maintenance are a :class:`TableCoordinator`, which takes its
+own locks (:mod:`commit_service.table_coordinator`); after each round the tick runs the table's
+maintenance that is due.
 """
 
 from __future__ import annotations
@@ -17,24 +17,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 
 from commit_service.committer import CommitListener, Committer
 from commit_service.config import Placement, ServiceConfig, TableConfig
 from commit_service.errors import (
     BadRequestError,
     CommitError,
-    ConnectCheckError,
-    DataFileError,
     NotFoundError,
-    OffsetsMovedError,
 )
 from commit_service.fencing import ConnectGroups, Fencing
 from commit_service.paths import UnsafePathError, is_under, normalize_uri
-from commit_service.state import CommitPlan, PendingFile, TableState
-from lakegate_core.connect_group import GroupReadError
+from commit_service.state import PendingFile
+from commit_service.table_coordinator import TableCoordinator
 from lakegate_core.protocol import (
     DataFile,
     FileFormat,
@@ -44,177 +40,21 @@ from lakegate_core.protocol import (
     LeaseRequest,
     Manifest,
     ManifestReceipt,
-    Watermark,
 )
-from lakegate_core.status import CommitRecord, ManifestState, ManifestStatus, TableSummary
-from lakegate_core.types import PartitionOffsets, TopicPartition
+from lakegate_core.status import (
+    CommitRecord,
+    MaintenanceKind,
+    MaintenanceList,
+    MaintenanceRecord,
+    ManifestState,
+    ManifestStatus,
+    TableSummary,
+)
+from lakegate_core.types import PartitionOffsets
 
 logger = logging.getLogger(__name__)
 
-HISTORY = 1000
 TICK_SECONDS = 0.5
-MAX_BACKOFF = 30.0
-Limits = Callable[[Iterable[TopicPartition]], PartitionOffsets]
-
-
-@dataclass
-class _Retry:
-    failures: int = 0
-    not_before: float = 0.0
-
-
-class TableCoordinator:
-    """One table: its state, its committer, its recent commits. Every method takes the locks it
-    needs; nothing outside reaches into the state."""
-
-    def __init__(
-        self, config: TableConfig, committer: Committer, clock: Callable[[], float], limits: Limits | None = None
-    ) -> None:
-        self.config = config
-        self.committer = committer
-        self.clock = clock
-        self.limits = limits  # Connect's committed offsets, when fencing is on
-        self.history: deque[CommitRecord] = deque(maxlen=HISTORY)
-        self._state = TableState(config.name, policy=config.commit, now=clock())
-        self._lock = threading.Lock()
-        self._commit_lock = threading.Lock()
-        self._retry = _Retry()
-        self._last_error: str | None = None
-
-    def load(self) -> None:
-        """Recover the committed offsets from the table's log (the only durable state)."""
-        snap = self.committer.snapshot()
-        with self._lock:
-            self._state.recovered(snap.offsets, snap.version)
-        logger.info(
-            "table %s at version %d with %d partitions' offsets", self.config.name, snap.version, len(snap.offsets)
-        )
-
-    # -- intake ---------------------------------------------------------------------------
-
-    def offer(self, files: list[PendingFile], manifest_id: str) -> list[tuple[FileStatus, str | None]]:
-        now = self.clock()
-        with self._lock:
-            verdicts = [self._state.offer(f, now) for f in files]
-            self._state.settle_manifest(manifest_id, verdicts)
-        return verdicts
-
-    def claim(self, leased: set[TopicPartition], watermarks: Iterable[Watermark]) -> None:
-        """The leased partitions of this table's topics become the ones a complete round waits
-        for; each watermark of a granted partition counts as that partition's report."""
-        expected = {tp for tp in leased if self.config.routes(tp.topic)}
-        with self._lock:
-            self._state.set_expected(expected)
-            for w in watermarks:
-                if w.tp in expected:
-                    self._state.note_watermark(w.tp, w.connect_offset, w.read_at_ms / 1000)
-
-    # -- commit rounds --------------------------------------------------------------------
-
-    def maybe_commit(self, *, force: bool = False) -> CommitRecord | None:
-        """Run one commit round if a trigger fired (or ``force``); None if nothing to commit."""
-        with self._commit_lock:
-            now = self.clock()
-            if not force and now < self._retry.not_before:
-                return None
-            plan = self._plan(now, force)
-            if plan is None:
-                return None
-            try:
-                record = self.committer.commit(plan)
-            except OffsetsMovedError as exc:
-                with self._lock:
-                    self._state.recovered(exc.offsets, exc.version)
-                self._failed(exc)
-                raise
-            except DataFileError as exc:
-                if not exc.retryable:
-                    with self._lock:
-                        self._state.drop_file(exc.path, str(exc))
-                    logger.error(
-                        "table %s: dropped %s from the buffer: %s (its partition waits for a "
-                        "correct file for that range)",
-                        self.config.name,
-                        exc.path,
-                        exc,
-                    )
-                self._failed(exc, backoff=exc.retryable)
-                raise
-            except CommitError as exc:
-                self._failed(exc)
-                raise
-            with self._lock:
-                self._state.committed_plan(plan, record.version, self.clock())
-            self.history.append(record)
-            self._retry = _Retry()
-            self._last_error = None
-            logger.info(
-                "commit table=%s version=%d commit_id=%s files=%d records=%d offsets=%s vtts=%s duration_ms=%s reason=%s",
-                record.table,
-                record.version,
-                record.commit_id,
-                record.files,
-                record.records,
-                record.offsets.to_json(),
-                record.vtts,
-                record.duration_ms,
-                plan.reason,
-            )
-            return record
-
-    def _plan(self, now: float, force: bool) -> CommitPlan | None:
-        """The state's plan, capped at Connect's committed offsets when fencing is on."""
-        with self._lock:
-            plan = self._state.plan(now, force=force)
-        if plan is None or self.limits is None:
-            return plan
-        try:
-            limits = self.limits(plan.offsets)
-        except GroupReadError as exc:
-            err = ConnectCheckError(f"table {self.config.name}: cannot check Connect's offsets: {exc}")
-            self._failed(err)
-            raise err from exc
-        with self._lock:  # never commit past what Connect itself has committed
-            return self._state.plan(now, force=force, limits=limits)
-
-    def _failed(self, exc: CommitError, *, backoff: bool = True) -> None:
-        self._retry.failures += 1
-        delay = (
-            0.0 if not backoff or isinstance(exc, OffsetsMovedError) else min(MAX_BACKOFF, 2**self._retry.failures / 2)
-        )
-        self._retry.not_before = self.clock() + delay
-        self._last_error = str(exc)
-        logger.warning(
-            "commit of table %s failed (%s, retry in %.1fs): %s",
-            self.config.name,
-            "retryable" if exc.retryable else "fatal",
-            delay,
-            exc,
-        )
-
-    # -- reads ----------------------------------------------------------------------------
-
-    def summary(self) -> TableSummary:
-        with self._lock:
-            st = self._state
-            return TableSummary(
-                table=self.config.name,
-                path=self.config.path,
-                version=st.version,
-                offsets=PartitionOffsets(st.committed),
-                pending_files=st.pending_files(),
-                pending_bytes=st.pending_bytes(),
-                pending_offsets=st.pending_offsets(),
-                last_error=self._last_error,
-            )
-
-    def offsets(self) -> PartitionOffsets:
-        with self._lock:
-            return PartitionOffsets(self._state.committed)
-
-    def manifest(self, manifest_id: str) -> tuple[ManifestState, int | None, str | None] | None:
-        with self._lock:
-            return self._state.manifest(manifest_id)
 
 
 class Coordinator:
@@ -270,6 +110,11 @@ class Coordinator:
                 continue  # reported to the listener; retried with backoff
             except Exception:  # never let one table's surprise stop the loop
                 logger.exception("unexpected error in the commit round of %s", tc.config.name)
+                continue
+            try:
+                tc.maybe_maintain()
+            except Exception as exc:  # logged; the next run waits its interval
+                logger.warning("maintenance of table %s failed: %s", tc.config.name, exc)
 
     def _round(self, tc: TableCoordinator, *, force: bool) -> CommitRecord | None:
         try:
@@ -379,6 +224,14 @@ class Coordinator:
 
     def commit_now(self, name: str) -> CommitRecord | None:
         return self._round(self._table(name), force=True)
+
+    def maintenance(self, name: str) -> MaintenanceList:
+        tc = self._table(name)
+        runs = tuple(reversed(tc.maintenance_runs))
+        return MaintenanceList(name, tc.config.maintenance.enabled, runs)
+
+    def maintain_now(self, name: str, kind: MaintenanceKind) -> MaintenanceRecord:
+        return self._table(name).maintain_now(kind)
 
     def commits(self, table: str | None, limit: int) -> list[CommitRecord]:
         tables = [self._table(table)] if table else list(self.tables.values())

@@ -32,12 +32,16 @@ from commit_service.committer import TableSnapshot
 from commit_service.config import Placement
 from commit_service.content import Unwrap
 from commit_service.convert import FrameReader
-from commit_service.errors import CommitError, DataFileError, DeltaWriteError, OffsetsMovedError, SchemaMismatchError
+from commit_service.delta_maintenance import DeltaMaintainer
+from commit_service.errors import CommitError, DataFileError, DeltaWriteError, OffsetsMovedError
+from commit_service.maintenance import MaintenancePolicy
 from commit_service.paths import normalize_uri, root_prefix, table_location
+from commit_service.schema import merge_schema
+from commit_service.spark import job_label
 from commit_service.state import CommitPlan, PendingFile
 from commit_service.storage import FileFacts, StorageReader
 from lakegate_core.protocol import FileFormat
-from lakegate_core.status import CommitRecord
+from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
 logger = logging.getLogger(__name__)
@@ -83,15 +87,33 @@ class DeltaCommitter:
         self.unwrap = unwrap
         self._jvm = spark._jvm
         self._delta = self._jvm.org.apache.spark.sql.delta
+        self._maintainer = DeltaMaintainer(spark, table, self.location, self._fresh_snapshot)
 
     # -- reading --------------------------------------------------------------------------
 
     def _log(self) -> Any:
         return self._delta.DeltaLog.forTable(self.spark._jsparkSession, self.location)
 
+    def _fresh_snapshot(self) -> Any:
+        return self._log().update(False, self._jvm.scala.Option.empty(), self._jvm.scala.Option.empty())
+
+    # -- maintenance (between commit rounds; see delta_maintenance) ------------------------
+
+    def file_count(self) -> int:
+        return self._maintainer.file_count()
+
+    def maintain(self, kind: MaintenanceKind, policy: MaintenancePolicy) -> MaintenanceRecord:
+        try:
+            return self._maintainer.maintain(kind, policy)
+        except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
+            raise self._translate(exc) from exc
+
+    def register(self, name: str) -> None:
+        self._maintainer.register(name)
+
     def snapshot(self) -> TableSnapshot:
         """The table's version and offsets from its log (the service's only durable state)."""
-        snap = self._log().update(False, self._jvm.scala.Option.empty(), self._jvm.scala.Option.empty())
+        snap = self._fresh_snapshot()
         offsets: dict[TopicPartition, int] = {}
         if snap.version() >= 0:
             known = self._crc_set_transactions(snap)  # from the CRC when it lists them: no log replay
@@ -121,51 +143,46 @@ class DeltaCommitter:
         read_version = int(txn.readVersion())
         self._check_offsets(txn, plan, read_version)
         expected_version = read_version + 1
-        sc = self.spark.sparkContext
-        sc.setLocalProperty("spark.jobGroup.id", f"lakegate-{self.table}")
-        sc.setLocalProperty(
-            "spark.job.description",
-            f"lakegate commit {self.table} v{expected_version}: {len(plan.files)} files, {plan.records} records",
-        )
+        label = f"lakegate commit {self.table} v{expected_version}: {len(plan.files)} files, {plan.records} records"
         try:
-            table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
-            new_schema = self._merged_schema(table_schema, in_place, facts, rewritten, reader)
-            if read_version < 0:
-                txn.updateMetadataForNewTable(self._metadata_action(new_schema, created=int(self.clock() * 1000)))
-            elif new_schema != table_schema:
-                txn.updateMetadata(self._metadata_action(new_schema, like=txn.metadata()), False)
-            actions = [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
-            actions.extend(self._rewrite(txn, rewritten, reader))
-            millis = now_ms if now_ms is not None else int(self.clock() * 1000)
-            for tp, offset in sorted(plan.offsets.items()):
-                actions.append(
-                    self._action({"txn": {"appId": app_id(self.table, tp), "version": offset, "lastUpdated": millis}})
+            with job_label(self.spark, f"lakegate-{self.table}", label):
+                table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
+                new_schema = self._merged_schema(table_schema, in_place, facts, rewritten, reader)
+                if read_version < 0:
+                    txn.updateMetadataForNewTable(self._metadata_action(new_schema, created=int(self.clock() * 1000)))
+                elif new_schema != table_schema:
+                    txn.updateMetadata(self._metadata_action(new_schema, like=txn.metadata()), False)
+                actions = [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
+                actions.extend(self._rewrite(txn, rewritten, reader))
+                millis = now_ms if now_ms is not None else int(self.clock() * 1000)
+                for tp, offset in sorted(plan.offsets.items()):
+                    actions.append(
+                        self._action(
+                            {"txn": {"appId": app_id(self.table, tp), "version": offset, "lastUpdated": millis}}
+                        )
+                    )
+                record = CommitRecord(
+                    table=self.table,
+                    version=expected_version,
+                    commit_id=commit_id,
+                    files=len(plan.files),
+                    records=plan.records,
+                    offsets=plan.offsets,
+                    vtts=int(plan.vtts * 1000) if plan.vtts is not None else None,
+                    sidecars=tuple(sorted({p.sidecar_id for p in plan.files})),
                 )
-            record = CommitRecord(
-                table=self.table,
-                version=expected_version,
-                commit_id=commit_id,
-                files=len(plan.files),
-                records=plan.records,
-                offsets=plan.offsets,
-                vtts=int(plan.vtts * 1000) if plan.vtts is not None else None,
-                sidecars=tuple(sorted({p.sidecar_id for p in plan.files})),
-            )
-            op = self._delta.DeltaOperations.StreamingUpdate(
-                self._jvm.org.apache.spark.sql.streaming.OutputMode.Append(),
-                f"lakegate-{self.table}",
-                expected_version,
-                self._jvm.scala.Option.apply(json.dumps(record.user_metadata())),
-            )
-            seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(self._java_list(actions)).toSeq()
-            version = int(txn.commit(seq, op))
+                op = self._delta.DeltaOperations.StreamingUpdate(
+                    self._jvm.org.apache.spark.sql.streaming.OutputMode.Append(),
+                    f"lakegate-{self.table}",
+                    expected_version,
+                    self._jvm.scala.Option.apply(json.dumps(record.user_metadata())),
+                )
+                seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(self._java_list(actions)).toSeq()
+                version = int(txn.commit(seq, op))
         except CommitError:
             raise
         except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
             raise self._translate(exc) from exc
-        finally:
-            sc.setLocalProperty("spark.jobGroup.id", None)
-            sc.setLocalProperty("spark.job.description", None)
         duration = int((time.monotonic() - started) * 1000)
         return replace(record, version=version, duration_ms=duration)
 
@@ -352,35 +369,3 @@ class DeltaCommitter:
             )
         first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
         return DeltaWriteError(f"table {self.table}: Delta commit failed: {first[:500]}")
-
-
-def merge_schema(table: dict[str, Any], incoming: dict[str, Any], path: str, where: str = "") -> dict[str, Any]:
-    """The table schema widened by ``incoming``'s new columns (added as nullable), or an error.
-
-    Same-named columns must have the same type (structs merge recursively); names are compared
-    case-insensitively, as Delta does.
-    """
-    fields = [dict(f) for f in table["fields"]]
-    by_name = {f["name"].lower(): i for i, f in enumerate(fields)}
-    for f in incoming["fields"]:
-        col = f"{where}{f['name']}"
-        i = by_name.get(f["name"].lower())
-        if i is None:
-            fields.append({**f, "nullable": True})
-            by_name[f["name"].lower()] = len(fields) - 1
-            continue
-        have = fields[i]
-        if have["name"] != f["name"]:
-            raise SchemaMismatchError(path, f"column {col!r} differs only in case from {where}{have['name']!r}")
-        t_have, t_new = have["type"], f["type"]
-        if isinstance(t_have, dict) and isinstance(t_new, dict) and t_have.get("type") == t_new.get("type") == "struct":
-            fields[i] = {**have, "type": merge_schema(t_have, t_new, path, f"{col}.")}
-        elif t_have != t_new:
-            raise SchemaMismatchError(
-                path, f"column {col!r} is {_type_name(t_new)} in the file but {_type_name(t_have)} in the table"
-            )
-    return {**table, "fields": fields}
-
-
-def _type_name(t: Any) -> str:
-    return t if isinstance(t, str) else str(t.get("type", t))

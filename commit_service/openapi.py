@@ -36,6 +36,8 @@ MODELS: tuple[type, ...] = (
     status.CommitOutcome,
     status.ErrorInfo,
     status.ErrorBody,
+    status.MaintenanceRecord,
+    status.MaintenanceList,
 )
 NON_NEGATIVE = {
     "partition",
@@ -51,6 +53,10 @@ NON_NEGATIVE = {
     "read_at_ms",
     "pending_files",
     "pending_bytes",
+    "files_before",
+    "files_after",
+    "duration_ms",
+    "started_ms",
 }
 NAMESPACE = {**vars(protocol), **vars(status), "PartitionOffsets": PartitionOffsets, "TopicPartition": TopicPartition}
 
@@ -221,6 +227,30 @@ def document() -> dict[str, Any]:
                         ),
                         **_errors(409, 422),
                     },
+                }
+            },
+            "/v1/tables/{table}/maintenance": {
+                "get": {
+                    "summary": "Recent compactions and vacuums of a table",
+                    "security": secured,
+                    "parameters": [table_param],
+                    "responses": {"200": _resp("Runs, newest first", _ref("MaintenanceList")), **_errors()},
+                }
+            },
+            "/v1/tables/{table}/maintenance/{kind}": {
+                "post": {
+                    "summary": "Compact or vacuum a table now (admin)",
+                    "security": secured,
+                    "parameters": [
+                        table_param,
+                        {
+                            "name": "kind",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string", "enum": ["compact", "vacuum"]},
+                        },
+                    ],
+                    "responses": {"200": _resp("The run", _ref("MaintenanceRecord")), **_errors()},
                 }
             },
             "/v1/commits": {

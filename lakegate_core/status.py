@@ -9,6 +9,7 @@ read by sidecars (``GET /v1/tables``), operators, tests and the OpenAPI generato
 - :class:`CommitRecord` — one Delta commit, in ``GET /v1/commits`` (:class:`CommitList`) and, as
   JSON, the commit's ``userMetadata``; :class:`CommitOutcome` answers a forced commit.
 - :class:`ErrorBody` — every error response, ``{"error": {"code", "message", "details"}}``.
+- :class:`MaintenanceRecord` — one compaction or vacuum of a table (:class:`MaintenanceList`).
 """
 
 from __future__ import annotations
@@ -138,3 +139,35 @@ class ErrorBody(WireModel):
     """Every error response of the service, whatever the status."""
 
     error: ErrorInfo
+
+
+class MaintenanceKind(str, Enum):
+    """What a maintenance run did to a table."""
+
+    COMPACT = "compact"  # OPTIMIZE (optionally ZORDER BY): small files rewritten into fewer large ones
+    VACUUM = "vacuum"  # files no longer in the table (and orphans under its root) older than the retention
+    CHECKPOINT = "checkpoint"  # a Delta checkpoint of the current version
+
+
+@dataclass(frozen=True)
+class MaintenanceRecord(WireModel):
+    """One maintenance run of one table, made by the service between commit rounds."""
+
+    table: str
+    kind: MaintenanceKind
+    started_ms: int
+    duration_ms: int
+    version_before: int
+    version_after: int  # OPTIMIZE commits once; VACUUM records its start and end as two commits
+    files_before: int  # files in the table
+    files_after: int
+    detail: str | None = None  # e.g. how many files OPTIMIZE rewrote into how many, VACUUM's retention
+
+
+@dataclass(frozen=True)
+class MaintenanceList(WireModel):
+    """``GET /v1/tables/{table}/maintenance``: recent maintenance runs of a table, newest first."""
+
+    table: str
+    enabled: bool
+    runs: tuple[MaintenanceRecord, ...]

@@ -16,11 +16,12 @@ from commit_service.app import create_app
 from commit_service.committer import TableSnapshot
 from commit_service.config import ServiceConfig, TableConfig
 from commit_service.errors import CommitError
+from commit_service.maintenance import MaintenancePolicy
 from commit_service.openapi import document
 from commit_service.runtime import runtime
 from commit_service.state import CommitPlan
 from lakegate_core.configfile import build
-from lakegate_core.status import CommitRecord
+from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
 from lakegate_core.types import PartitionOffsets
 
 SIDE, ADMIN = "sidecar-token-0123456789", "admin-token-0123456789"
@@ -34,9 +35,22 @@ class FakeCommitter:
         self.offsets: dict[tuple[str, int], int] = {}
         self.commits: list[CommitPlan] = []
         self.fail_next = False
+        self.maintained: list[MaintenanceKind] = []
+        self.registered: list[str] = []
 
     def snapshot(self) -> TableSnapshot:
         return TableSnapshot(self.version, PartitionOffsets(self.offsets))
+
+    def file_count(self) -> int:
+        return sum(len(p.files) for p in self.commits)
+
+    def maintain(self, kind: MaintenanceKind, policy: MaintenancePolicy) -> MaintenanceRecord:
+        files = self.file_count()
+        self.maintained.append(kind)
+        return MaintenanceRecord("orders", kind, 0, 1, self.version, self.version, files, min(files, 1))
+
+    def register(self, name: str) -> None:
+        self.registered.append(name)
 
     def commit(self, plan: CommitPlan) -> CommitRecord:
         if self.fail_next:
@@ -466,3 +480,34 @@ def test_in_place_tables_refuse_parquet_files_outside_their_root(committer: Fake
     text = manifest("jsonl", start=10, end=19, path="s3a://landing/orders-0-10.gz")
     text["files"][0]["format"] = "jsonl"  # rewritten into the table anyway: its location does not matter
     assert c.post("/v1/manifests", json=text, headers=h()).json["files"][0]["status"] == "accepted"
+
+
+def test_maintenance_runs_between_rounds_and_on_demand(committer: FakeCommitter) -> None:
+    table = {**CONFIG["tables"][0], "catalog": {"name": "lake.orders"}}
+    table["maintenance"] = {"enabled": True, "compact_interval_seconds": 60, "compact_min_files": 2}
+    now = [1000.0]
+    app = create_app(
+        build(ServiceConfig, {**CONFIG, "tables": [table]}), committer_factory=lambda t: committer, start=False
+    )
+    coordinator = runtime(app).coordinator
+    coordinator.clock = lambda: now[0]
+    coordinator.load()
+    c = app.test_client()
+    for i in range(3):
+        c.post("/v1/manifests", json=manifest(f"m{i}", start=i * 10, end=i * 10 + 9), headers=h())
+        assert c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is True
+    assert committer.registered == ["lake.orders"], "registered once, when the first commit created the table"
+    coordinator.tick()
+    assert committer.maintained == [], "not before compact_interval_seconds"
+    now[0] += 61
+    coordinator.tick()
+    assert committer.maintained == [MaintenanceKind.COMPACT]
+    coordinator.tick()
+    assert committer.maintained == [MaintenanceKind.COMPACT], "once per interval"
+    run = c.post("/v1/tables/orders/maintenance/vacuum", headers=h(ADMIN))
+    assert run.status_code == 200 and run.json["kind"] == "vacuum"
+    assert c.post("/v1/tables/orders/maintenance/vacuum", headers=h()).status_code == 403
+    assert c.post("/v1/tables/orders/maintenance/shrink", headers=h(ADMIN)).status_code == 400
+    listed = c.get("/v1/tables/orders/maintenance", headers=h()).json
+    assert listed["enabled"] is True and [r["kind"] for r in listed["runs"]] == ["vacuum", "compact"]
+    conforms(document(), "MaintenanceList", listed)

@@ -1,0 +1,99 @@
+"""Maintenance of one Delta table through Spark SQL: compaction, vacuum, file count, catalog.
+
+Owned by the table's :class:`~commit_service.delta_commit.DeltaCommitter` (which exposes it as
+the :class:`~commit_service.committer.Committer` maintenance calls) and run by the coordinator
+between the table's commit rounds, so it never races them. ``OPTIMIZE`` commits new files and
+removes the small ones it replaced; it writes no ``txn`` action, so the Kafka offsets recorded by
+the commits stay exactly as they were. Every run's Spark jobs are labelled
+``lakegate maintenance <table>: <kind>`` in the Spark UI.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from commit_service.maintenance import MaintenancePolicy
+from commit_service.spark import job_label
+from lakegate_core.status import MaintenanceKind, MaintenanceRecord
+
+logger = logging.getLogger(__name__)
+
+RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+DELTA_DEFAULT_RETENTION_HOURS = 168.0
+
+
+class DeltaMaintainer:
+    """Compacts, vacuums and registers one table; ``snapshot`` gives its fresh Delta snapshot."""
+
+    def __init__(self, spark: Any, table: str, location: str, snapshot: Callable[[], Any]) -> None:
+        self.spark = spark
+        self.table = table
+        self.location = location
+        self._snapshot = snapshot
+
+    def file_count(self) -> int:
+        """Files in the table now: from the version checksum when there is one (no log replay)."""
+        snap = self._snapshot()
+        if snap.version() < 0:
+            return 0
+        crc = snap.checksumOpt()
+        return int(crc.get().numFiles()) if crc.isDefined() else int(snap.numOfFiles())
+
+    def maintain(self, kind: MaintenanceKind, policy: MaintenancePolicy) -> MaintenanceRecord:
+        """Run one compaction or vacuum; raises what Spark/Delta raise (the caller translates)."""
+        started_ms, t0 = int(time.time() * 1000), time.monotonic()
+        before = self._snapshot()
+        version_before, files_before = int(before.version()), self.file_count()
+        target = f"delta.`{self.location}`"
+        with job_label(self.spark, f"lakegate-{self.table}", f"lakegate maintenance {self.table}: {kind.value}"):
+            if kind is MaintenanceKind.COMPACT:
+                zorder = ", ".join(f"`{c}`" for c in policy.zorder_by)
+                rows = self.spark.sql(f"OPTIMIZE {target}" + (f" ZORDER BY ({zorder})" if zorder else "")).collect()
+                metrics = rows[0]["metrics"] if rows else None
+                detail = (
+                    f"{metrics['numFilesRemoved']} files rewritten into {metrics['numFilesAdded']}"
+                    if metrics is not None
+                    else "nothing to compact"
+                )
+            elif kind is MaintenanceKind.VACUUM:
+                hours = policy.vacuum_retention_hours
+                if hours < DELTA_DEFAULT_RETENTION_HOURS:  # Delta refuses a short retention unless told
+                    self.spark.conf.set(RETENTION_CHECK, "false")
+                self.spark.sql(f"VACUUM {target} RETAIN {hours:g} HOURS").collect()
+                detail = f"retention {hours:g} h"
+            else:
+                raise ValueError(f"unsupported maintenance {kind.value}")
+        after = self._snapshot()
+        record = MaintenanceRecord(
+            table=self.table,
+            kind=kind,
+            started_ms=started_ms,
+            duration_ms=int((time.monotonic() - t0) * 1000),
+            version_before=version_before,
+            version_after=int(after.version()),
+            files_before=files_before,
+            files_after=self.file_count(),
+            detail=detail,
+        )
+        logger.info(
+            "maintenance table=%s kind=%s version=%d->%d files=%d->%d duration_ms=%d %s",
+            self.table,
+            kind.value,
+            record.version_before,
+            record.version_after,
+            record.files_before,
+            record.files_after,
+            record.duration_ms,
+            detail,
+        )
+        return record
+
+    def register(self, name: str) -> None:
+        """``CREATE TABLE IF NOT EXISTS <name> USING delta LOCATION '<location>'`` in the session catalog."""
+        location = self.location.replace("'", "\\'")
+        with job_label(self.spark, f"lakegate-{self.table}", f"lakegate register {self.table} as {name}"):
+            self.spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{location}'")
+        logger.info("table %s registered in the catalog as %s", self.table, name)

@@ -1,0 +1,82 @@
+"""Compaction, vacuum and catalog registration on real Spark + Delta, read back by delta-rs.
+
+Many small commits (as a Connect sink's flushes give) are compacted into a few files: every row
+and every partition's ``txn`` offset is the same before and after, in both readers. VACUUM then
+deletes the replaced files and an orphan a sink left under the table root, and the table stays
+readable. Registration puts the table in Spark's session catalog.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
+
+from commit_service.delta_commit import DeltaCommitter, app_id
+from commit_service.maintenance import MaintenancePolicy
+from commit_service.state import PendingFile, TableState
+from commit_service.storage import StorageReader
+from lakegate_core.protocol import DataFile, FileFormat
+from lakegate_core.status import MaintenanceKind
+
+TOPIC, COMMITS = "orders", 24
+
+
+def small_file(root: Path, partition: int, start: int, count: int) -> PendingFile:
+    path = root / "data" / f"{TOPIC}-{partition}-{start:020d}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ids = [partition * 100_000 + o for o in range(start, start + count)]
+    pq.write_table(pa.table({"id": ids, "offset": list(range(start, start + count))}), path)
+    f = DataFile(f"file://{path}", TOPIC, partition, start, start + count - 1, path.stat().st_size, FileFormat.PARQUET)
+    return PendingFile(f, f"m{partition}-{start}", "sc")
+
+
+def snapshot_of(root: Path) -> tuple[list[int], dict[int, int | None]]:
+    table = DeltaTable(str(root))
+    ids = sorted(table.to_pyarrow_table(columns=["id"]).column("id").to_pylist())
+    return ids, {p: table.transaction_version(app_id(TOPIC, (TOPIC, p))) for p in range(2)}
+
+
+def test_compaction_keeps_rows_and_offsets_and_vacuum_cleans_up(spark: Any, tmp_path: Path) -> None:
+    root = tmp_path / "orders"
+    committer = DeltaCommitter(spark, TOPIC, str(root), StorageReader())
+    state = TableState(TOPIC)
+    for n in range(COMMITS):  # one small file per partition per commit
+        for p in range(2):
+            state.offer(small_file(root, p, n * 5, 5), now=0)
+        plan = state.plan(now=0, force=True)
+        assert plan is not None
+        state.committed_plan(plan, committer.commit(plan).version, now=0)
+    before_ids, before_offsets = snapshot_of(root)
+    assert len(before_ids) == COMMITS * 10 and before_offsets == {0: COMMITS * 5, 1: COMMITS * 5}
+    assert committer.file_count() == COMMITS * 2
+
+    policy = MaintenancePolicy(enabled=True, zorder_by=("id",), vacuum_retention_hours=0)
+    compacted = committer.maintain(MaintenanceKind.COMPACT, policy)
+    assert compacted.files_before == COMMITS * 2 and compacted.files_after <= 2
+    assert compacted.version_after == compacted.version_before + 1 and "rewritten" in (compacted.detail or "")
+    assert snapshot_of(root) == (before_ids, before_offsets), "rows and txn offsets unchanged by compaction"
+    assert committer.snapshot().offsets == {(TOPIC, 0): COMMITS * 5, (TOPIC, 1): COMMITS * 5}
+
+    orphan = root / "data" / f"{TOPIC}-0-{COMMITS * 5:020d}"  # a sink's file no commit references
+    pq.write_table(pa.table({"id": [-1], "offset": [COMMITS * 5]}), orphan)
+    old = time.time() - 3600
+    os.utime(orphan, (old, old))
+    on_disk = len(list((root / "data").iterdir()))
+    vacuumed = committer.maintain(MaintenanceKind.VACUUM, policy)
+    assert vacuumed.version_after >= vacuumed.version_before and vacuumed.files_after == compacted.files_after
+    assert not orphan.exists(), "an orphan under the table root older than the retention is deleted"
+    assert len(list((root / "data").iterdir())) < on_disk - COMMITS, "the replaced small files are gone"
+    assert snapshot_of(root) == (before_ids, before_offsets)
+    assert spark.read.format("delta").load(str(root)).count() == COMMITS * 10
+
+    committer.register("lakegate_orders_compacted")
+    committer.register("lakegate_orders_compacted")  # idempotent
+    assert spark.table("lakegate_orders_compacted").count() == COMMITS * 10
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{root}`").select("operation").collect()
+    assert [r.operation for r in history][:3] == ["VACUUM END", "VACUUM START", "OPTIMIZE"]
