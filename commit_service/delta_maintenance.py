@@ -94,6 +94,9 @@ class DeltaMaintainer:
     def register(self, name: str) -> None:
         """``CREATE TABLE IF NOT EXISTS <name> USING delta LOCATION '<location>'`` in the session catalog."""
         location = self.location.replace("'", "\\'")
+        parts = name.split(".")
         with job_label(self.spark, f"lakegate-{self.table}", f"lakegate register {self.table} as {name}"):
+            if len(parts) == 2:  # database.table in the session's current catalog: make the database
+                self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {parts[0]}")
             self.spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{location}'")
         logger.info("table %s registered in the catalog as %s", self.table, name)

@@ -31,9 +31,11 @@ class ServiceProcess:
         name: str = "service",
         s3: dict[str, Any] | None = None,
         kafka: str | None = None,
+        spark_conf: dict[str, str] | None = None,
     ) -> None:
         """``s3``: the ``storage.s3`` section (endpoint, keys) when tables or files are on S3;
-        ``kafka``: bootstrap servers, which turns fencing on (leases checked against Kafka)."""
+        ``kafka``: bootstrap servers, which turns fencing on (leases checked against Kafka);
+        ``spark_conf``: extra Spark properties (``spark.conf``)."""
         self.workdir = workdir
         self.port = free_port()
         self.ui_port = free_port()
@@ -49,6 +51,7 @@ class ServiceProcess:
                 "ui_port": self.ui_port,
                 "driver_memory": "1g",
                 "local_dir": str(workdir / f"{name}-spark"),
+                "conf": dict(spark_conf or {}),
             },
             "tables": tables,
             **({"kafka": {"bootstrap_servers": kafka}} if kafka else {}),
