@@ -45,7 +45,13 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle) -> Commit
                 spark.ui_url = spark.session.sparkContext.uiWebUrl
                 logger.info("Spark UI: %s", spark.ui_url or "(disabled)")
         return DeltaCommitter(
-            spark.session, table.name, table.path, storage, placement=table.placement, unwrap=table.unwrap
+            spark.session,
+            table.name,
+            table.path,
+            storage,
+            placement=table.placement,
+            unwrap=table.unwrap,
+            checkpoint_in_commit=not table.maintenance.background_checkpoints,
         )
 
     return factory

@@ -45,6 +45,10 @@ class Committer(Protocol):
         """Compact or vacuum the table (never touching its ``txn`` actions); a :class:`CommitError` if not."""
         ...
 
+    def checkpoint(self) -> MaintenanceRecord:
+        """Write a Delta checkpoint of the current version (called from a background thread)."""
+        ...
+
     def register(self, name: str) -> None:
         """Register the (existing) table in the session catalog as ``name``, if it is not there yet."""
         ...

@@ -47,6 +47,8 @@ from lakegate_core.types import PartitionOffsets, TopicPartition
 logger = logging.getLogger(__name__)
 
 APP_ID_PREFIX = "lakegate"
+CHECKPOINT_INTERVAL = "delta.checkpointInterval"
+NO_CHECKPOINT_IN_COMMIT = str(2**31 - 1)  # Delta checkpoints every N commits inside the commit: never
 FOOTER_THREADS = 16
 
 
@@ -76,6 +78,7 @@ class DeltaCommitter:
         *,
         placement: Placement = Placement.IN_PLACE,
         unwrap: Unwrap = Unwrap.AUTO,
+        checkpoint_in_commit: bool = True,
     ) -> None:
         self.spark = spark
         self.table = table
@@ -85,9 +88,10 @@ class DeltaCommitter:
         self.clock = clock
         self.placement = placement
         self.unwrap = unwrap
+        self.checkpoint_in_commit = checkpoint_in_commit  # False: the service writes them (see checkpoint)
         self._jvm = spark._jvm
         self._delta = self._jvm.org.apache.spark.sql.delta
-        self._maintainer = DeltaMaintainer(spark, table, self.location, self._fresh_snapshot)
+        self._maintainer = DeltaMaintainer(spark, table, self.location, self._log)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -110,6 +114,12 @@ class DeltaCommitter:
 
     def register(self, name: str) -> None:
         self._maintainer.register(name)
+
+    def checkpoint(self) -> MaintenanceRecord:
+        try:
+            return self._maintainer.checkpoint()
+        except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
+            raise self._translate(exc) from exc
 
     def snapshot(self) -> TableSnapshot:
         """The table's version and offsets from its log (the service's only durable state)."""
@@ -150,7 +160,7 @@ class DeltaCommitter:
                 new_schema = self._merged_schema(table_schema, in_place, facts, rewritten, reader)
                 if read_version < 0:
                     txn.updateMetadataForNewTable(self._metadata_action(new_schema, created=int(self.clock() * 1000)))
-                elif new_schema != table_schema:
+                elif new_schema != table_schema or not self._configured(txn.metadata()):
                     txn.updateMetadata(self._metadata_action(new_schema, like=txn.metadata()), False)
                 actions = [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
                 actions.extend(self._rewrite(txn, rewritten, reader))
@@ -328,10 +338,19 @@ class DeltaCommitter:
         """A path under the table root is stored relative (every reader copes); others absolute."""
         return quote(uri[len(self.root) :], safe="/") if uri.startswith(self.root) else uri
 
+    def _table_properties(self) -> dict[str, str]:
+        """Table properties this committer needs: with background checkpoints, none in the commit."""
+        return {} if self.checkpoint_in_commit else {CHECKPOINT_INTERVAL: NO_CHECKPOINT_IN_COMMIT}
+
+    def _configured(self, metadata: Any) -> bool:
+        have = json.loads(metadata.json())["metaData"].get("configuration") or {}
+        return all(have.get(k) == v for k, v in self._table_properties().items())
+
     def _metadata_action(self, schema: dict[str, Any], *, created: int | None = None, like: Any = None) -> Any:
         if like is not None:
             meta = json.loads(like.json())["metaData"]
             meta["schemaString"] = json.dumps(schema)
+            meta["configuration"] = {**(meta.get("configuration") or {}), **self._table_properties()}
             return self._action({"metaData": meta})
         return self._action(
             {
@@ -341,7 +360,7 @@ class DeltaCommitter:
                     "format": {"provider": "parquet", "options": {}},
                     "schemaString": json.dumps(schema),
                     "partitionColumns": [],
-                    "configuration": {},
+                    "configuration": self._table_properties(),
                     "createdTime": created,
                 }
             }

@@ -26,13 +26,42 @@ DELTA_DEFAULT_RETENTION_HOURS = 168.0
 
 
 class DeltaMaintainer:
-    """Compacts, vacuums and registers one table; ``snapshot`` gives its fresh Delta snapshot."""
+    """Compacts, vacuums, checkpoints and registers one table; ``delta_log`` gives its DeltaLog."""
 
-    def __init__(self, spark: Any, table: str, location: str, snapshot: Callable[[], Any]) -> None:
+    def __init__(self, spark: Any, table: str, location: str, delta_log: Callable[[], Any]) -> None:
         self.spark = spark
         self.table = table
         self.location = location
-        self._snapshot = snapshot
+        self._delta_log = delta_log
+        self._none = spark._jvm.scala.Option.empty()
+
+    def _snapshot(self) -> Any:
+        return self._delta_log().update(False, self._none, self._none)
+
+    def checkpoint(self) -> MaintenanceRecord:
+        """Write a Delta checkpoint of the current version (from a background thread: a commit may
+        run meanwhile; readers of the checkpoint only ever see a whole one)."""
+        started_ms, t0 = int(time.time() * 1000), time.monotonic()
+        log = self._delta_log()
+        snap = log.update(False, self._none, self._none)
+        version, files = int(snap.version()), self.file_count()
+        with job_label(
+            self.spark, f"lakegate-{self.table}", f"lakegate maintenance {self.table}: checkpoint v{version}"
+        ):
+            log.checkpoint(snap, self._none)
+        duration_ms = int((time.monotonic() - t0) * 1000)
+        logger.info("maintenance table=%s kind=checkpoint version=%d duration_ms=%d", self.table, version, duration_ms)
+        return MaintenanceRecord(
+            self.table,
+            MaintenanceKind.CHECKPOINT,
+            started_ms,
+            duration_ms,
+            version,
+            version,
+            files,
+            files,
+            f"checkpoint of version {version}",
+        )
 
     def file_count(self) -> int:
         """Files in the table now: from the version checksum when there is one (no log replay)."""

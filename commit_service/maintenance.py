@@ -13,6 +13,10 @@ so maintenance never overlaps a round) and runs what it returns through the tabl
   table root that no commit references (orphans a sink left) older than the retention are deleted.
   The retention must cover the longest read of an old version and the longest time a sink's file
   may wait under the table root before it is committed.
+- ``checkpoint``: with ``checkpoint_interval_commits`` > 0, Delta no longer writes a checkpoint
+  inside every 10th commit (the table property ``delta.checkpointInterval`` is set out of reach);
+  the coordinator writes one from a background thread after every that-many commits instead, so
+  no commit round waits for one.
 """
 
 from __future__ import annotations
@@ -33,8 +37,15 @@ class MaintenancePolicy:
     zorder_by: tuple[str, ...] = ()
     vacuum_interval_seconds: float = 86_400.0
     vacuum_retention_hours: float = 168.0
+    checkpoint_interval_commits: int = 10  # 0: Delta checkpoints inside the commit, as it does by itself
+
+    @property
+    def background_checkpoints(self) -> bool:
+        return self.enabled and self.checkpoint_interval_commits > 0
 
     def __post_init__(self) -> None:
+        if self.checkpoint_interval_commits < 0:
+            raise ValueError("maintenance.checkpoint_interval_commits must not be negative")
         if self.compact_interval_seconds <= 0 or self.vacuum_interval_seconds <= 0:
             raise ValueError("maintenance.compact_interval_seconds and vacuum_interval_seconds must be > 0")
         if self.compact_min_files < 2:

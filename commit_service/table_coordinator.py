@@ -13,6 +13,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from commit_service.committer import Committer
@@ -52,6 +53,7 @@ class TableCoordinator:
         self.history: deque[CommitRecord] = deque(maxlen=HISTORY)
         self.maintenance_runs: deque[MaintenanceRecord] = deque(maxlen=HISTORY)
         self._maintenance_clock = MaintenanceClock()
+        self._checkpointer: ThreadPoolExecutor | None = None  # one background thread, made on first use
         self._state = TableState(config.name, policy=config.commit, now=clock())
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()
@@ -127,6 +129,7 @@ class TableCoordinator:
                 self._state.committed_plan(plan, record.version, self.clock())
             if record.version == 0:  # the commit created the table
                 self._register()
+            self._maybe_checkpoint(record.version)
             self.history.append(record)
             self._retry = _Retry()
             self._last_error = None
@@ -196,6 +199,22 @@ class TableCoordinator:
             self._maintenance_clock.ran(kind, self.clock())
         self.maintenance_runs.append(record)
         return record
+
+    def _maybe_checkpoint(self, version: int) -> Future[None] | None:
+        """After every ``checkpoint_interval_commits``-th version, write a checkpoint off the commit
+        path (one background thread per table: checkpoints never pile up or overlap)."""
+        policy = self.config.maintenance
+        if not policy.background_checkpoints or version <= 0 or version % policy.checkpoint_interval_commits:
+            return None
+        if self._checkpointer is None:
+            self._checkpointer = ThreadPoolExecutor(1, thread_name_prefix=f"lakegate-checkpoint-{self.config.name}")
+        return self._checkpointer.submit(self._checkpoint)
+
+    def _checkpoint(self) -> None:
+        try:
+            self.maintenance_runs.append(self.committer.checkpoint())
+        except Exception as exc:  # the next interval writes a newer one; readers replay a few more commits
+            logger.warning("table %s: background checkpoint failed: %s", self.config.name, exc)
 
     def _register(self) -> None:
         """Register the table in the session catalog when its config asks (a failure is logged:

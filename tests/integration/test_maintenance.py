@@ -80,3 +80,42 @@ def test_compaction_keeps_rows_and_offsets_and_vacuum_cleans_up(spark: Any, tmp_
     assert spark.table("lakegate_orders_compacted").count() == COMMITS * 10
     history = spark.sql(f"DESCRIBE HISTORY delta.`{root}`").select("operation").collect()
     assert [r.operation for r in history][:3] == ["VACUUM END", "VACUUM START", "OPTIMIZE"]
+
+
+def test_checkpoints_move_off_the_commit_path(spark: Any, tmp_path: Path) -> None:
+    root = tmp_path / "orders"
+    state = TableState(TOPIC)
+    logs = root / "_delta_log"
+
+    def commit(committer: DeltaCommitter, n: int) -> int:
+        state.offer(small_file(root, 0, n * 5, 5), now=0)
+        plan = state.plan(now=0, force=True)
+        assert plan is not None
+        version = committer.commit(plan).version
+        state.committed_plan(plan, version, now=0)
+        return version
+
+    inline = DeltaCommitter(spark, TOPIC, str(root), StorageReader())
+    for n in range(3):  # a table made before background checkpoints were turned on
+        commit(inline, n)
+    background = DeltaCommitter(spark, TOPIC, str(root), StorageReader(), checkpoint_in_commit=False)
+    for n in range(3, 14):
+        last = commit(background, n)
+    assert last == 13
+    assert not list(logs.glob("*.checkpoint.parquet")), "Delta wrote no checkpoint inside a commit (v10 passed)"
+    config = DeltaTable(str(root)).metadata().configuration
+    assert config["delta.checkpointInterval"] == str(2**31 - 1)
+
+    run = background.checkpoint()
+    assert run.kind is MaintenanceKind.CHECKPOINT and run.version_before == 13
+    assert (logs / f"{13:020d}.checkpoint.parquet").is_file()
+    assert json_last_checkpoint(logs)["version"] == 13
+    ids = sorted(DeltaTable(str(root)).to_pyarrow_table(columns=["id"]).column("id").to_pylist())
+    assert ids == list(range(14 * 5)) and spark.read.format("delta").load(str(root)).count() == 14 * 5
+    assert background.snapshot().offsets == {(TOPIC, 0): 14 * 5}
+
+
+def json_last_checkpoint(logs: Path) -> dict[str, Any]:
+    import json
+
+    return dict(json.loads((logs / "_last_checkpoint").read_text()))

@@ -52,6 +52,9 @@ class FakeCommitter:
     def register(self, name: str) -> None:
         self.registered.append(name)
 
+    def checkpoint(self) -> MaintenanceRecord:
+        return MaintenanceRecord("orders", MaintenanceKind.CHECKPOINT, 0, 1, self.version, self.version, 0, 0)
+
     def commit(self, plan: CommitPlan) -> CommitRecord:
         if self.fail_next:
             self.fail_next = False
@@ -511,3 +514,24 @@ def test_maintenance_runs_between_rounds_and_on_demand(committer: FakeCommitter)
     listed = c.get("/v1/tables/orders/maintenance", headers=h()).json
     assert listed["enabled"] is True and [r["kind"] for r in listed["runs"]] == ["vacuum", "compact"]
     conforms(document(), "MaintenanceList", listed)
+
+
+def test_checkpoints_are_written_in_the_background_every_n_commits(committer: FakeCommitter) -> None:
+    table = {**CONFIG["tables"][0], "maintenance": {"enabled": True, "checkpoint_interval_commits": 2}}
+    app = create_app(
+        build(ServiceConfig, {**CONFIG, "tables": [table]}), committer_factory=lambda t: committer, start=False
+    )
+    coordinator = runtime(app).coordinator
+    coordinator.load()
+    c = app.test_client()
+    for i in range(5):  # versions 0..4: checkpoints after v2 and v4
+        c.post("/v1/manifests", json=manifest(f"m{i}", start=i * 10, end=i * 10 + 9), headers=h())
+        assert c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is True
+    deadline = time.monotonic() + 30
+    while len(c.get("/v1/tables/orders/maintenance", headers=h()).json["runs"]) < 2:
+        assert time.monotonic() < deadline, "the background checkpoints did not run"
+        time.sleep(0.05)
+    runs = c.get("/v1/tables/orders/maintenance", headers=h()).json["runs"]
+    assert [r["kind"] for r in runs] == ["checkpoint", "checkpoint"]
+    # each checkpoints the version current when it runs: the one after v2 may already see v3 or v4
+    assert runs[0]["version_before"] == 4 and 2 <= runs[1]["version_before"] <= 4
