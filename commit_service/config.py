@@ -7,6 +7,7 @@ warehouse, local Spark, one table taking every topic, authentication off (with a
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -164,7 +165,7 @@ class TableConfig:
             except re.error as exc:
                 raise ConfigError(f"tables[{self.name}].topics_regex: {exc}") from None
 
-    @property
+    @functools.cached_property
     def root(self) -> str:
         """The table's location as a URI prefix ending in ``/`` (``s3a://b/t/``, ``file:///p/t/``)."""
         return root_prefix(normalize_uri(self.path))

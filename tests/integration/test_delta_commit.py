@@ -20,6 +20,7 @@ from commit_service.errors import OffsetsMovedError, SchemaMismatchError
 from commit_service.state import PendingFile, TableState
 from commit_service.storage import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
+from tests.delta_helpers import commit_all
 
 TOPIC = "orders"
 
@@ -40,16 +41,6 @@ def write_file(
         f"file://{path}", TOPIC, partition, start, start + count - 1, path.stat().st_size, FileFormat.PARQUET, count
     )
     return PendingFile(f, f"m-{partition}-{start}", "sc-1")
-
-
-def commit_all(committer: DeltaCommitter, state: TableState, files: list[PendingFile]) -> Any:
-    for f in files:
-        state.offer(f, now=0)
-    plan = state.plan(now=0, force=True)
-    assert plan is not None
-    record = committer.commit(plan)
-    state.committed_plan(plan, record.version, now=0)
-    return record
 
 
 def log_actions(root: Path, version: int) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from commit_service.storage import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.s3 import S3Server
+from tests.delta_helpers import delta_rs_options
 
 
 def upload(s3: Any, bucket: str, key: str, partition: int, start: int, count: int) -> PendingFile:
@@ -53,13 +54,7 @@ def test_commit_on_s3(spark: Any, s3_server: S3Server) -> None:
     record = committer.commit(plan)  # type: ignore[arg-type]
     state.committed_plan(plan, record.version, now=0)  # type: ignore[arg-type]
 
-    options = {
-        "AWS_ENDPOINT_URL": s3_server.endpoint,
-        "AWS_ALLOW_HTTP": "true",
-        "AWS_REGION": s3mod.REGION,
-        "AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY,
-        "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY,
-    }
+    options = delta_rs_options(s3_server.endpoint)
     table = DeltaTable("s3://lake-commit/orders", storage_options=options)
     assert sorted(table.to_pyarrow_table().column("offset").to_pylist()) == sorted(list(range(50)) * 2)
     assert table.transaction_version(app_id("orders", ("orders", 1))) == 50

@@ -7,8 +7,8 @@ from typing import Any
 
 from deltalake import DeltaTable
 
-from lakegate_stack import s3 as s3mod
 from lakegate_stack.s3 import S3Server
+from tests.delta_helpers import delta_rs_options
 
 ROWS = [(i, f"name-{i}", i % 3) for i in range(250)]
 
@@ -39,13 +39,7 @@ def test_local_delta_table_round_trip(spark: Any, tmp_path: Path) -> None:
 
 def test_s3a_delta_table_round_trip(spark: Any, s3_server: S3Server) -> None:
     s3_server.create_bucket("lake-smoke")
-    options = {
-        "AWS_ENDPOINT_URL": s3_server.endpoint,
-        "AWS_ALLOW_HTTP": "true",
-        "AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY,
-        "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY,
-        "AWS_REGION": s3mod.REGION,
-    }
+    options = delta_rs_options(s3_server.endpoint)
     _write_and_check(spark, "s3a://lake-smoke/orders", options)
     keys = [o["Key"] for o in s3_server.client().list_objects_v2(Bucket="lake-smoke")["Contents"]]
     assert "orders/_delta_log/00000000000000000001.json" in keys

@@ -29,6 +29,7 @@ from commit_service.storage import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.s3 import S3Server
+from tests.delta_helpers import commit_all, delta_rs_options
 
 TOPIC = "orders"
 CODECS = {
@@ -60,17 +61,6 @@ def landed(path: Path, data: bytes, partition: int, start: int, count: int, fmt:
     return PendingFile(f, f"m-{path.name}", "sc")
 
 
-def commit_all(committer: DeltaCommitter, files: list[PendingFile], state: TableState | None = None) -> Any:
-    state = state or TableState(committer.table)
-    for f in files:
-        state.offer(f, now=0)
-    plan = state.plan(now=0, force=True)
-    assert plan is not None
-    record = committer.commit(plan)
-    state.committed_plan(plan, record.version, now=0)
-    return record
-
-
 def adds(table: DeltaTable) -> list[str]:
     return list(pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist())
 
@@ -92,7 +82,7 @@ def test_aiven_jsonl_in_any_codec_and_name_lands_as_top_level_columns(spark: Any
         landed(landing / "orders-3-0", CODECS["none"](envelope_lines(3, 0, 5)), 3, 0, 5, FileFormat.JSONL),
     ]
     committer = DeltaCommitter(spark, TOPIC, str(root), StorageReader(), placement=Placement.COPY_INTO_TABLE)
-    record = commit_all(committer, files)
+    record = commit_all(committer, TableState(committer.table), files)
     assert record.records == 95 and record.offsets == {(TOPIC, 0): 50, (TOPIC, 1): 25, (TOPIC, 2): 15, (TOPIC, 3): 5}
 
     table = DeltaTable(str(root))
@@ -113,15 +103,15 @@ def test_unwrap_none_keeps_the_envelope_and_corrupt_text_is_refused(spark: Any, 
     root = tmp_path / "raw"
     ok = landed(tmp_path / "l" / "orders-0-0", gzip.compress(envelope_lines(0, 0, 3)), 0, 0, 3, FileFormat.JSONL)
     committer = DeltaCommitter(spark, "raw", str(root), StorageReader(), unwrap=Unwrap.NONE)
-    commit_all(committer, [ok])
+    commit_all(committer, TableState(committer.table), [ok])
     assert set(DeltaTable(str(root)).to_pyarrow_table().column_names) == {"key", "value", "offset", "timestamp"}
 
     bad = landed(tmp_path / "l" / "orders-0-3", gzip.compress(b'{"value": 1}\nnot json\n'), 0, 3, 1, FileFormat.JSONL)
     with pytest.raises(Exception, match="not jsonl records"):
-        commit_all(committer, [bad], TableState("raw", {(TOPIC, 0): 3}))
+        commit_all(committer, TableState("raw", {(TOPIC, 0): 3}), [bad])
     truncated = landed(tmp_path / "l" / "orders-0-5", gzip.compress(b'{"a": 1}\n')[:12], 0, 3, 1, FileFormat.JSONL)
     with pytest.raises(Exception, match="not a valid gzip stream"):
-        commit_all(committer, [truncated], TableState("raw", {(TOPIC, 0): 3}))
+        commit_all(committer, TableState("raw", {(TOPIC, 0): 3}), [truncated])
     assert committer.snapshot().version == 0, "nothing committed"
 
 
@@ -141,7 +131,7 @@ def test_parquet_envelopes_are_rewritten_plain_parquet_is_copied_into_the_table(
         landed(landing / "orders-1-0", parquet_bytes(plain), 1, 0, 10, FileFormat.PARQUET),
     ]
     committer = DeltaCommitter(spark, TOPIC, str(root), StorageReader(), placement=Placement.COPY_INTO_TABLE)
-    commit_all(committer, files)
+    commit_all(committer, TableState(committer.table), files)
     table = DeltaTable(str(root))
     assert sorted(table.to_pyarrow_table().column("id").to_pylist()) == list(range(20))
     paths = adds(table)
@@ -171,15 +161,9 @@ def test_copy_into_table_from_a_landing_bucket_on_s3(spark: Any, s3_server: S3Se
         "s3a://landing-copy/topics/orders-2-00000000000000000000", TOPIC, 2, 0, 19, len(text), FileFormat.JSONL, 20
     )
     files.append(PendingFile(f, "m2", "sc"))
-    commit_all(committer, files)
+    commit_all(committer, TableState(committer.table), files)
 
-    options = {
-        "AWS_ENDPOINT_URL": s3_server.endpoint,
-        "AWS_ALLOW_HTTP": "true",
-        "AWS_REGION": s3mod.REGION,
-        "AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY,
-        "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY,
-    }
+    options = delta_rs_options(s3_server.endpoint)
     table = DeltaTable("s3://lake-copy/orders", storage_options=options)
     ids = table.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
     assert sorted(ids) == sorted([p * 100 + o for p in range(2) for o in range(30)] + [2_000 + o for o in range(20)])
