@@ -9,6 +9,7 @@ carries (:mod:`commit_service.errors`); an unexpected exception is a 500 with a 
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 from typing import Any
 
@@ -24,18 +25,29 @@ from commit_service.errors import (
     NotReadyError,
     PayloadTooLargeError,
     ProtocolError,
+    TooManyPendingError,
     UnauthorizedError,
 )
 from commit_service.metrics import CONTENT_TYPE
 from commit_service.openapi import document
 from commit_service.runtime import runtime
 from lakegate_core.protocol import LeaseRequest, LeaseResponse, Manifest
-from lakegate_core.status import CommitList, CommitOutcome, ErrorBody, ErrorInfo, MaintenanceKind, TableList
+from lakegate_core.status import (
+    CommitList,
+    CommitOutcome,
+    DeadLetterList,
+    DeadLetterState,
+    ErrorBody,
+    ErrorInfo,
+    MaintenanceKind,
+    TableList,
+)
 
 logger = logging.getLogger(__name__)
 
 bp = Blueprint("lakegate", __name__)
 OPEN_PATHS = {"/healthz", "/readyz", "/metrics", "/openapi.json"}
+MAX_JSON_DEPTH = 32  # manifests and lease claims nest 3 deep; anything deeper is not ours
 
 
 def _coordinator() -> Coordinator:
@@ -50,7 +62,7 @@ def authenticate() -> None:
         raise NotReadyError("the service is starting (Spark and tables are loading); retry shortly")
     auth = runtime().config.auth
     if not auth.enabled:
-        g.role = Role.ADMIN
+        g.role, g.sidecar_id = Role.ADMIN, None
         return
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
@@ -58,7 +70,7 @@ def authenticate() -> None:
         raise UnauthorizedError("missing bearer token (Authorization: Bearer <token>)")
     for known in auth.tokens:
         if hmac.compare_digest(known.token.encode(), token.encode()):
-            g.role = known.role
+            g.role, g.sidecar_id = known.role, known.sidecar_id
             return
     raise UnauthorizedError("unknown token")
 
@@ -68,13 +80,48 @@ def _require(role: Role) -> None:
         raise ForbiddenError("this needs an admin token")
 
 
+def _speaks_for(sidecar_id: str) -> None:
+    """A token bound to a sidecar id (``auth.tokens[].sidecar_id``) speaks only for that sidecar."""
+    if g.sidecar_id is not None and sidecar_id != g.sidecar_id:
+        raise ForbiddenError(
+            f"this token belongs to sidecar {g.sidecar_id!r}, not {sidecar_id!r}", {"field": "sidecar.id"}
+        )
+
+
 def _json_body() -> Any:
+    """The request's JSON body, or a 400: not JSON, not UTF-8, or nested deeper than MAX_JSON_DEPTH."""
     if not request.is_json:
         raise BadRequestError("body must be JSON (Content-Type: application/json)")
-    body = request.get_json(silent=True)
-    if body is None:
-        raise BadRequestError("body is not valid JSON")
+    try:
+        body = json.loads(request.get_data(cache=True))
+    except RecursionError:
+        raise BadRequestError(f"body is nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError
+        raise BadRequestError("body is not valid JSON (UTF-8)") from None
+    if _depth(body) > MAX_JSON_DEPTH:
+        raise BadRequestError(f"body is nested deeper than {MAX_JSON_DEPTH} levels")
     return body
+
+
+def _depth(value: Any) -> int:
+    """How deeply arrays and objects nest in ``value`` (iterative: no recursion on hostile input)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if level > MAX_JSON_DEPTH:
+                break
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _query_int(name: str, default: int, low: int, high: int) -> int:
+    """An integer query parameter from ``low`` to ``high`` (ASCII digits only), else a 400."""
+    raw = request.args.get(name, str(default))
+    if not (raw.isascii() and raw.isdigit() and low <= int(raw) <= high):
+        raise BadRequestError(f"{name} must be an integer from {low} to {high}", {"field": name})
+    return int(raw)
 
 
 @bp.post("/v1/manifests")
@@ -84,13 +131,16 @@ def post_manifest() -> tuple[Response, int]:
     except ProtocolError:
         runtime().metrics.rejected("invalid")
         raise
+    _speaks_for(manifest.sidecar.id)
     receipt = _coordinator().submit(manifest)
     return jsonify(receipt.to_dict()), 202
 
 
 @bp.post("/v1/leases")
 def post_leases() -> Response:
-    grants = _coordinator().claim(LeaseRequest.from_dict(_json_body()))
+    claim = LeaseRequest.from_dict(_json_body())
+    _speaks_for(claim.sidecar.id)
+    grants = _coordinator().claim(claim)
     return jsonify(LeaseResponse(_coordinator().fencing.enabled, tuple(grants)).to_dict())
 
 
@@ -142,11 +192,34 @@ def post_maintenance(table: str, kind: str) -> Response:
 
 @bp.get("/v1/commits")
 def get_commits() -> Response:
-    raw = request.args.get("limit", "50")
-    if not raw.isdigit() or not 1 <= int(raw) <= 1000:
-        raise BadRequestError("limit must be an integer from 1 to 1000", {"field": "limit"})
-    records = _coordinator().commits(request.args.get("table") or None, int(raw))
+    limit = _query_int("limit", 50, 1, 1000)
+    records = _coordinator().commits(request.args.get("table") or None, limit)
     return jsonify(CommitList(tuple(records)).to_dict())
+
+
+@bp.get("/v1/dead-letters")
+def get_dead_letters() -> Response:
+    raw = request.args.get("state")
+    try:
+        state = DeadLetterState(raw) if raw else None
+    except ValueError:
+        choices = [s.value for s in DeadLetterState]
+        raise BadRequestError(f"state must be one of {choices}", {"field": "state"}) from None
+    letters = _coordinator().dead_letters(request.args.get("table") or None, state)
+    return jsonify(DeadLetterList(tuple(letters)).to_dict())
+
+
+@bp.post("/v1/dead-letters/<letter_id>/retry")
+def post_dead_letter_retry(letter_id: str) -> Response:
+    _require(Role.ADMIN)
+    return jsonify(_coordinator().retry_dead_letter(letter_id).to_dict())
+
+
+@bp.post("/v1/dead-letters/<letter_id>/release")
+def post_dead_letter_release(letter_id: str) -> Response:
+    _require(Role.ADMIN)
+    record = _coordinator().release_dead_letter(letter_id)
+    return jsonify(CommitOutcome(True, record.table, commit=record).to_dict())
 
 
 @bp.get("/healthz")
@@ -156,10 +229,14 @@ def healthz() -> Response:
 
 @bp.get("/readyz")
 def readyz() -> tuple[Response, int]:
+    """200 once every table is loaded; before, 503 ``starting``, or ``failed`` with the start-up
+    error's code and a short message (never a trace: :func:`commit_service.app.start_failure`)."""
     rt = runtime()
     if rt.ready:
         return jsonify({"status": "ready", "spark_ui": rt.spark.ui_url}), 200
-    return jsonify({"status": "starting", "error": rt.start_error}), 503
+    if rt.start_error is None:
+        return jsonify({"status": "starting"}), 503
+    return jsonify({"status": "failed", "error": rt.start_error.to_dict()}), 503
 
 
 @bp.get("/metrics")
@@ -179,7 +256,10 @@ def _error(status: int, code: str, message: str, details: dict[str, Any] | None 
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(LakegateError)
     def _lakegate_error(exc: LakegateError) -> tuple[Response, int]:
-        return _error(exc.status, exc.code, exc.message, exc.details)
+        response, status = _error(exc.status, exc.code, exc.message, exc.details)
+        if isinstance(exc, TooManyPendingError):
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response, status
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(_: RequestEntityTooLarge) -> tuple[Response, int]:
@@ -190,7 +270,13 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def _http(exc: HTTPException) -> tuple[Response, int]:
-        return _error(exc.code or 500, (exc.name or "error").lower().replace(" ", "_"), exc.description or "")
+        response, status = _error(
+            exc.code or 500, (exc.name or "error").lower().replace(" ", "_"), exc.description or ""
+        )
+        for name, value in exc.get_headers():  # e.g. a 405's Allow
+            if name.lower() != "content-type":
+                response.headers[name] = value
+        return response, status
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> tuple[Response, int]:

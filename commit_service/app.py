@@ -8,6 +8,7 @@ once and ``/readyz`` turns ready when the tables are loaded.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -18,10 +19,14 @@ from commit_service.api import bp, register_error_handlers
 from commit_service.committer import Committer
 from commit_service.config import Placement, ServiceConfig, TableConfig, load_config
 from commit_service.coordinator import Coordinator
+from commit_service.dead_letters import DeadLetterStore, ObjectDeadLetterStore
+from commit_service.errors import LakegateError
 from commit_service.fencing import ConnectGroups
 from commit_service.metrics import ServiceMetrics
+from commit_service.request_body import ServiceRequest
 from commit_service.runtime import ServiceRuntime, SparkHandle
 from lakegate_core.connect_group import GroupReader
+from lakegate_core.status import ErrorInfo
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +41,7 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle) -> Commit
 
     lock = threading.Lock()
     settings = config.spark_settings()
-    storage = StorageReader(settings.s3)
+    storage = StorageReader(settings.s3, config.storage.allowed_roots)
 
     def factory(table: TableConfig) -> Committer:
         with lock:
@@ -57,6 +62,14 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle) -> Commit
     return factory
 
 
+def dead_letter_stores(config: ServiceConfig) -> Callable[[TableConfig], DeadLetterStore]:
+    """Each table's dead letters, as JSON objects under its ``_lakegate/dead-letters/``."""
+    from commit_service.storage import StorageReader
+
+    storage = StorageReader(config.spark_settings().s3)
+    return lambda table: ObjectDeadLetterStore(storage, table.root)
+
+
 def kafka_groups(config: ServiceConfig) -> GroupReader | None:
     """A reader of the Connect groups when the config has a ``kafka`` section (fencing on)."""
     return None if config.kafka is None else GroupReader(config.kafka.admin_factory("lakegate-service"))
@@ -73,11 +86,17 @@ def create_app(
     """Build the app. Tests pass a fake ``committer_factory``; gunicorn uses the defaults."""
     config = config or load_config(config_path)
     app = Flask("lakegate")
+    app.request_class = ServiceRequest  # a chunked body past MAX_CONTENT_LENGTH is a 413, not a truncated body
     app.config["MAX_CONTENT_LENGTH"] = config.server.max_request_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]
     spark = SparkHandle()
     factory = committer_factory or spark_committer_factory(config, spark)
-    coordinator = Coordinator(config, factory, groups=groups if groups is not None else kafka_groups(config))
+    coordinator = Coordinator(
+        config,
+        factory,
+        groups=groups if groups is not None else kafka_groups(config),
+        dead_letters=dead_letter_stores(config) if committer_factory is None else None,
+    )
     metrics = ServiceMetrics(coordinator.summaries)
     coordinator.listener = metrics
     rt = ServiceRuntime(config, coordinator, metrics, spark)
@@ -102,12 +121,30 @@ def create_app(
     return app
 
 
+# What a start-up failure's own message must not contain to be shown on /readyz: JVM and py4j internals.
+INTERNALS = re.compile(r"py4j|Traceback|\bat [\w$.]+\(|java\.|javax\.|scala\.|org\.apache\.", re.IGNORECASE)
+START_FAILED = "start-up failed; see the service log"
+
+
+def start_failure(exc: BaseException) -> ErrorInfo:
+    """What ``/readyz`` says about a failed start-up: a code and a short message, never a trace.
+
+    A :class:`LakegateError` keeps its own message when it is one line of ours (e.g. "no jars in
+    ...: run scripts/fetch-jars delta"); anything else (a py4j error carrying the JVM's stack
+    trace, an unexpected exception) is reported generically, its details are in the log."""
+    if isinstance(exc, LakegateError):
+        message = exc.message.strip()
+        ours = message and "\n" not in message and len(message) <= 300 and not INTERNALS.search(message)
+        return ErrorInfo(exc.code, message if ours else START_FAILED)
+    return ErrorInfo("start_failed", START_FAILED)
+
+
 def _start(rt: ServiceRuntime) -> None:
     try:
         rt.coordinator.load()
-    except Exception as exc:  # reported on /readyz and in the log; the process stays up for probes
+    except Exception as exc:  # reported on /readyz (briefly) and in the log; the process stays up for probes
         logger.exception("start-up failed")
-        rt.start_error = str(exc)
+        rt.start_error = start_failure(exc)
         return
     thread_factory: Callable[..., threading.Thread] = threading.Thread
     if rt.spark.session is not None:

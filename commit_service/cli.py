@@ -1,8 +1,9 @@
 """``lakegate-service``: validate the config, then serve the app under gunicorn.
 
 gunicorn runs ONE worker process (the single writer holding the SparkSession) with
-``server.threads`` threads (gthread). The app is built inside the worker, after the fork, so the
-JVM is never forked. ``--check-config`` validates and prints the effective config, then exits.
+``server.threads`` request threads; :mod:`commit_service.server` holds its options. The app is
+built inside the worker, after the fork, so the JVM is never forked. ``--check-config`` validates
+and prints the effective config, then exits.
 """
 
 from __future__ import annotations
@@ -49,31 +50,14 @@ def masked(config: ServiceConfig) -> dict[str, Any]:
 
 
 def serve(config: ServiceConfig) -> None:
-    from gunicorn.app.base import BaseApplication
-
     from commit_service.app import create_app
+    from commit_service.server import gunicorn_options, run
 
-    class Service(BaseApplication):  # type: ignore[misc]
-        def load_config(self) -> None:
-            s = config.server
-            for key, value in {
-                "bind": f"{s.host}:{s.port}",
-                "workers": 1,
-                "worker_class": "gthread",
-                "threads": s.threads,
-                "timeout": 300,
-                "graceful_timeout": 60,
-                "accesslog": None,
-                "loglevel": "info",
-                "preload_app": False,
-            }.items():
-                self.cfg.set(key, value)
+    def load() -> Any:
+        setup_logging(config.server.log_format)
+        return create_app(config)
 
-        def load(self) -> Any:
-            setup_logging(config.server.log_format)
-            return create_app(config)
-
-    Service().run()
+    run(gunicorn_options(config.server), load)
 
 
 def main(argv: list[str] | None = None) -> int:

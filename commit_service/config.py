@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from commit_service.content import Unwrap
 from commit_service.errors import ConfigError
 from commit_service.maintenance import MaintenancePolicy
-from commit_service.paths import UnsafePathError, normalize_uri, root_prefix
+from commit_service.paths import UnsafePathError, root_prefix
 from commit_service.spark import S3Settings, SparkSettings
 from commit_service.state import CommitPolicy
 from lakegate_core import configfile
@@ -44,10 +44,15 @@ class Role(str, Enum):
 
 @dataclass(frozen=True)
 class ServerConfig:
+    """``server:``: the HTTP side; :func:`commit_service.server.gunicorn_options` turns it into gunicorn's."""
+
     host: str = "0.0.0.0"
     port: int = 8080
     threads: int = 8
     max_request_bytes: int = 1 << 20
+    max_connections: int = 1000  # open connections, idle and arriving ones included
+    read_timeout_seconds: float = 15.0  # a request's header and body must arrive within this
+    keepalive_seconds: int = 5  # an idle kept-alive connection is closed after this
     log_format: str = "text"  # text | json
 
     def __post_init__(self) -> None:
@@ -57,6 +62,12 @@ class ServerConfig:
             raise ConfigError("server.threads: must be at least 1")
         if self.max_request_bytes < 1024:
             raise ConfigError("server.max_request_bytes: must be at least 1024")
+        if self.max_connections <= self.threads:
+            raise ConfigError("server.max_connections: must be more than server.threads")
+        if self.read_timeout_seconds <= 0:
+            raise ConfigError("server.read_timeout_seconds: must be positive")
+        if self.keepalive_seconds < 0:
+            raise ConfigError("server.keepalive_seconds: must be 0 (no keep-alive) or more")
         if self.log_format not in ("text", "json"):
             raise ConfigError("server.log_format: must be text or json")
 
@@ -65,6 +76,7 @@ class ServerConfig:
 class TokenConfig:
     token: str
     role: Role = Role.SIDECAR
+    sidecar_id: str | None = None  # set: the token may only send manifests and lease claims as this sidecar
 
     def __post_init__(self) -> None:
         if len(self.token) < 16:
@@ -102,14 +114,17 @@ class StorageConfig:
                 raise ConfigError(
                     f"storage.allowed_roots: {root!r} must be an s3a://, s3:// or file:/// URI ending in /"
                 )
-            if ".." in parts.path.split("/"):
-                raise ConfigError(f"storage.allowed_roots: {root!r} must not contain '..'")
+            try:
+                root_prefix(root)
+            except UnsafePathError as exc:
+                raise ConfigError(f"storage.allowed_roots: {root!r}: {exc}") from None
 
 
 @dataclass(frozen=True)
 class SparkConfig:
     master: str = "local[*]"
     ui_port: int = 4040
+    ui_host: str | None = None  # default: server.host
     ui_enabled: bool = True
     driver_memory: str = "2g"
     jars_dir: Path | None = None
@@ -149,7 +164,7 @@ class TableConfig:
         if not TABLE_NAME.match(self.name):
             raise ConfigError(f"tables[].name: {self.name!r} must be 1-128 of A-Z a-z 0-9 _ . -")
         try:
-            normalize_uri(self.path)
+            root_prefix(self.path)
         except UnsafePathError as exc:
             raise ConfigError(f"tables[{self.name}].path: {self.path!r}: {exc}") from None
         if self.partition_by:
@@ -168,7 +183,7 @@ class TableConfig:
     @functools.cached_property
     def root(self) -> str:
         """The table's location as a URI prefix ending in ``/`` (``s3a://b/t/``, ``file:///p/t/``)."""
-        return root_prefix(normalize_uri(self.path))
+        return root_prefix(self.path)
 
     def holds(self, uri: str) -> bool:
         """Whether normalised ``uri`` lies under the table root (an in-place file may)."""
@@ -223,6 +238,7 @@ class ServiceConfig:
             app_name="lakegate-service",
             ui_enabled=self.spark.ui_enabled,
             ui_port=self.spark.ui_port,
+            ui_host=self.spark.ui_host or self.server.host,
             driver_memory=self.spark.driver_memory,
             jars_dir=self.spark.jars_dir,
             local_dir=self.spark.local_dir,

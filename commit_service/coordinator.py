@@ -14,22 +14,28 @@ maintenance that is due.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 
 from commit_service.committer import CommitListener, Committer
 from commit_service.config import Placement, ServiceConfig, TableConfig
+from commit_service.dead_letters import DeadLetterStore
 from commit_service.errors import (
     BadRequestError,
     CommitError,
+    ConflictError,
     NotFoundError,
+    TooManyPendingError,
 )
 from commit_service.fencing import ConnectGroups, Fencing
 from commit_service.paths import UnsafePathError, is_under, normalize_uri
-from commit_service.state import PendingFile
+from commit_service.state import MAX_TRACKED_MANIFESTS, PendingFile
 from commit_service.table_coordinator import TableCoordinator
 from lakegate_core.protocol import (
     DataFile,
@@ -43,6 +49,8 @@ from lakegate_core.protocol import (
 )
 from lakegate_core.status import (
     CommitRecord,
+    DeadLetter,
+    DeadLetterState,
     MaintenanceKind,
     MaintenanceList,
     MaintenanceRecord,
@@ -67,11 +75,15 @@ class Coordinator:
         listener: CommitListener | None = None,
         clock: Callable[[], float] = time.time,
         groups: ConnectGroups | None = None,
+        dead_letters: Callable[[TableConfig], DeadLetterStore] | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
         self.listener = listener
         self._factory = committer_factory
+        self._dead_letters = dead_letters
+        self._manifests: OrderedDict[str, str] = OrderedDict()  # manifest_id -> digest of its files
+        self._manifests_lock = threading.Lock()
         self.fencing = Fencing(groups)  # enabled when the service config has a kafka section
         self.tables: dict[str, TableCoordinator] = {}
         self._stop = threading.Event()
@@ -84,7 +96,8 @@ class Coordinator:
         """Create committers and recover every table's offsets; then the service is ready."""
         limits = self.fencing.limits if self.fencing.enabled else None
         for table in self.config.tables:
-            tc = TableCoordinator(table, self._factory(table), self.clock, limits)
+            store = self._dead_letters(table) if self._dead_letters is not None else None
+            tc = TableCoordinator(table, self._factory(table), self.clock, limits, store)
             tc.load()
             self.tables[table.name] = tc
         self.ready = True
@@ -133,6 +146,8 @@ class Coordinator:
         """Check every file against the roots first (any failure: 400, nothing buffered), then
         route each to its table and let the table's state judge it."""
         normalized = [self._checked(i, f) for i, f in enumerate(manifest.files)]
+        self._check_id(manifest, normalized)
+        self._check_capacity(normalized)
         receipts: list[FileReceipt] = []
         by_table: dict[str, list[tuple[int, PendingFile]]] = {}
         for i, f in enumerate(normalized):
@@ -179,6 +194,40 @@ class Coordinator:
                 f"{field}: {uri} is not under an allowed storage root", {"field": field, "allowed_roots": list(roots)}
             )
         return replace(f, path=uri)
+
+    def _check_id(self, manifest: Manifest, files: list[DataFile]) -> None:
+        """A ``manifest_id`` names one set of files: sent again with other files it is a 409."""
+        digest = hashlib.sha256(
+            json.dumps([manifest.sidecar.id, sorted(json.dumps(f.to_dict(), sort_keys=True) for f in files)]).encode()
+        ).hexdigest()
+        with self._manifests_lock:
+            known = self._manifests.get(manifest.manifest_id)
+            if known is not None and known != digest:
+                self._rejected("manifest_conflict")
+                raise ConflictError(
+                    f"manifest_id {manifest.manifest_id!r} was already sent with other files: "
+                    "a manifest_id is sent again only with the same files (use a new id for new files)",
+                    {"field": "manifest_id"},
+                )
+            self._manifests[manifest.manifest_id] = digest
+            self._manifests.move_to_end(manifest.manifest_id)
+            while len(self._manifests) > MAX_TRACKED_MANIFESTS:
+                self._manifests.popitem(last=False)
+
+    def _check_capacity(self, files: list[DataFile]) -> None:
+        """429 for the whole manifest if any table's buffer would pass its cap (nothing buffered)."""
+        need: dict[str, tuple[int, int]] = {}
+        for f in files:
+            table = self.config.table_for(f.topic)
+            if table is not None:
+                count, size = need.get(table.name, (0, 0))
+                need[table.name] = (count + 1, size + f.size_bytes)
+        for name, (count, size) in need.items():
+            try:
+                self._table(name).check_capacity(count, size)
+            except TooManyPendingError:
+                self._rejected("buffer_full")
+                raise
 
     def claim(self, request: LeaseRequest) -> list[LeaseGrant]:
         """Lease the claimed partitions (see :class:`Fencing`) and note the sender's watermarks."""
@@ -232,6 +281,32 @@ class Coordinator:
 
     def maintain_now(self, name: str, kind: MaintenanceKind) -> MaintenanceRecord:
         return self._table(name).maintain_now(kind)
+
+    def dead_letters(self, table: str | None, state: DeadLetterState | None) -> list[DeadLetter]:
+        tables = [self._table(table)] if table else list(self.tables.values())
+        letters = [d for tc in tables for d in tc.dead_letters() if state is None or d.state is state]
+        return sorted(letters, key=lambda d: d.at_ms, reverse=True)
+
+    def _letter_table(self, letter_id: str) -> TableCoordinator:
+        for tc in self.tables.values():
+            if tc.dead_letter(letter_id) is not None:
+                return tc
+        raise NotFoundError(f"no dead letter {letter_id!r}")
+
+    def retry_dead_letter(self, letter_id: str) -> DeadLetter:
+        return self._letter_table(letter_id).retry_dead_letter(letter_id)
+
+    def release_dead_letter(self, letter_id: str) -> CommitRecord:
+        tc = self._letter_table(letter_id)
+        try:
+            record = tc.release_dead_letter(letter_id)
+        except CommitError as exc:
+            if self.listener:
+                self.listener.failed(tc.config.name, exc)
+            raise
+        if self.listener:
+            self.listener.committed(record)
+        return record
 
     def commits(self, table: str | None, limit: int) -> list[CommitRecord]:
         tables = [self._table(table)] if table else list(self.tables.values())

@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
-from urllib.parse import quote
 
 from py4j.protocol import Py4JError
 
@@ -33,9 +32,17 @@ from commit_service.config import Placement
 from commit_service.content import Unwrap
 from commit_service.convert import FrameReader
 from commit_service.delta_maintenance import DeltaMaintainer
-from commit_service.errors import CommitError, DataFileError, DeltaWriteError, OffsetsMovedError
+from commit_service.errors import (
+    CommitError,
+    DataFileError,
+    DeltaUnavailableError,
+    DeltaWriteError,
+    OffsetsMovedError,
+    UnexpectedCommitError,
+)
+from commit_service.java_errors import Failure, classify, java_summary
 from commit_service.maintenance import MaintenancePolicy
-from commit_service.paths import normalize_uri, root_prefix, table_location
+from commit_service.paths import delta_path, root_prefix, table_location
 from commit_service.schema import merge_schema
 from commit_service.spark import job_label
 from commit_service.state import CommitPlan, PendingFile
@@ -83,7 +90,7 @@ class DeltaCommitter:
         self.spark = spark
         self.table = table
         self.location = table_location(path)
-        self.root = root_prefix(normalize_uri(path))
+        self.root = root_prefix(path)
         self.storage = storage
         self.clock = clock
         self.placement = placement
@@ -136,9 +143,22 @@ class DeltaCommitter:
     # -- committing -----------------------------------------------------------------------
 
     def commit(self, plan: CommitPlan, *, now_ms: int | None = None) -> CommitRecord:
-        """Make ``plan`` one Delta commit, or raise a :class:`CommitError` having changed nothing."""
+        """Make ``plan`` one Delta commit, or raise a :class:`CommitError` having changed nothing.
+
+        Every step (footers, copies, the offset check, the commit) is inside the translation, so
+        whatever Delta, py4j or storage raise reaches the coordinator as a :class:`CommitError`.
+        """
         started = time.monotonic()
-        commit_id = str(uuid.uuid4())
+        try:
+            with job_label(self.spark, f"lakegate-{self.table}", f"lakegate commit {self.table}: {plan.reason}"):
+                record = self._commit(plan, now_ms)
+        except CommitError:
+            raise
+        except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
+            raise self._translate(exc) from exc
+        return replace(record, duration_ms=int((time.monotonic() - started) * 1000))
+
+    def _commit(self, plan: CommitPlan, now_ms: int | None) -> CommitRecord:
         reader = FrameReader(self.spark, self.storage, self.unwrap)
         facts = self._facts([p for p in plan.files if p.file.format is FileFormat.PARQUET])
         for p in plan.files:
@@ -148,53 +168,44 @@ class DeltaCommitter:
         rewritten = [p for p in plan.files if reader.rewrites(p, facts.get(p.file.path))]
         placed = self._place(in_place)
 
-        log = self._log()
-        txn = log.startTransaction()
+        txn = self._log().startTransaction()
         read_version = int(txn.readVersion())
         self._check_offsets(txn, plan, read_version)
         expected_version = read_version + 1
         label = f"lakegate commit {self.table} v{expected_version}: {len(plan.files)} files, {plan.records} records"
-        try:
-            with job_label(self.spark, f"lakegate-{self.table}", label):
-                table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
-                new_schema = self._merged_schema(table_schema, in_place, facts, rewritten, reader)
-                if read_version < 0:
-                    txn.updateMetadataForNewTable(self._metadata_action(new_schema, created=int(self.clock() * 1000)))
-                elif new_schema != table_schema or not self._configured(txn.metadata()):
-                    txn.updateMetadata(self._metadata_action(new_schema, like=txn.metadata()), False)
-                actions = [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
-                actions.extend(self._rewrite(txn, rewritten, reader))
-                millis = now_ms if now_ms is not None else int(self.clock() * 1000)
-                for tp, offset in sorted(plan.offsets.items()):
-                    actions.append(
-                        self._action(
-                            {"txn": {"appId": app_id(self.table, tp), "version": offset, "lastUpdated": millis}}
-                        )
-                    )
-                record = CommitRecord(
-                    table=self.table,
-                    version=expected_version,
-                    commit_id=commit_id,
-                    files=len(plan.files),
-                    records=plan.records,
-                    offsets=plan.offsets,
-                    vtts=int(plan.vtts * 1000) if plan.vtts is not None else None,
-                    sidecars=tuple(sorted({p.sidecar_id for p in plan.files})),
-                )
-                op = self._delta.DeltaOperations.StreamingUpdate(
-                    self._jvm.org.apache.spark.sql.streaming.OutputMode.Append(),
-                    f"lakegate-{self.table}",
-                    expected_version,
-                    self._jvm.scala.Option.apply(json.dumps(record.user_metadata())),
-                )
-                seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(self._java_list(actions)).toSeq()
-                version = int(txn.commit(seq, op))
-        except CommitError:
-            raise
-        except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
-            raise self._translate(exc) from exc
-        duration = int((time.monotonic() - started) * 1000)
-        return replace(record, version=version, duration_ms=duration)
+        self.spark.sparkContext.setLocalProperty("spark.job.description", label)
+        table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
+        new_schema = self._merged_schema(table_schema, in_place, facts, rewritten, reader)
+        if read_version < 0:
+            txn.updateMetadataForNewTable(self._metadata_action(new_schema, created=int(self.clock() * 1000)))
+        elif new_schema != table_schema or not self._configured(txn.metadata()):
+            txn.updateMetadata(self._metadata_action(new_schema, like=txn.metadata()), False)
+        actions = [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
+        actions.extend(self._rewrite(txn, rewritten, reader))
+        millis = now_ms if now_ms is not None else int(self.clock() * 1000)
+        for tp, offset in sorted(plan.offsets.items()):
+            actions.append(
+                self._action({"txn": {"appId": app_id(self.table, tp), "version": offset, "lastUpdated": millis}})
+            )
+        record = CommitRecord(
+            table=self.table,
+            version=expected_version,
+            commit_id=str(uuid.uuid4()),
+            files=len(plan.files),
+            records=plan.records,
+            offsets=plan.offsets,
+            vtts=int(plan.vtts * 1000) if plan.vtts is not None else None,
+            sidecars=tuple(sorted({p.sidecar_id for p in plan.files})),
+            released=plan.released or None,
+        )
+        op = self._delta.DeltaOperations.StreamingUpdate(
+            self._jvm.org.apache.spark.sql.streaming.OutputMode.Append(),
+            f"lakegate-{self.table}",
+            expected_version,
+            self._jvm.scala.Option.apply(json.dumps(record.user_metadata())),
+        )
+        seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(self._java_list(actions)).toSeq()
+        return replace(record, version=int(txn.commit(seq, op)))
 
     def _facts(self, files: list[PendingFile]) -> dict[str, FileFacts]:
         """Stat every Parquet file and read its footer, in parallel (I/O bound)."""
@@ -258,9 +269,10 @@ class DeltaCommitter:
         moved: dict[TopicPartition, int] = {}
         ids = {tp: app_id(self.table, tp) for tp in plan.offsets}
         versions = self._txn_versions(txn, list(ids.values()))
+        starts = plan.starts()
         for tp in plan.offsets:
             in_table = versions[ids[tp]]
-            first = min(p.file.start_offset for p in plan.files if p.tp == tp)
+            first = starts[tp]
             if in_table >= 0 and in_table != first:  # no txn yet: the state's start point stands
                 moved[tp] = in_table
         if moved:
@@ -277,9 +289,7 @@ class DeltaCommitter:
         schema = table
         for path, file_schema in self._file_schemas(in_place, facts, rewritten, reader):
             schema = file_schema if schema is None else merge_schema(schema, file_schema, path)
-        if schema is None:
-            raise CommitError(f"table {self.table}: no schema (no files)")
-        return schema
+        return schema if schema is not None else {"type": "struct", "fields": []}  # a release before any file
 
     def _file_schemas(
         self,
@@ -324,7 +334,7 @@ class DeltaCommitter:
         return self._action(
             {
                 "add": {
-                    "path": self._relative(uri),
+                    "path": delta_path(uri, self.root),
                     "partitionValues": {},
                     "size": facts.size_bytes,
                     "modificationTime": facts.modification_time_ms,
@@ -333,10 +343,6 @@ class DeltaCommitter:
                 }
             }
         )
-
-    def _relative(self, uri: str) -> str:
-        """A path under the table root is stored relative (every reader copes); others absolute."""
-        return quote(uri[len(self.root) :], safe="/") if uri.startswith(self.root) else uri
 
     def _table_properties(self) -> dict[str, str]:
         """Table properties this committer needs: with background checkpoints, none in the commit."""
@@ -376,15 +382,17 @@ class DeltaCommitter:
         return out
 
     def _translate(self, exc: Exception) -> CommitError:
-        text = str(exc)
-        if (
-            "ConcurrentTransactionException" in text
-            or "ConcurrentAppendException" in text
-            or ("MetadataChangedException" in text or "ProtocolChangedException" in text)
-        ):
+        """A :class:`CommitError` for what the commit path raised, by the JVM exception's class
+        (and its causes' and their superclasses'), never by message text."""
+        kind = classify(exc)
+        if kind is Failure.CONCURRENT:
             snap = self.snapshot()
             return OffsetsMovedError(
                 f"table {self.table}: concurrent commit, offsets re-read", snap.version, snap.offsets
             )
-        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        return DeltaWriteError(f"table {self.table}: Delta commit failed: {first[:500]}")
+        summary = f"table {self.table}: Delta commit failed: {java_summary(exc)}"
+        if kind is Failure.UNAVAILABLE:
+            return DeltaUnavailableError(summary)
+        if kind is Failure.DELTA:
+            return DeltaWriteError(summary)
+        return UnexpectedCommitError(f"table {self.table}: unexpected {type(exc).__name__} in the commit path")

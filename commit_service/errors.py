@@ -11,22 +11,32 @@ coordinator retries the ``retryable`` commit errors with backoff and reports the
     ├── SparkSetupError                         the Spark/Delta runtime cannot start; fatal
     ├── RequestError                            a client's request cannot be served as asked
     │   ├── BadRequestError                     400 bad_request: a field fails validation
+    │   ├── MalformedRequestError               400 malformed_request: not HTTP gunicorn can parse
     │   ├── UnauthorizedError                   401 unauthorized: no or unknown bearer token
     │   ├── ForbiddenError                      403 forbidden: the token's role may not do this
     │   ├── NotFoundError                       404 not_found: no such table / manifest
+    │   ├── RequestTimeoutError                 408 request_timeout: the request did not arrive in time
+    │   ├── ConflictError                       409 conflict: a reused manifest_id, a release not next
     │   ├── PayloadTooLargeError                413 payload_too_large: body above the limit
+    │   ├── TooManyPendingError                 429 too_many_pending, retryable: the table's buffer is full
+    │   ├── HeadersTooLargeError                431 headers_too_large: request line or header above the limit
+    │   ├── UnsupportedTransferCodingError      501 unsupported_transfer_coding: a Transfer-Encoding not served
     │   ├── NotReadyError                       503 not_ready: Spark and the tables are loading
     │   └── KafkaUnavailableError               503 kafka_unavailable: the Connect group cannot be read
     └── CommitError                             503 commit_failed: nothing was committed, files kept
-        ├── DeltaWriteError                     retryable: Delta failed for a reason that may pass
-        ├── ConnectCheckError                   retryable: Connect's committed offsets cannot be read
-        ├── OffsetsMovedError                   409 offsets_moved, retryable: another writer moved them
+        ├── DeltaWriteError                     retryable: Delta failed (persisting: a file is quarantined)
+        │   └── DeltaUnavailableError           retryable, transient: the table's storage is unreachable
+        ├── UnexpectedCommitError               retryable: anything else the commit path raised
+        ├── ConnectCheckError                   retryable, transient: Connect's offsets cannot be read
+        ├── OffsetsMovedError                   409 offsets_moved, retryable, transient: another writer
         └── DataFileError                       422 bad_data_file: a file is missing, resized, unreadable
             ├── DataFileUnavailableError        retryable: storage could not be asked this time
             └── SchemaMismatchError             its columns cannot join the table's schema
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from lakegate_core.errors import ConfigError, LakegateError, ProtocolError
 from lakegate_core.types import PartitionOffsets
@@ -35,22 +45,30 @@ __all__ = [
     "BadRequestError",
     "CommitError",
     "ConfigError",
+    "ConflictError",
     "ConnectCheckError",
     "DataFileError",
     "DataFileUnavailableError",
+    "DeltaUnavailableError",
     "DeltaWriteError",
     "ForbiddenError",
+    "HeadersTooLargeError",
     "KafkaUnavailableError",
     "LakegateError",
+    "MalformedRequestError",
     "NotFoundError",
     "NotReadyError",
     "OffsetsMovedError",
     "PayloadTooLargeError",
     "ProtocolError",
     "RequestError",
+    "RequestTimeoutError",
     "SchemaMismatchError",
     "SparkSetupError",
+    "TooManyPendingError",
     "UnauthorizedError",
+    "UnexpectedCommitError",
+    "UnsupportedTransferCodingError",
 ]
 
 
@@ -82,8 +100,32 @@ class NotFoundError(RequestError):
     status, code = 404, "not_found"
 
 
+class MalformedRequestError(RequestError):
+    """The bytes on the connection are not an HTTP request gunicorn can parse (raised by the worker)."""
+
+    status, code = 400, "malformed_request"
+
+
+class RequestTimeoutError(RequestError):
+    """A request's header or body did not arrive within ``server.read_timeout_seconds``."""
+
+    status, code = 408, "request_timeout"
+
+
 class PayloadTooLargeError(RequestError):
     status, code = 413, "payload_too_large"
+
+
+class HeadersTooLargeError(RequestError):
+    """The request line or header is larger than the server reads (gunicorn's ``limit_request_*``)."""
+
+    status, code = 431, "headers_too_large"
+
+
+class UnsupportedTransferCodingError(RequestError):
+    """A ``Transfer-Encoding`` other than ``chunked`` (gunicorn serves no other)."""
+
+    status, code = 501, "unsupported_transfer_coding"
 
 
 class NotReadyError(RequestError):
@@ -99,30 +141,68 @@ class KafkaUnavailableError(RequestError):
 
 
 class CommitError(LakegateError):
-    """A commit round failed; nothing was committed and the buffered files are kept."""
+    """A commit round failed; nothing was committed and the buffered files are kept.
+
+    ``transient`` errors (an outage, a concurrent writer) are only retried; the others count
+    towards quarantining a file (see :mod:`commit_service.failures`)."""
 
     status, code = 503, "commit_failed"
+    transient: ClassVar[bool] = False
 
     def __init__(self, message: str) -> None:
         super().__init__(message, {"retryable": self.retryable})
 
 
 class DeltaWriteError(CommitError):
-    """Delta refused or failed the commit for a reason that may pass (I/O, a JVM hiccup)."""
+    """Delta refused or failed the commit (mapped from the JVM exception's class); retried with
+    backoff, and if it persists the plan is narrowed until one file is found to blame and
+    quarantined (:mod:`commit_service.failures`)."""
 
     retryable = True
+
+
+class DeltaUnavailableError(DeltaWriteError):
+    """Delta could not reach the table's storage (an ``IOException`` or SDK client error): an
+    outage, never blamed on a file; retried with backoff until it passes."""
+
+    transient = True
+
+
+class UnexpectedCommitError(CommitError):
+    """The commit path raised something no class above describes (a bug, a py4j surprise):
+    treated like a persistent :class:`DeltaWriteError`; its trace is logged once per streak."""
+
+    retryable = True
+
+
+class ConflictError(RequestError):
+    """The request contradicts what the service already holds (a ``manifest_id`` reused with
+    other files, a release of a range that is not next)."""
+
+    status, code = 409, "conflict"
+
+
+class TooManyPendingError(RequestError):
+    """A table's buffer is at ``commit.max_pending_files`` / ``max_pending_bytes``: the sidecar
+    backs off and sends again (the answer carries ``Retry-After``)."""
+
+    status, code, retryable = 429, "too_many_pending", True
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message, {"retry_after_seconds": retry_after})
+        self.retry_after = retry_after
 
 
 class ConnectCheckError(CommitError):
     """With fencing on, Connect's committed offsets could not be read before the commit."""
 
-    retryable = True
+    retryable, transient = True, True
 
 
 class OffsetsMovedError(CommitError):
     """The table's committed offsets are not where the service thought (a concurrent writer)."""
 
-    status, code, retryable = 409, "offsets_moved", True
+    status, code, retryable, transient = 409, "offsets_moved", True, True
 
     def __init__(self, message: str, version: int, offsets: PartitionOffsets) -> None:
         super().__init__(message)
@@ -142,7 +222,8 @@ class DataFileError(CommitError):
 
 
 class DataFileUnavailableError(DataFileError):
-    """Storage could not be asked about a data file this time (the same read may succeed)."""
+    """Storage could not be asked about a data file this time (the same read may succeed); the
+    file is quarantined only if this lasts ``commit.quarantine_after_seconds``."""
 
     retryable = True
 

@@ -71,6 +71,9 @@ class _StateCollector(Collector):
             "lakegate_pending_bytes", "Bytes buffered, not yet committed", labels=["table"]
         )
         version = GaugeMetricFamily("lakegate_table_version", "Delta table version", labels=["table"])
+        dead = GaugeMetricFamily(
+            "lakegate_dead_letters", "Files quarantined out of the buffer, awaiting an admin", labels=["table"]
+        )
         offset = GaugeMetricFamily(
             "lakegate_committed_offset", "Next offset committed to the table", labels=["table", "topic", "partition"]
         )
@@ -78,6 +81,7 @@ class _StateCollector(Collector):
             pending_files.add_metric([s.table], s.pending_files)
             pending_bytes.add_metric([s.table], s.pending_bytes)
             version.add_metric([s.table], s.version)
+            dead.add_metric([s.table], s.dead_letters)
             for tp, value in s.offsets.items():
                 offset.add_metric([s.table, tp.topic, str(tp.partition)], value)
-        yield from (pending_files, pending_bytes, version, offset)
+        yield from (pending_files, pending_bytes, version, dead, offset)

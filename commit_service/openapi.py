@@ -16,6 +16,7 @@ from typing import Any
 
 from lakegate_core import protocol, status
 from lakegate_core.types import PartitionOffsets, TopicPartition
+from lakegate_core.wire import MAX_LONG, MAX_PARTITION
 
 MODELS: tuple[type, ...] = (
     protocol.SidecarInfo,
@@ -38,6 +39,8 @@ MODELS: tuple[type, ...] = (
     status.ErrorBody,
     status.MaintenanceRecord,
     status.MaintenanceList,
+    status.DeadLetter,
+    status.DeadLetterList,
 )
 NON_NEGATIVE = {
     "partition",
@@ -57,7 +60,12 @@ NON_NEGATIVE = {
     "files_after",
     "duration_ms",
     "started_ms",
+    "attempts",
+    "at_ms",
+    "resolved_at_ms",
+    "dead_letters",
 }
+MAXIMUM = {"partition": MAX_PARTITION, "start_offset": MAX_LONG - 1, "end_offset": MAX_LONG - 1}
 NAMESPACE = {**vars(protocol), **vars(status), "PartitionOffsets": PartitionOffsets, "TopicPartition": TopicPartition}
 
 
@@ -85,7 +93,12 @@ def _schema_of(tp: Any, name: str) -> dict[str, Any]:
     if isinstance(tp, type) and issubclass(tp, Enum):
         return {"type": "string", "enum": [e.value for e in tp]}
     if tp is int:
-        return {"type": "integer", **({"minimum": 0} if name in NON_NEGATIVE else {})}
+        return {
+            "type": "integer",
+            "format": "int64",
+            **({"minimum": 0} if name in NON_NEGATIVE else {}),
+            "maximum": MAXIMUM.get(name, MAX_LONG),
+        }
     if tp is float:
         return {"type": "number"}
     if tp is bool:
@@ -138,9 +151,10 @@ ERROR_CODES = {
     401: "Missing or unknown token",
     403: "Role not allowed",
     404: "No such resource",
-    409: "Offsets moved (a concurrent writer): retry",
+    409: "Conflict: offsets moved (a concurrent writer: retry), a manifest_id reused with other files, or a release of a range that is not next",
     413: "Body too large",
     422: "A data file cannot be committed",
+    429: "The table's buffer is full: retry after Retry-After seconds",
     503: "Not ready yet, Kafka unavailable, or the commit failed: retry",
 }
 
@@ -152,6 +166,7 @@ def _errors(*codes: int) -> dict[str, Any]:
 def document() -> dict[str, Any]:
     secured: list[dict[str, list[str]]] = [{"bearer": []}]
     table_param = {"name": "table", "in": "path", "required": True, "schema": {"type": "string"}}
+    dead_letter_param = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
     return {
         "openapi": "3.0.3",
         "info": {
@@ -168,7 +183,7 @@ def document() -> dict[str, Any]:
                     "requestBody": _body(protocol.Manifest),
                     "responses": {
                         "202": _resp("Accepted: a status per file (never 'committed')", _ref("ManifestReceipt")),
-                        **_errors(),
+                        **_errors(409, 429),
                     },
                 }
             },
@@ -262,6 +277,40 @@ def document() -> dict[str, Any]:
                         {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
                     ],
                     "responses": {"200": _resp("Commits, newest first", _ref("CommitList")), **_errors()},
+                }
+            },
+            "/v1/dead-letters": {
+                "get": {
+                    "summary": "Files quarantined out of the tables' buffers, newest first",
+                    "security": secured,
+                    "parameters": [
+                        {"name": "table", "in": "query", "schema": {"type": "string"}},
+                        {
+                            "name": "state",
+                            "in": "query",
+                            "schema": {"type": "string", "enum": [s.value for s in status.DeadLetterState]},
+                        },
+                    ],
+                    "responses": {"200": _resp("Dead letters", _ref("DeadLetterList")), **_errors()},
+                }
+            },
+            "/v1/dead-letters/{id}/retry": {
+                "post": {
+                    "summary": "Put a quarantined file back into its table's buffer (admin)",
+                    "security": secured,
+                    "parameters": [dead_letter_param],
+                    "responses": {"200": _resp("The dead letter, now retried", _ref("DeadLetter")), **_errors(409)},
+                }
+            },
+            "/v1/dead-letters/{id}/release": {
+                "post": {
+                    "summary": "Commit the partition past a quarantined range, without its file (admin)",
+                    "security": secured,
+                    "parameters": [dead_letter_param],
+                    "responses": {
+                        "200": _resp("The commit that skipped the range", _ref("CommitOutcome")),
+                        **_errors(409, 422),
+                    },
                 }
             },
             "/healthz": {"get": {"summary": "Liveness", "responses": {"200": _resp("alive")}}},

@@ -15,6 +15,7 @@ from flask import Flask, current_app
 from commit_service.config import ServiceConfig
 from commit_service.coordinator import Coordinator
 from commit_service.metrics import ServiceMetrics
+from lakegate_core.status import ErrorInfo
 
 EXTENSION = "lakegate"
 
@@ -35,7 +36,7 @@ class ServiceRuntime:
     coordinator: Coordinator
     metrics: ServiceMetrics
     spark: SparkHandle = field(default_factory=SparkHandle)
-    start_error: str | None = None  # set when start-up failed; shown (briefly) on /readyz
+    start_error: ErrorInfo | None = None  # set when start-up failed; shown (code, short message) on /readyz
 
     def init_app(self, app: Flask) -> None:
         app.extensions[EXTENSION] = self

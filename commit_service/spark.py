@@ -3,11 +3,19 @@
 Called once per process by the service (never at import time: ``create_app`` takes the factory)
 and by the tests. The Delta and hadoop-aws jars come from the project's jar cache, filled by
 ``scripts/fetch-jars`` (or at image build time); nothing is downloaded when a session starts.
+
+pyspark passes every builder property to the JVM on its command line (``spark-submit --conf``),
+which any local user can read (``ps``). So :func:`spark_conf` holds no secret: static S3
+credentials (:func:`s3a_credentials`) are set on the live session's Hadoop configuration, before
+anything opens an ``s3a://`` file system. The Spark UI's listen address is no Spark property (its
+Jetty binds to ``$SPARK_LOCAL_IP``, else every interface), so :func:`driver_environment` gives it
+to the JVM through its environment.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,6 +33,7 @@ logger = logging.getLogger(__name__)
 # Jar groups (directories under the jars dir) the service puts on Spark's class path.
 DELTA_GROUP = "delta"
 S3A_GROUP = "hadoop-aws"
+ANY_HOST = ("", "0.0.0.0", "::", "[::]")  # wildcard addresses: Spark's own default, nothing to set
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,7 @@ class SparkSettings:
     app_name: str = "lakegate"
     ui_enabled: bool = True
     ui_port: int = 4040
+    ui_host: str | None = None  # the UI's listen address (and the driver's, see driver_environment); None: all
     driver_memory: str = "2g"
     jars_dir: Path | None = None
     local_dir: Path | None = None
@@ -80,7 +90,8 @@ def spark_jars(jars_dir: Path | None, *, with_s3a: bool) -> list[Path]:
 
 
 def spark_conf(settings: SparkSettings) -> dict[str, str]:
-    """Every Spark property the factory sets; pure, so it is unit-tested without a JVM."""
+    """Every Spark property the factory sets, none of them secret (they end up on the JVM's command
+    line); pure, so it is unit-tested without a JVM."""
     with_s3a = settings.s3 is not None
     conf = {
         "spark.master": settings.master,
@@ -111,6 +122,7 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
 
 
 def s3a_conf(s3: S3Settings) -> dict[str, str]:
+    """The s3a file system's settings but the credentials (:func:`s3a_credentials`)."""
     conf = {
         "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
         "spark.hadoop.fs.s3a.endpoint.region": s3.region,
@@ -119,11 +131,44 @@ def s3a_conf(s3: S3Settings) -> dict[str, str]:
     if s3.endpoint:
         conf["spark.hadoop.fs.s3a.endpoint"] = s3.endpoint
         conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(s3.endpoint.startswith("https")).lower()
-    if s3.access_key is not None and s3.secret_key is not None:
-        conf["spark.hadoop.fs.s3a.access.key"] = s3.access_key
-        conf["spark.hadoop.fs.s3a.secret.key"] = s3.secret_key
-        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
     return conf
+
+
+def s3a_credentials(s3: S3Settings) -> dict[str, str]:
+    """Static credentials as Hadoop properties, set by :func:`create_session` on the live session's
+    Hadoop configuration (Spark copies it into every job's, so executors get them too); empty when
+    the AWS environment provides them (Hadoop's default provider chain)."""
+    if s3.access_key is None or s3.secret_key is None:
+        return {}
+    return {
+        "fs.s3a.access.key": s3.access_key,
+        "fs.s3a.secret.key": s3.secret_key,
+        "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+    }
+
+
+def driver_environment(settings: SparkSettings) -> dict[str, str]:
+    """Environment variables for the driver JVM: ``SPARK_LOCAL_IP``, the one address Spark's UI
+    binds to (Spark's ``WebUI.bind``), when ``ui_host`` is a single address. It is also the
+    driver's default host: with a cluster master, set ``spark.driver.host`` to an address the
+    executors reach."""
+    host = settings.ui_host
+    return {} if host is None or host in ANY_HOST else {"SPARK_LOCAL_IP": host.strip("[]")}
+
+
+@contextmanager
+def _environment(extra: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` plus ``extra`` while the JVM is launched (it copies the environment), then as before."""
+    saved = {k: os.environ.get(k) for k in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def create_session(settings: SparkSettings) -> SparkSession:
@@ -137,9 +182,14 @@ def create_session(settings: SparkSettings) -> SparkSession:
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
-        session = builder.getOrCreate()
+        with _environment(driver_environment(settings)):
+            session = builder.getOrCreate()
     except Exception as exc:  # py4j/JVM start-up failures come in many types
         raise SparkSetupError(f"Spark did not start: {exc}") from exc
+    if settings.s3 is not None:
+        hadoop = session.sparkContext._jsc.hadoopConfiguration()
+        for key, value in s3a_credentials(settings.s3).items():
+            hadoop.set(key, value)
     session.sparkContext.setLogLevel("WARN")
     logger.info(
         "Spark %s on %s; Spark UI at %s",

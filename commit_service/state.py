@@ -42,12 +42,20 @@ class CommitPolicy:
     max_bytes: int = 1 << 30
     timeout_seconds: float = 30.0
     on_timeout: OnTimeout = OnTimeout.PARTIAL
+    max_attempts: int = 4  # failures blamed on a plan before it is halved / its one file quarantined
+    quarantine_after_seconds: float = 600.0  # an unreadable (not missing) file is quarantined after this
+    max_pending_files: int = 100_000  # buffered files; past it manifests get 429 + Retry-After
+    max_pending_bytes: int = 1 << 40
 
     def __post_init__(self) -> None:
         if self.interval_seconds <= 0 or self.timeout_seconds < 0:
             raise ValueError("commit.interval_seconds must be > 0 and commit.timeout_seconds >= 0")
         if self.max_files < 1 or self.max_bytes < 1:
             raise ValueError("commit.max_files and commit.max_bytes must be at least 1")
+        if self.max_attempts < 1 or self.quarantine_after_seconds < 0:
+            raise ValueError("commit.max_attempts must be >= 1 and commit.quarantine_after_seconds >= 0")
+        if self.max_pending_files < 1 or self.max_pending_bytes < 1:
+            raise ValueError("commit.max_pending_files and commit.max_pending_bytes must be at least 1")
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,32 @@ class CommitPlan:
     files: tuple[PendingFile, ...]
     offsets: PartitionOffsets  # next offset per partition after the commit
     vtts: float | None  # the round's cut-off time when every expected partition reported
-    reason: str  # which trigger fired: interval, max_files, max_bytes, forced
+    reason: str  # which trigger fired: interval, max_files, max_bytes, forced, released
+    released: tuple[str, ...] = ()  # an admin release: the dead letters whose ranges are skipped
+    release_from: PartitionOffsets = field(default_factory=PartitionOffsets)  # their partitions' start
+
+    @classmethod
+    def of(cls, files: Iterable[PendingFile], vtts: float | None, reason: str) -> CommitPlan:
+        """A plan adding ``files`` (contiguous per partition); its offsets follow from them."""
+        files = tuple(files)
+        offsets: dict[TopicPartition, int] = {}
+        for p in files:
+            offsets[p.tp] = max(offsets.get(p.tp, 0), p.file.next_offset)
+        return cls(files, PartitionOffsets(offsets), vtts, reason)
+
+    def head(self, count: int) -> CommitPlan:
+        """The plan's first ``count`` files (still contiguous per partition: files are in partition
+        and offset order); a narrowed retry after repeated failures (:mod:`commit_service.failures`)."""
+        if count >= len(self.files):
+            return self
+        return CommitPlan.of(self.files[:count], None, self.reason)
+
+    def starts(self) -> dict[TopicPartition, int]:
+        """Per partition, the offset the plan starts at (what the table must hold before it)."""
+        out = dict(self.release_from)
+        for p in self.files:
+            out[p.tp] = min(out.get(p.tp, p.file.start_offset), p.file.start_offset)
+        return out
 
     @property
     def bytes(self) -> int:
@@ -243,15 +276,15 @@ class TableState:
                 return None  # give lagging partitions until the timeout
             if self.expected and self.policy.on_timeout is OnTimeout.WAIT:
                 return None
-        offsets: dict[TopicPartition, int] = {}
-        for p in run:
-            offsets[p.tp] = max(offsets.get(p.tp, 0), p.file.next_offset)
-        return CommitPlan(
-            files=tuple(run),
-            offsets=PartitionOffsets(offsets),
-            vtts=self.round_started if complete else None,
-            reason=reason,
-        )
+        return CommitPlan.of(run, self.round_started if complete else None, reason)
+
+    def find(self, path: str) -> PendingFile | None:
+        """The buffered file at ``path``, if any."""
+        for files in self.pending.values():
+            for pending in files.values():
+                if pending.file.path == path:
+                    return pending
+        return None
 
     def drop_file(self, path: str, reason: str) -> PendingFile | None:
         """Forget a buffered file that cannot be committed (missing, resized, bad schema).

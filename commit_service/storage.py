@@ -12,10 +12,13 @@ import json
 import math
 import os
 import shutil
+import stat
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -23,6 +26,7 @@ import pyarrow.parquet as pq
 
 from commit_service.content import HEAD_BYTES, Encoding, sniff
 from commit_service.errors import DataFileError, DataFileUnavailableError
+from commit_service.paths import StorageUri, UnsafePathError
 from commit_service.spark import S3Settings
 
 MAX_STAT_STRING = 32  # longer strings get no min/max (never a wrong bound)
@@ -43,26 +47,54 @@ class FileFacts:
 class StorageReader:
     """Opens ``s3a://`` and ``file://`` URIs through pyarrow; one instance per service."""
 
-    def __init__(self, s3: S3Settings | None = None) -> None:
+    def __init__(self, s3: S3Settings | None = None, local_roots: Iterable[str] = ()) -> None:
         self._s3_settings = s3 or S3Settings()
         self._s3: pafs.FileSystem | None = None
         self._local = pafs.LocalFileSystem()
+        # the allowed local roots, resolved: a local file is read only if its real path lies below one
+        self._local_roots = tuple(
+            os.path.realpath(StorageUri.parse(r, root=True).key) for r in local_roots if r.startswith(("file:", "/"))
+        )
 
-    def _resolve(self, uri: str) -> tuple[pafs.FileSystem, str]:
-        if uri.startswith("file://"):
-            return self._local, uri[len("file://") :]
-        if uri.startswith("s3a://"):
-            if self._s3 is None:
-                s = self._s3_settings
-                kwargs: dict[str, Any] = {"region": s.region, "force_virtual_addressing": not s.path_style}
-                if s.endpoint:
-                    scheme, _, host = s.endpoint.partition("://")
-                    kwargs.update(endpoint_override=host or scheme, scheme=scheme if host else "https")
-                if s.access_key and s.secret_key:
-                    kwargs.update(access_key=s.access_key, secret_key=s.secret_key)
-                self._s3 = pafs.S3FileSystem(**kwargs)
-            return self._s3, uri[len("s3a://") :]
-        raise DataFileError(uri, "unsupported scheme")
+    def _resolve(self, uri: str, *, source: bool = True) -> tuple[pafs.FileSystem, str]:
+        """The filesystem and decoded path of canonical ``uri`` (decoded here, once).
+
+        A local ``source`` must be a regular file (no symlink) whose real path lies under an
+        allowed local root, when the reader was given roots (the service always gives them).
+        """
+        try:
+            loc = StorageUri.parse(uri)
+        except UnsafePathError as exc:
+            raise DataFileError(uri, str(exc)) from None
+        if loc.scheme == "file":
+            if source:
+                self._check_local(uri, loc.native)
+            return self._local, loc.native
+        if self._s3 is None:
+            s = self._s3_settings
+            kwargs: dict[str, Any] = {"region": s.region, "force_virtual_addressing": not s.path_style}
+            if s.endpoint:
+                scheme, _, host = s.endpoint.partition("://")
+                kwargs.update(endpoint_override=host or scheme, scheme=scheme if host else "https")
+            if s.access_key and s.secret_key:
+                kwargs.update(access_key=s.access_key, secret_key=s.secret_key)
+            self._s3 = pafs.S3FileSystem(**kwargs)
+        return self._s3, loc.native
+
+    def _check_local(self, uri: str, path: str) -> None:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            raise DataFileError(uri, "does not exist") from None
+        except OSError as exc:
+            raise DataFileUnavailableError(uri, f"cannot stat: {exc.strerror}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise DataFileError(uri, "is a symbolic link: only regular files are committed")
+        if not stat.S_ISREG(st.st_mode):
+            raise DataFileError(uri, "is not a regular file")
+        real = os.path.realpath(path)
+        if self._local_roots and not any(real.startswith(r.rstrip("/") + "/") for r in self._local_roots):
+            raise DataFileError(uri, "resolves (through a linked folder) to a place outside the allowed roots")
 
     def facts(self, uri: str, *, parquet: bool) -> FileFacts:
         fs, path = self._resolve(uri)
@@ -109,6 +141,43 @@ class StorageReader:
         except OSError as exc:
             raise DataFileUnavailableError(uri, f"cannot read: {exc}") from exc
 
+    def put(self, uri: str, data: bytes) -> None:
+        """Write a small object whole (the service's own records, e.g. dead letters): an S3 put, or a
+        local temporary file renamed into place, so a reader never sees it half written."""
+        fs, path = self._resolve(uri, source=False)
+        try:
+            if fs is self._local:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                tmp = f"{path}.lakegate-tmp-{uuid.uuid4().hex}"
+                with open(tmp, "wb") as handle:
+                    handle.write(data)
+                os.replace(tmp, path)
+            else:
+                with fs.open_output_stream(path) as out:
+                    out.write(data)
+        except OSError as exc:
+            raise DataFileUnavailableError(uri, f"cannot write: {exc}") from exc
+
+    def list_own(self, prefix: str) -> list[str]:
+        """The canonical URIs of the service's own objects below folder ``prefix`` (empty if none)."""
+        fs, path = self._resolve(prefix.rstrip("/") + "/x", source=False)
+        folder = path[: -len("/x")]
+        try:
+            infos = fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+        except OSError as exc:
+            raise DataFileUnavailableError(prefix, f"cannot list: {exc}") from exc
+        base = prefix.rstrip("/")
+        return sorted(f"{base}/{quote(i.base_name)}" for i in infos if i.type == pafs.FileType.File)
+
+    def read_own(self, uri: str) -> bytes:
+        """One of the service's own objects (not a data file: no root check)."""
+        fs, path = self._resolve(uri, source=False)
+        try:
+            with fs.open_input_stream(path) as handle:
+                return bytes(handle.read())
+        except OSError as exc:
+            raise DataFileUnavailableError(uri, f"cannot read: {exc}") from exc
+
     def copy(self, src: str, dst: str) -> None:
         """Copy object ``src`` to ``dst`` so that ``dst`` is either absent or whole, never partial.
 
@@ -118,7 +187,7 @@ class StorageReader:
         Copying again overwrites with the same bytes, so a retried commit may copy again.
         """
         src_fs, src_path = self._resolve(src)
-        dst_fs, dst_path = self._resolve(dst)
+        dst_fs, dst_path = self._resolve(dst, source=False)
         try:
             if src_fs is self._local and dst_fs is self._local:
                 _local_copy(src_path, dst_path)

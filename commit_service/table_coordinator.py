@@ -10,33 +10,46 @@ overlaps a round.
 from __future__ import annotations
 
 import logging
+import math
 import threading
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import replace
 
 from commit_service.committer import Committer
 from commit_service.config import TableConfig
-from commit_service.errors import CommitError, ConnectCheckError, DataFileError, OffsetsMovedError
+from commit_service.dead_letters import DeadLetterStore
+from commit_service.errors import (
+    CommitError,
+    ConflictError,
+    ConnectCheckError,
+    NotFoundError,
+    OffsetsMovedError,
+    TooManyPendingError,
+    UnexpectedCommitError,
+)
+from commit_service.failures import FailureTracker
 from commit_service.maintenance import MaintenanceClock, due
 from commit_service.state import CommitPlan, PendingFile, TableState
 from lakegate_core.connect_group import GroupReadError
 from lakegate_core.protocol import FileStatus, Watermark
-from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord, ManifestState, TableSummary
+from lakegate_core.status import (
+    CommitRecord,
+    DeadLetter,
+    DeadLetterState,
+    MaintenanceKind,
+    MaintenanceRecord,
+    ManifestState,
+    TableSummary,
+)
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
 logger = logging.getLogger(__name__)
 
 HISTORY = 1000
-MAX_BACKOFF = 30.0
 Limits = Callable[[Iterable[TopicPartition]], PartitionOffsets]
-
-
-@dataclass
-class _Retry:
-    failures: int = 0
-    not_before: float = 0.0
 
 
 class TableCoordinator:
@@ -44,7 +57,12 @@ class TableCoordinator:
     needs; nothing outside reaches into the state."""
 
     def __init__(
-        self, config: TableConfig, committer: Committer, clock: Callable[[], float], limits: Limits | None = None
+        self,
+        config: TableConfig,
+        committer: Committer,
+        clock: Callable[[], float],
+        limits: Limits | None = None,
+        dead_letter_store: DeadLetterStore | None = None,
     ) -> None:
         self.config = config
         self.committer = committer
@@ -57,14 +75,25 @@ class TableCoordinator:
         self._state = TableState(config.name, policy=config.commit, now=clock())
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()
-        self._retry = _Retry()
+        self.dead_letter_store = dead_letter_store  # None: dead letters are kept in memory only
+        self._letters: dict[str, DeadLetter] = {}
+        self._failures = FailureTracker(config.commit)
         self._last_error: str | None = None
 
     def load(self) -> None:
-        """Recover the committed offsets from the table's log (the only durable state)."""
+        """Recover the committed offsets from the table's log (the only durable state) and the
+        table's dead letters from their store."""
         snap = self.committer.snapshot()
         with self._lock:
             self._state.recovered(snap.offsets, snap.version)
+        if self.dead_letter_store is not None:
+            try:
+                letters = self.dead_letter_store.load()
+            except Exception as exc:  # they stay on storage; the next start reads them
+                logger.warning("table %s: cannot read its dead letters: %s", self.config.name, exc)
+                letters = []
+            with self._lock:
+                self._letters = {letter.id: letter for letter in letters}
         self._maintenance_clock.started(self.clock())
         if snap.version >= 0:
             self._register()
@@ -97,55 +126,45 @@ class TableCoordinator:
         """Run one commit round if a trigger fired (or ``force``); None if nothing to commit."""
         with self._commit_lock:
             now = self.clock()
-            if not force and now < self._retry.not_before:
+            if not force and now < self._failures.not_before:
                 return None
             plan = self._plan(now, force)
             if plan is None:
                 return None
-            try:
-                record = self.committer.commit(plan)
-            except OffsetsMovedError as exc:
-                with self._lock:
-                    self._state.recovered(exc.offsets, exc.version)
-                self._failed(exc)
-                raise
-            except DataFileError as exc:
-                if not exc.retryable:
-                    with self._lock:
-                        self._state.drop_file(exc.path, str(exc))
-                    logger.error(
-                        "table %s: dropped %s from the buffer: %s (its partition waits for a "
-                        "correct file for that range)",
-                        self.config.name,
-                        exc.path,
-                        exc,
-                    )
-                self._failed(exc, backoff=exc.retryable)
-                raise
-            except CommitError as exc:
-                self._failed(exc)
-                raise
-            with self._lock:
-                self._state.committed_plan(plan, record.version, self.clock())
-            if record.version == 0:  # the commit created the table
-                self._register()
-            self._maybe_checkpoint(record.version)
-            self.history.append(record)
-            self._retry = _Retry()
-            self._last_error = None
-            logger.info(
-                "commit table=%s version=%d commit_id=%s files=%d records=%d offsets=%s vtts=%s duration_ms=%s reason=%s",
-                record.table,
-                record.version,
-                record.commit_id,
-                record.files,
-                record.records,
-                record.offsets.to_json(),
-                record.vtts,
-                record.duration_ms,
-                plan.reason,
-            )
-            return record
+            return self._attempt(self._failures.cap(plan))
+
+    def _attempt(self, plan: CommitPlan) -> CommitRecord:
+        """Commit ``plan`` (under the commit lock); any failure is accounted, then raised as a CommitError."""
+        try:
+            record = self.committer.commit(plan)
+        except CommitError as exc:
+            self._failed(exc, plan)
+            raise
+        except Exception as exc:  # a bug or a surprise below: still backed off, never a hot loop
+            err = UnexpectedCommitError(f"table {self.config.name}: unexpected {type(exc).__name__} in the commit path")
+            self._failed(err, plan, cause=exc)
+            raise err from exc
+        with self._lock:
+            self._state.committed_plan(plan, record.version, self.clock())
+        if record.version == 0:  # the commit created the table
+            self._register()
+        self._maybe_checkpoint(record.version)
+        self.history.append(record)
+        self._failures.succeeded()
+        self._last_error = None
+        logger.info(
+            "commit table=%s version=%d commit_id=%s files=%d records=%d offsets=%s vtts=%s duration_ms=%s reason=%s",
+            record.table,
+            record.version,
+            record.commit_id,
+            record.files,
+            record.records,
+            record.offsets.to_json(),
+            record.vtts,
+            record.duration_ms,
+            plan.reason,
+        )
+        return record
 
     def _plan(self, now: float, force: bool) -> CommitPlan | None:
         """The state's plan, capped at Connect's committed offsets when fencing is on."""
@@ -157,31 +176,154 @@ class TableCoordinator:
             limits = self.limits(plan.offsets)
         except GroupReadError as exc:
             err = ConnectCheckError(f"table {self.config.name}: cannot check Connect's offsets: {exc}")
-            self._failed(err)
+            self._failed(err, None)
             raise err from exc
         with self._lock:  # never commit past what Connect itself has committed
             return self._state.plan(now, force=force, limits=limits)
 
-    def _failed(self, exc: CommitError, *, backoff: bool = True) -> None:
-        self._retry.failures += 1
-        delay = (
-            0.0 if not backoff or isinstance(exc, OffsetsMovedError) else min(MAX_BACKOFF, 2**self._retry.failures / 2)
-        )
-        self._retry.not_before = self.clock() + delay
-        self._last_error = str(exc)
+    def _failed(self, exc: CommitError, plan: CommitPlan | None, cause: BaseException | None = None) -> None:
+        """Account for a failed round: back off, and quarantine the file the failures condemn."""
+        if isinstance(exc, OffsetsMovedError):
+            with self._lock:
+                self._state.recovered(exc.offsets, exc.version)
+        decision = self._failures.failed(exc, plan, self.clock())
+        self._last_error = exc.message
+        if cause is not None and decision.first:  # the trace once per streak, not every retry
+            logger.error("commit of table %s failed unexpectedly", self.config.name, exc_info=cause)
         logger.warning(
             "commit of table %s failed (%s, retry in %.1fs): %s",
             self.config.name,
-            "retryable" if exc.retryable else "fatal",
-            delay,
-            exc,
+            "transient" if exc.transient else "retryable" if exc.retryable else "bad file",
+            decision.delay,
+            exc.message,
         )
+        if decision.quarantine is not None:
+            self._quarantine(decision.quarantine, exc, decision.attempts)
+
+    # -- dead letters ---------------------------------------------------------------------
+
+    def _quarantine(self, path: str, exc: CommitError, attempts: int) -> None:
+        """Take ``path`` out of the buffer, once its dead letter is durably recorded (if that
+        fails the file stays buffered and the next failing round tries again)."""
+        with self._lock:
+            pending = self._state.find(path)
+        if pending is None:
+            return
+        letter = DeadLetter(
+            id=uuid.uuid4().hex,
+            table=self.config.name,
+            file=pending.file,
+            manifest_id=pending.manifest_id,
+            sidecar_id=pending.sidecar_id,
+            code=exc.code,
+            reason=exc.message,
+            attempts=max(1, attempts),
+            at_ms=int(self.clock() * 1000),
+        )
+        try:
+            if self.dead_letter_store is not None:
+                self.dead_letter_store.write(letter)
+        except Exception as err:
+            logger.error(
+                "table %s: cannot record the dead letter of %s, keeping it buffered: %s", self.config.name, path, err
+            )
+            return
+        with self._lock:
+            self._state.drop_file(path, f"quarantined: {exc.message}")
+            self._letters[letter.id] = letter
+        f = pending.file
+        logger.error(
+            "table %s: QUARANTINED %s (%s-%d offsets %d..%d) after %d attempt(s): %s; its partition waits at this gap "
+            "until a correct file is sent, or an admin retries (POST /v1/dead-letters/%s/retry) or releases it",
+            self.config.name,
+            path,
+            f.topic,
+            f.partition,
+            f.start_offset,
+            f.end_offset,
+            letter.attempts,
+            exc.message,
+            letter.id,
+        )
+
+    def dead_letters(self) -> list[DeadLetter]:
+        with self._lock:
+            return list(self._letters.values())
+
+    def dead_letter(self, letter_id: str) -> DeadLetter | None:
+        with self._lock:
+            return self._letters.get(letter_id)
+
+    def retry_dead_letter(self, letter_id: str) -> DeadLetter:
+        """Offer a quarantined file to the buffer again (an admin fixed what condemned it)."""
+        with self._commit_lock:
+            letter = self._quarantined(letter_id)
+            pending = PendingFile(letter.file, letter.manifest_id, letter.sidecar_id)
+            with self._lock:
+                status, reason = self._state.offer(pending, self.clock())
+            if status not in (FileStatus.ACCEPTED, FileStatus.DUPLICATE):
+                raise ConflictError(f"dead letter {letter_id} cannot be retried: {reason or status.value}")
+            return self._resolve(letter, DeadLetterState.RETRIED)
+
+    def release_dead_letter(self, letter_id: str) -> CommitRecord:
+        """Commit the dead letter's partition past its range without the file (an admin accepts the
+        loss of those offsets); the commit's metadata names the dead letter."""
+        with self._commit_lock:
+            letter = self._quarantined(letter_id)
+            f = letter.file
+            with self._lock:
+                at = self._state.next_offset(f.tp)
+            if at != f.start_offset:
+                where = "already past it" if at > f.start_offset else f"still at offset {at}: release that range first"
+                raise ConflictError(
+                    f"dead letter {letter_id} starts at offset {f.start_offset}; the partition is {where}"
+                )
+            plan = CommitPlan(
+                files=(),
+                offsets=PartitionOffsets({f.tp: f.next_offset}),
+                vtts=None,
+                reason="released",
+                released=(letter_id,),
+                release_from=PartitionOffsets({f.tp: f.start_offset}),
+            )
+            record = self._attempt(plan)
+            self._resolve(letter, DeadLetterState.RELEASED)
+            return record
+
+    def _quarantined(self, letter_id: str) -> DeadLetter:
+        letter = self.dead_letter(letter_id)
+        if letter is None:
+            raise NotFoundError(f"no dead letter {letter_id!r} in table {self.config.name}")
+        if letter.state is not DeadLetterState.QUARANTINED:
+            raise ConflictError(f"dead letter {letter_id} is already {letter.state.value}")
+        return letter
+
+    def _resolve(self, letter: DeadLetter, state: DeadLetterState) -> DeadLetter:
+        resolved = replace(letter, state=state, resolved_at_ms=int(self.clock() * 1000))
+        if self.dead_letter_store is not None:
+            self.dead_letter_store.write(resolved)
+        with self._lock:
+            self._letters[letter.id] = resolved
+        return resolved
+
+    def check_capacity(self, files: int, size: int) -> None:
+        """Refuse (429) ``files`` more files of ``size`` bytes if the buffer would pass its cap."""
+        policy = self.config.commit
+        with self._lock:
+            have_files, have_bytes = self._state.pending_files(), self._state.pending_bytes()
+        if have_files + files > policy.max_pending_files or have_bytes + size > policy.max_pending_bytes:
+            raise TooManyPendingError(
+                f"table {self.config.name} buffers {have_files} files ({have_bytes} bytes), its limit is "
+                f"{policy.max_pending_files} files / {policy.max_pending_bytes} bytes (commit.max_pending_*): "
+                "send again after the next commit",
+                retry_after=max(1, math.ceil(policy.interval_seconds)),
+            )
 
     # -- maintenance (between commit rounds: under the commit lock) ------------------------
 
     def maybe_maintain(self) -> list[MaintenanceRecord]:
         """Run the compaction / vacuum that is due (see :mod:`commit_service.maintenance`)."""
-        if not self.config.maintenance.enabled:
+        if not self.config.maintenance.enabled or self._state.version < 0:  # no table yet: nothing to maintain
             return []
         with self._commit_lock:
             kinds = due(self.config.maintenance, self._maintenance_clock, self.clock(), self.committer.file_count)
@@ -189,6 +331,8 @@ class TableCoordinator:
 
     def maintain_now(self, kind: MaintenanceKind) -> MaintenanceRecord:
         """Run one maintenance now (admin), whether or not it is scheduled."""
+        if self._state.version < 0:
+            raise ConflictError(f"table {self.config.name} has no commit yet: there is nothing to {kind.value}")
         with self._commit_lock:
             return self._maintain(kind)
 
@@ -240,6 +384,7 @@ class TableCoordinator:
                 pending_bytes=st.pending_bytes(),
                 pending_offsets=st.pending_offsets(),
                 last_error=self._last_error,
+                dead_letters=sum(1 for d in self._letters.values() if d.state is DeadLetterState.QUARANTINED),
             )
 
     def offsets(self) -> PartitionOffsets:

@@ -21,7 +21,17 @@ from typing import Any
 
 from lakegate_core.errors import ProtocolError
 from lakegate_core.types import TopicPartition
-from lakegate_core.wire import WireModel, read, read_count, read_list, read_object, read_text, read_topic_partition
+from lakegate_core.wire import (
+    MAX_LONG,
+    MAX_PARTITION,
+    WireModel,
+    read,
+    read_count,
+    read_list,
+    read_object,
+    read_text,
+    read_topic_partition,
+)
 
 SCHEMA_VERSION = 1
 MAX_FILES_PER_MANIFEST = 10_000
@@ -96,9 +106,9 @@ class DataFile(WireModel):
             return cls(
                 path=read_text(d, "path", path),
                 topic=read_text(d, "topic", path, max_len=249),
-                partition=read_count(d, "partition", path),
-                start_offset=read_count(d, "start_offset", path),
-                end_offset=read_count(d, "end_offset", path),
+                partition=read_count(d, "partition", path, maximum=MAX_PARTITION),
+                start_offset=read_count(d, "start_offset", path, maximum=MAX_LONG - 1),
+                end_offset=read_count(d, "end_offset", path, maximum=MAX_LONG - 1),  # the next offset must fit
                 size_bytes=read_count(d, "size_bytes", path),
                 format=file_format,
                 record_count=read_count(d, "record_count", path, required=False),
@@ -188,7 +198,7 @@ class Watermark(WireModel):
         d = read_object(raw, path.rstrip("."))
         return cls(
             read_text(d, "topic", path, max_len=249),
-            read_count(d, "partition", path),
+            read_count(d, "partition", path, maximum=MAX_PARTITION),
             read_count(d, "connect_offset", path),
             read_count(d, "read_at_ms", path),
         )
@@ -209,8 +219,8 @@ class LeaseRequest(WireModel):
     def from_dict(cls, raw: Any) -> LeaseRequest:
         d = read_object(raw, "")
         tasks = read_list(d, "tasks", "")
-        if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in tasks):
-            raise ProtocolError("tasks", "must be non-negative integers")
+        if any(isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= MAX_PARTITION for t in tasks):
+            raise ProtocolError("tasks", f"must be integers from 0 to {MAX_PARTITION}")
         parts = [read_topic_partition(p, f"partitions[{i}].") for i, p in enumerate(read_list(d, "partitions", ""))]
         marks = [
             Watermark.from_dict(w, f"watermarks[{i}].")

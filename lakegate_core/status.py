@@ -10,6 +10,7 @@ read by sidecars (``GET /v1/tables``), operators, tests and the OpenAPI generato
   JSON, the commit's ``userMetadata``; :class:`CommitOutcome` answers a forced commit.
 - :class:`ErrorBody` — every error response, ``{"error": {"code", "message", "details"}}``.
 - :class:`MaintenanceRecord` — one compaction or vacuum of a table (:class:`MaintenanceList`).
+- :class:`DeadLetter` — a file quarantined out of a table's buffer (:class:`DeadLetterList`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from lakegate_core.errors import ProtocolError
+from lakegate_core.protocol import DataFile
 from lakegate_core.types import PartitionOffsets
-from lakegate_core.wire import WireModel, read_list, read_object
+from lakegate_core.wire import WireModel, read_count, read_list, read_object, read_text
 
 KEEP_NULL = {"keep_null": True}  # field metadata: answer ``null`` rather than leave the key out
 
@@ -56,6 +59,7 @@ class CommitRecord(WireModel):
     vtts: int | None = field(default=None, metadata=KEEP_NULL)  # valid-through time (ms): every partition reported
     duration_ms: int | None = field(default=None, metadata=KEEP_NULL)
     sidecars: tuple[str, ...] = ()
+    released: tuple[str, ...] | None = None  # dead letters whose ranges this commit skipped (admin release)
 
     def user_metadata(self) -> dict[str, Any]:
         """What goes into the Delta commit's ``userMetadata``: all but table, version, duration."""
@@ -76,6 +80,7 @@ class CommitRecord(WireModel):
             offsets=PartitionOffsets.from_json(d.get("offsets", {}), "userMetadata.offsets"),
             vtts=d.get("vtts"),
             sidecars=tuple(d.get("sidecars", ())),
+            released=tuple(d["released"]) if d.get("released") else None,
         )
 
 
@@ -91,6 +96,7 @@ class TableSummary(WireModel):
     pending_bytes: int
     pending_offsets: PartitionOffsets  # per partition, the end of the buffered files + 1
     last_error: str | None  # the last failed commit round's message, until a round succeeds
+    dead_letters: int = 0  # quarantined files still waiting for an admin (GET /v1/dead-letters)
 
 
 @dataclass(frozen=True)
@@ -171,3 +177,61 @@ class MaintenanceList(WireModel):
     table: str
     enabled: bool
     runs: tuple[MaintenanceRecord, ...]
+
+
+class DeadLetterState(str, Enum):
+    """Where a dead-lettered file stands."""
+
+    QUARANTINED = "quarantined"  # out of the buffer; its partition waits at the gap
+    RETRIED = "retried"  # an admin put it back into the buffer
+    RELEASED = "released"  # an admin committed the partition past its range without it
+
+
+@dataclass(frozen=True)
+class DeadLetter(WireModel):
+    """A file taken out of a table's buffer because it could not be committed.
+
+    Written by the table's coordinator when it quarantines the file (one JSON object under the
+    table's ``_lakegate/dead-letters/``, so it outlives restarts); listed by ``GET
+    /v1/dead-letters`` and counted in ``GET /v1/tables/{table}``; an admin retries or releases it.
+    """
+
+    id: str
+    table: str
+    file: DataFile  # as the manifest described it (path canonical): an admin's retry offers it again
+    manifest_id: str
+    sidecar_id: str
+    code: str  # the error code that condemned it, e.g. bad_data_file, commit_failed
+    reason: str
+    attempts: int  # failed commit attempts before it was quarantined
+    at_ms: int
+    state: DeadLetterState = DeadLetterState.QUARANTINED
+    resolved_at_ms: int | None = None
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> DeadLetter:
+        d = read_object(raw, "dead_letter")
+        try:
+            state = DeadLetterState(d.get("state", DeadLetterState.QUARANTINED.value))
+        except ValueError:
+            raise ProtocolError("state", f"must be one of {[s.value for s in DeadLetterState]}") from None
+        return cls(
+            id=read_text(d, "id", ""),
+            table=read_text(d, "table", ""),
+            file=DataFile.from_dict(d.get("file"), "file."),
+            manifest_id=read_text(d, "manifest_id", ""),
+            sidecar_id=read_text(d, "sidecar_id", ""),
+            code=read_text(d, "code", ""),
+            reason=read_text(d, "reason", "", max_len=1 << 16),
+            attempts=read_count(d, "attempts", ""),
+            at_ms=read_count(d, "at_ms", ""),
+            state=state,
+            resolved_at_ms=read_count(d, "resolved_at_ms", "", required=False),
+        )
+
+
+@dataclass(frozen=True)
+class DeadLetterList(WireModel):
+    """``GET /v1/dead-letters``: every table's dead letters (or one table's), newest first."""
+
+    dead_letters: tuple[DeadLetter, ...]

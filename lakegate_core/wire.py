@@ -47,11 +47,15 @@ def read_text(d: dict[str, Any], key: str, path: str, *, max_len: int = 4096, re
     return value
 
 
-def read_count(d: dict[str, Any], key: str, path: str, *, required: bool = True) -> Any:
-    """A non-negative integer."""
+MAX_LONG = 2**63 - 1  # Kafka offsets, Delta txn versions and epoch milliseconds are signed 64-bit
+MAX_PARTITION = 2**31 - 1  # Kafka partitions are signed 32-bit
+
+
+def read_count(d: dict[str, Any], key: str, path: str, *, required: bool = True, maximum: int = MAX_LONG) -> Any:
+    """A non-negative integer, at most ``maximum`` (by default what a signed 64-bit field holds)."""
     value = read(d, key, path, int, required=required)
-    if value is not None and value < 0:
-        raise ProtocolError(f"{path}{key}", "must not be negative")
+    if value is not None and not 0 <= value <= maximum:
+        raise ProtocolError(f"{path}{key}", f"must be from 0 to {maximum}")
     return value
 
 
@@ -70,7 +74,9 @@ def read_list(d: dict[str, Any], key: str, path: str, *, required: bool = True) 
 def read_topic_partition(raw: Any, path: str) -> TopicPartition:
     """``{topic, partition}`` as a :class:`TopicPartition`."""
     d = read_object(raw, path.rstrip("."))
-    return TopicPartition(read_text(d, "topic", path, max_len=249), read_count(d, "partition", path))
+    return TopicPartition(
+        read_text(d, "topic", path, max_len=249), read_count(d, "partition", path, maximum=MAX_PARTITION)
+    )
 
 
 class WireModel:

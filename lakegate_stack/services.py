@@ -32,15 +32,19 @@ class ServiceProcess:
         s3: dict[str, Any] | None = None,
         kafka: str | None = None,
         spark_conf: dict[str, str] | None = None,
+        server: dict[str, Any] | None = None,
+        spark: dict[str, Any] | None = None,
     ) -> None:
         """``s3``: the ``storage.s3`` section (endpoint, keys) when tables or files are on S3;
         ``kafka``: bootstrap servers, which turns fencing on (leases checked against Kafka);
-        ``spark_conf``: extra Spark properties (``spark.conf``)."""
+        ``spark_conf``: extra Spark properties (``spark.conf``); ``server``, ``spark``: keys of
+        those sections over the defaults here (e.g. ``spark: {jars_dir: <empty dir>}`` makes a
+        service whose start-up fails at once, without a JVM, while its HTTP side runs)."""
         self.workdir = workdir
         self.port = free_port()
         self.ui_port = free_port()
-        config = {
-            "server": {"host": "127.0.0.1", "port": self.port, "threads": 4},
+        config: dict[str, Any] = {
+            "server": {"host": "127.0.0.1", "port": self.port, "threads": 4, **(server or {})},
             "auth": {
                 "enabled": True,
                 "tokens": [{"token": SIDECAR_TOKEN, "role": "sidecar"}, {"token": ADMIN_TOKEN, "role": "admin"}],
@@ -52,6 +56,7 @@ class ServiceProcess:
                 "driver_memory": "1g",
                 "local_dir": str(workdir / f"{name}-spark"),
                 "conf": dict(spark_conf or {}),
+                **(spark or {}),
             },
             "tables": tables,
             **({"kafka": {"bootstrap_servers": kafka}} if kafka else {}),
@@ -77,6 +82,13 @@ class ServiceProcess:
     def wait_ready(self, timeout: float = 180) -> ServiceProcess:
         self.process.wait_ready(
             lambda: requests.get(f"{self.url}/readyz", timeout=2).status_code == 200, timeout, "ready"
+        )
+        return self
+
+    def wait_healthy(self, timeout: float = 60) -> ServiceProcess:
+        """Wait for ``/healthz`` (the HTTP side), not for Spark and the tables."""
+        self.process.wait_ready(
+            lambda: requests.get(f"{self.url}/healthz", timeout=2).status_code == 200, timeout, "healthy"
         )
         return self
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from lakegate_core.types import TopicPartition
 from sidecar.errors import SidecarConfigError, SourceError
@@ -95,7 +96,9 @@ class Lister(Protocol):
 
     def list(self, prefix: str) -> Iterable[tuple[str, int]]: ...
 
-    def uri(self, key: str) -> str: ...
+    def uri(self, key: str) -> str:
+        """The key as a percent-encoded URI (the service decodes it exactly once)."""
+        ...
 
 
 class S3Lister:
@@ -132,7 +135,7 @@ class S3Lister:
             raise SourceError(f"listing s3://{self.bucket}/{prefix}: {exc}") from exc
 
     def uri(self, key: str) -> str:
-        return f"s3a://{self.bucket}/{key}"
+        return f"s3a://{self.bucket}/{quote(key, safe='/')}"
 
 
 class LocalLister:
@@ -153,7 +156,7 @@ class LocalLister:
                         continue
 
     def uri(self, key: str) -> str:
-        return f"file://{self.root / key}"
+        return f"file://{quote(str(self.root / key), safe='/')}"
 
 
 def list_files(lister: Lister, pattern: NamePattern, topics: Iterable[str]) -> dict[TopicPartition, list[StoredFile]]:

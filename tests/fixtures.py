@@ -71,6 +71,7 @@ def spark(stack_dir: Path, s3_server: S3Server):  # type: ignore[no-untyped-def]
         master="local[2]",
         app_name="lakegate-tests",
         ui_port=free_port(),
+        ui_host="127.0.0.1",
         driver_memory="2g",
         local_dir=stack_dir / "spark",
         s3=S3Settings(endpoint=s3_server.endpoint, access_key=s3mod.ACCESS_KEY, secret_key=s3mod.SECRET_KEY),

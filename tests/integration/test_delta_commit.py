@@ -151,3 +151,24 @@ def test_csv_files_are_converted_too(spark: Any, tmp_path: Path) -> None:
         "/p1",
         "/p2",
     }
+
+
+def test_a_release_commits_offsets_without_files_even_on_a_new_table(spark: Any, tmp_path: Path) -> None:
+    """An admin release (a quarantined range skipped) is a commit of txn actions only, named in its
+    metadata; on a table with no commit yet it creates the table, and the next file sets the schema."""
+    from commit_service.state import CommitPlan
+    from lakegate_core.types import PartitionOffsets
+
+    root = tmp_path / "orders"
+    committer = DeltaCommitter(spark, "orders", str(root), StorageReader())
+    tp = (TOPIC, 0)
+    release = CommitPlan((), PartitionOffsets({tp: 50}), None, "released", ("dl-1",), PartitionOffsets({tp: 0}))
+    record = committer.commit(release)
+    assert record.version == 0 and record.files == 0 and record.released == ("dl-1",)
+    state = TableState("orders", {tp: 50})  # type: ignore[dict-item]
+    commit_all(committer, state, [write_file(root, 0, 50, 10)])
+    table = DeltaTable(str(root))
+    assert table.transaction_version(app_id("orders", tp)) == 60  # type: ignore[arg-type]
+    assert json.loads(table.history()[-1]["userMetadata"])["released"] == ["dl-1"]
+    assert sorted(table.to_pyarrow_table().column("offset").to_pylist()) == list(range(50, 60))
+    assert spark.read.format("delta").load(str(root)).count() == 10

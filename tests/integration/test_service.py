@@ -10,6 +10,7 @@ import json
 import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -105,3 +106,59 @@ def test_two_services_racing_on_one_table_never_duplicate(tmp_path: Path, layout
     data = DeltaTable(str(layout["root"])).to_pyarrow_table().to_pydict()
     seen = list(zip(data["id"], data["offset"], strict=True))
     assert len(seen) == len(set(seen)) == 600, "an offset was committed twice or lost"
+
+
+def test_hostile_files_never_wedge_the_table(tmp_path: Path, spark: Any) -> None:
+    """The reported wedges, against the real service: a space (and '+', '=', '%') in a name, a
+    symlink to /etc/passwd, a double-encoded '..', offsets past 64 bits. The good files commit,
+    the link is quarantined (durably: it outlives a restart) and an admin releases its range."""
+    root = tmp_path / "lake" / TABLE
+    odd = write_parquet(root / "data" / "orders 0+0=100%.parquet", TOPIC, 0, 0, 100)
+    odd["path"] = f"file://{quote(odd['path'][len('file://') :])}"  # sent percent-encoded, as the sidecar does
+    plain = write_parquet(root / "data" / f"{TOPIC}-2-0", TOPIC, 2, 0, 100)
+    link = root / "data" / f"{TOPIC}-1-0"
+    link.symlink_to("/etc/passwd")
+    linked = {**plain, "path": f"file://{link}", "partition": 1, "format": "csv", "size_bytes": link.stat().st_size}
+    tables = [{"name": TABLE, "path": str(root), "topics": [TOPIC], "commit": {"interval_seconds": 3600}}]
+    roots = [f"file://{tmp_path}/lake/"]
+    svc = ServiceProcess(tmp_path, tables, roots).start()
+    try:
+        escape = {**plain, "partition": 3, "path": f"file://{root}/data/%252e%252e/%252e%252e/outside.parquet"}
+        assert svc.call("POST", "/v1/manifests", json=manifest("escape", [escape])).status_code == 202  # a literal name
+        too_far = {**plain, "start_offset": 2**63 - 101, "end_offset": 2**63 - 1}
+        assert svc.call("POST", "/v1/manifests", json=manifest("far", [too_far])).status_code == 400
+        r = svc.call("POST", "/v1/manifests", json=manifest("m1", [odd, linked, plain]))
+        assert [f["status"] for f in r.json()["files"]] == ["accepted"] * 3, r.json()
+        refusals = []
+        for _ in range(2):  # each bad file fails one round and is quarantined
+            r = svc.call("POST", f"/v1/tables/{TABLE}/commit", "admin-token-for-tests-000001")
+            assert r.status_code == 422 and "Traceback" not in r.text and "py4j" not in r.text, r.text
+            refusals.append(r.json()["error"]["message"])
+        assert any("symbolic link" in m for m in refusals) and any("does not exist" in m for m in refusals)
+        record = svc.commit_now(TABLE)  # the bad files are out of the buffer: everything else commits
+        assert record["committed"] and record["files"] == 2 and record["offsets"] == {TOPIC: {"0": 100, "2": 100}}
+        letters = svc.call("GET", "/v1/dead-letters").json()["dead_letters"]
+        assert sorted((d["file"]["partition"], d["code"]) for d in letters) == [
+            (1, "bad_data_file"),
+            (3, "bad_data_file"),
+        ]
+        (letter,) = [d for d in letters if d["file"]["partition"] == 1]
+        assert (root / "_lakegate" / "dead-letters" / f"{letter['id']}.json").is_file()
+    finally:
+        svc.stop()
+    ids = sorted(DeltaTable(str(root)).to_pyarrow_table().column("id").to_pylist())
+    assert ids == sorted(f"{TOPIC}-{p}-{o}" for p in (0, 2) for o in range(100))
+    assert spark.read.format("delta").load(str(root)).count() == 200
+
+    again = ServiceProcess(tmp_path, tables, roots, name="service-2").start()
+    try:
+        assert again.call("GET", f"/v1/tables/{TABLE}").json()["dead_letters"] == 2
+        released = again.call("POST", f"/v1/dead-letters/{letter['id']}/release", "admin-token-for-tests-000001")
+        assert released.status_code == 200 and released.json()["offsets"] == {TOPIC: {"1": 100}}
+        assert again.call("GET", "/v1/dead-letters?state=released").json()["dead_letters"][0]["id"] == letter["id"]
+    finally:
+        again.stop()
+    table = DeltaTable(str(root))
+    assert table.transaction_version(f"lakegate-{TABLE}-{TOPIC}-1") == 100
+    assert json.loads(table.history()[0]["userMetadata"])["released"] == [letter["id"]]
+    assert table.to_pyarrow_table().num_rows == 200

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from commit_service.config import ServiceConfig
 from commit_service.errors import SparkSetupError
-from commit_service.spark import S3Settings, SparkSettings, spark_conf, spark_jars
+from commit_service.spark import S3Settings, SparkSettings, driver_environment, s3a_credentials, spark_conf, spark_jars
+from lakegate_core.configfile import build
 
 
 @pytest.fixture
@@ -37,13 +39,59 @@ def test_s3a_adds_hadoop_aws_and_endpoint_settings(jars_dir: Path) -> None:
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
     assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
     assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
-    assert conf["spark.hadoop.fs.s3a.access.key"] == "a"
+
+
+def test_static_credentials_stay_off_the_command_line(jars_dir: Path) -> None:
+    """Builder properties go on spark-submit's command line (world-readable): no key may be among them;
+    they are set on the live session's Hadoop configuration instead."""
+    s3 = S3Settings(endpoint="http://127.0.0.1:9000", access_key="AKIA-not-secret", secret_key="very-secret-value")
+    conf = spark_conf(SparkSettings(jars_dir=jars_dir, s3=s3))
+    assert not [k for k, v in conf.items() if "very-secret-value" in v or "AKIA-not-secret" in v]
+    assert not [k for k in conf if "access.key" in k or "secret.key" in k or "credentials.provider" in k]
+    assert s3a_credentials(s3) == {
+        "fs.s3a.access.key": "AKIA-not-secret",
+        "fs.s3a.secret.key": "very-secret-value",
+        "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+    }
 
 
 def test_s3a_without_keys_leaves_credentials_to_the_environment(jars_dir: Path) -> None:
     conf = spark_conf(SparkSettings(jars_dir=jars_dir, s3=S3Settings()))
     assert "spark.hadoop.fs.s3a.access.key" not in conf
     assert "spark.hadoop.fs.s3a.aws.credentials.provider" not in conf
+    assert s3a_credentials(S3Settings()) == {}
+
+
+@pytest.mark.parametrize(
+    ("ui_host", "env"),
+    [
+        ("127.0.0.1", {"SPARK_LOCAL_IP": "127.0.0.1"}),
+        ("10.1.2.3", {"SPARK_LOCAL_IP": "10.1.2.3"}),
+        ("[::1]", {"SPARK_LOCAL_IP": "::1"}),
+        ("0.0.0.0", {}),
+        ("::", {}),
+        (None, {}),
+    ],
+)
+def test_the_ui_binds_to_ui_host_through_the_driver_environment(
+    jars_dir: Path, ui_host: str | None, env: dict[str, str]
+) -> None:
+    settings = SparkSettings(jars_dir=jars_dir, ui_host=ui_host)
+    assert driver_environment(settings) == env
+    assert not any("host" in k or "bindAddress" in k for k in spark_conf(settings))
+
+
+def test_ui_host_defaults_to_the_service_host() -> None:
+    base = {
+        "auth": {"enabled": False},
+        "storage": {"allowed_roots": ["file:///lake/"]},
+        "tables": [{"name": "t", "path": "/lake/t", "topics": ["t"]}],
+    }
+    local = build(ServiceConfig, {**base, "server": {"host": "127.0.0.1"}})
+    assert local.spark_settings().ui_host == "127.0.0.1"
+    explicit = build(ServiceConfig, {**base, "server": {"host": "127.0.0.1"}, "spark": {"ui_host": "10.0.0.7"}})
+    assert explicit.spark_settings().ui_host == "10.0.0.7"
+    assert build(ServiceConfig, base).spark_settings().ui_host == "0.0.0.0"
 
 
 def test_user_conf_wins(jars_dir: Path) -> None:
