@@ -34,9 +34,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
+from lakegate_core.uri import encode_key
+
 MAX_KEY_BYTES = 1024  # S3's limit on a key
 GLOB_CHARS = frozenset("[]{}*?\\")  # Hadoop's globStatus would expand these in Spark's readers
-_CANONICAL_SAFE = "/!$&'()*+,;=@-._~"  # RFC 3986 pchar minus '%' and ':' (refused)
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
@@ -110,7 +111,7 @@ class StorageUri:
     @property
     def uri(self) -> str:
         """The canonical text: what the service stores, compares, logs and answers."""
-        encoded = quote(self.key, safe=_CANONICAL_SAFE)
+        encoded = encode_key(self.key)
         return f"s3a://{self.bucket}/{encoded}" if self.scheme == "s3a" else f"file://{encoded}"
 
     @property

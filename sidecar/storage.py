@@ -18,9 +18,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
 
 from lakegate_core.types import TopicPartition
+from lakegate_core.uri import encode_key
 from sidecar.errors import SidecarConfigError, SourceError
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ class S3Lister:
             raise SourceError(f"listing s3://{self.bucket}/{prefix}: {exc}") from exc
 
     def uri(self, key: str) -> str:
-        return f"s3a://{self.bucket}/{quote(key, safe='/')}"
+        return f"s3a://{self.bucket}/{encode_key(key)}"
 
 
 class LocalLister:
@@ -156,7 +156,7 @@ class LocalLister:
                         continue
 
     def uri(self, key: str) -> str:
-        return f"file://{quote(str(self.root / key), safe='/')}"
+        return f"file://{encode_key(str(self.root / key))}"
 
 
 def list_files(lister: Lister, pattern: NamePattern, topics: Iterable[str]) -> dict[TopicPartition, list[StoredFile]]:

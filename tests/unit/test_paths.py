@@ -121,3 +121,14 @@ def test_root_prefix_and_table_forms() -> None:
     assert root_prefix("s3://lake/my tables/t/") == "s3a://lake/my%20tables/t/"
     assert root_prefix("/var/lake/t") == "file:///var/lake/t/"
     assert not is_under("s3a://lake/my%20tablesX/t", ["s3://lake/my tables/"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(KEYS)
+def test_what_the_sidecar_sends_comes_back_unchanged(key: str) -> None:
+    """The sidecar's encoding is the canonical one: an accepted path is answered exactly as sent."""
+    from sidecar.storage import S3Lister
+
+    sent = S3Lister("bucket", client=object()).uri(f"landing/{key}")
+    loc = _accepted(sent)
+    assert loc is None or loc.uri == sent
