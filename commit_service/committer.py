@@ -33,6 +33,11 @@ class Committer(Protocol):
         """Read the table's version and committed offsets from its log."""
         ...
 
+    def warm(self) -> TableSnapshot:
+        """Load what the first commit would otherwise load (after the service is ready, off the
+        request path); returns the table's snapshot as the table format itself reads it."""
+        ...
+
     def commit(self, plan: CommitPlan) -> CommitRecord:
         """Make ``plan`` one atomic commit, or raise a :class:`CommitError` having changed nothing."""
         ...

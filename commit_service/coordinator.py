@@ -112,6 +112,8 @@ class Coordinator:
             self._thread.join(timeout=60)
 
     def _run(self) -> None:
+        for tc in list(self.tables.values()):  # ready already; now what the first commits need
+            tc.warm()
         while not self._stop.wait(TICK_SECONDS):
             self.tick()
 

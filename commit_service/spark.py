@@ -108,6 +108,9 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": "16",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
+        # Delta rebuilds a table's state (after a restart without a checksum, for checkpoints) in this
+        # many tasks; its default, 50, is mostly task overhead for the service's small log replays.
+        "spark.databricks.delta.snapshotPartitions": "4",
         # One SetTransaction per partition is kept in the checksum file for cheap reads.
         "spark.databricks.delta.setTransactionsInCrc.maxAllowed": "100000",
     }

@@ -178,6 +178,15 @@ class StorageReader:
         except OSError as exc:
             raise DataFileUnavailableError(uri, f"cannot read: {exc}") from exc
 
+    def read_own_column(self, uri: str, column: str) -> list[Any]:
+        """One column of a Parquet object of the service's own (a Delta checkpoint's ``txn``): only
+        that column's pages are read."""
+        fs, path = self._resolve(uri, source=False)
+        try:
+            return pq.read_table(path, columns=[column], filesystem=fs).column(column).to_pylist()
+        except OSError as exc:
+            raise DataFileUnavailableError(uri, f"cannot read: {exc}") from exc
+
     def copy(self, src: str, dst: str) -> None:
         """Copy object ``src`` to ``dst`` so that ``dst`` is either absent or whole, never partial.
 

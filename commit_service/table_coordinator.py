@@ -101,6 +101,21 @@ class TableCoordinator:
             "table %s at version %d with %d partitions' offsets", self.config.name, snap.version, len(snap.offsets)
         )
 
+    def warm(self) -> None:
+        """After the service is ready: let the committer load what its first commit needs (under
+        the commit lock, so no round waits twice), and cross-check the offsets read at start."""
+        with self._commit_lock:
+            try:
+                snap = self.committer.warm()
+            except Exception as exc:  # the first commit loads it instead
+                logger.warning("table %s: warming up failed: %s", self.config.name, exc)
+                return
+        with self._lock:
+            mismatch = {tp: v for tp, v in snap.offsets.items() if self._state.committed.get(tp, 0) < v}
+            self._state.recovered(snap.offsets, snap.version)
+        if mismatch:
+            logger.error("table %s: offsets read at start were behind the table's: %s", self.config.name, mismatch)
+
     # -- intake ---------------------------------------------------------------------------
 
     def offer(self, files: list[PendingFile], manifest_id: str) -> list[tuple[FileStatus, str | None]]:

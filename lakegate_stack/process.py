@@ -150,6 +150,16 @@ class ManagedProcess:
             proc.wait(10)
         logger.info("stopped %s", self.name)
 
+    def kill(self) -> None:
+        """SIGKILL the process group at once (a crash: nothing is flushed or closed)."""
+        proc, self._proc = self._proc, None
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        if proc is not None and proc.poll() is None:
+            self._signal_group(proc, signal.SIGKILL)
+            proc.wait(30)
+            logger.info("killed %s", self.name)
+
     @staticmethod
     def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
         try:

@@ -112,6 +112,10 @@ class ServiceProcess:
     def stop(self) -> None:
         self.process.stop(timeout=60)
 
+    def kill(self) -> None:
+        """SIGKILL the service (and its JVM): what a crash or an OOM kill does."""
+        self.process.kill()
+
     def call(self, method: str, path: str, token: str = SIDECAR_TOKEN, **kw: Any) -> requests.Response:
         return requests.request(
             method, f"{self.url}{path}", headers={"Authorization": f"Bearer {token}"}, timeout=300, **kw

@@ -2,41 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
+from lakegate_stack.datafiles import write_parquet
 from lakegate_stack.services import ADMIN_TOKEN, SIDECAR_TOKEN, ServiceProcess
 
 __all__ = ["ADMIN_TOKEN", "SIDECAR_TOKEN", "ServiceProcess", "manifest", "write_parquet"]
-
-
-def write_parquet(path: Path, topic: str, partition: int, start: int, count: int) -> dict[str, Any]:
-    """A data file like the sink writes, and its manifest entry."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    offsets = list(range(start, start + count))
-    pq.write_table(
-        pa.table(
-            {
-                "id": pa.array([f"{topic}-{partition}-{o}" for o in offsets]),
-                "offset": pa.array(offsets, pa.int64()),
-                "amount": pa.array([o * 0.5 for o in offsets]),
-            }
-        ),
-        path,
-    )
-    return {
-        "path": f"file://{path}",
-        "topic": topic,
-        "partition": partition,
-        "start_offset": start,
-        "end_offset": start + count - 1,
-        "size_bytes": path.stat().st_size,
-        "format": "parquet",
-        "record_count": count,
-    }
 
 
 def manifest(mid: str, files: list[dict[str, Any]]) -> dict[str, Any]:

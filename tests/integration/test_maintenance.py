@@ -114,6 +114,15 @@ def test_checkpoints_move_off_the_commit_path(spark: Any, tmp_path: Path) -> Non
     assert ids == list(range(14 * 5)) and spark.read.format("delta").load(str(root)).count() == 14 * 5
     assert background.snapshot().offsets == {(TOPIC, 0): 14 * 5}
 
+    # offsets read from the files (checkpoint + later commits) agree with Delta's own snapshot,
+    # also when the checksum a SIGKILL would leave unwritten is gone
+    for n in range(14, 17):
+        last = commit(background, n)
+    (logs / f"{last:020d}.crc").unlink(missing_ok=True)
+    fresh = DeltaCommitter(spark, TOPIC, str(root), StorageReader())
+    direct, delta = fresh.snapshot(), fresh._delta_snapshot()
+    assert direct == delta and direct.version == last and direct.offsets == {(TOPIC, 0): 17 * 5}
+
 
 def json_last_checkpoint(logs: Path) -> dict[str, Any]:
     import json

@@ -41,6 +41,9 @@ class FakeCommitter:
     def snapshot(self) -> TableSnapshot:
         return TableSnapshot(self.version, PartitionOffsets(self.offsets))
 
+    def warm(self) -> TableSnapshot:
+        return self.snapshot()
+
     def file_count(self) -> int:
         return sum(len(p.files) for p in self.commits)
 

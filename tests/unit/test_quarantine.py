@@ -58,6 +58,9 @@ class PoisonCommitter:
     def snapshot(self) -> TableSnapshot:
         return TableSnapshot(self.version, PartitionOffsets(self.committed))
 
+    def warm(self) -> TableSnapshot:
+        return self.snapshot()
+
     def commit(self, plan: CommitPlan) -> CommitRecord:
         self.plans.append(plan)
         bad = [p.file.path for p in plan.files if p.file.path in self.poison]
