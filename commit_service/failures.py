@@ -15,7 +15,8 @@ success and obeys the :class:`Decision`. The rules, so that no single file can w
 - any other error (Delta refused the plan, something unexpected) is blamed on the plan: after
   ``max_attempts`` failures the next plans are cut to half as many files (a prefix, so still
   contiguous per partition), and again, down to one file; a one-file plan that fails
-  ``max_attempts`` times quarantines that file. Plans stay cut until a file is quarantined.
+  ``max_attempts`` times quarantines that file. Each success doubles the cut (the culprit, if
+  any, is then met again at a smaller size); a quarantine or an uncut plan lifts it.
 """
 
 from __future__ import annotations
@@ -56,8 +57,11 @@ class FailureTracker:
         """``plan`` cut to the current narrowing cap (a prefix of its files)."""
         return plan if self.plan_cap is None else plan.head(self.plan_cap)
 
-    def succeeded(self) -> None:
-        """A commit landed: the streak ends (a narrowing cap stays until a file is quarantined)."""
+    def succeeded(self, plan: CommitPlan) -> None:
+        """``plan`` landed: the streak ends, and a narrowing cap doubles (it is lifted once a plan
+        is no longer cut by it), so a refusal that passed costs throughput only briefly."""
+        if self.plan_cap is not None:
+            self.plan_cap = None if len(plan.files) < self.plan_cap else self.plan_cap * 2
         self.streak = 0
         self.level_failures = 0
         self.not_before = 0.0

@@ -165,7 +165,7 @@ class TableCoordinator:
             self._register()
         self._maybe_checkpoint(record.version)
         self.history.append(record)
-        self._failures.succeeded()
+        self._failures.succeeded(plan)
         self._last_error = None
         logger.info(
             "commit table=%s version=%d commit_id=%s files=%d records=%d offsets=%s vtts=%s duration_ms=%s reason=%s",

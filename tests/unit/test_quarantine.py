@@ -114,8 +114,20 @@ def test_backoff_doubles_to_a_cap_and_concurrent_writers_retry_at_once() -> None
     delays = [tracker.failed(DeltaUnavailableError("down"), None, 0).delay for _ in range(9)]
     assert delays == [0.5, 1, 2, 4, 8, 16, 30, 30, 30]
     assert tracker.failed(OffsetsMovedError("moved", 1, PartitionOffsets()), None, 0).delay == 0
-    tracker.succeeded()
+    tracker.succeeded(CommitPlan.of([pf(0, 0)], None, "forced"))
     assert tracker.failed(DeltaUnavailableError("down"), None, 0).delay == 0.5
+
+
+def test_a_refusal_that_passes_narrows_plans_only_briefly() -> None:
+    tracker = FailureTracker(POLICY)
+    plan = CommitPlan.of([pf(p, 0) for p in range(16)], None, "forced")
+    for _ in range(POLICY.max_attempts):
+        tracker.failed(DeltaWriteError("refused once"), plan, 0)
+    assert len(tracker.cap(plan).files) == 8
+    tracker.succeeded(tracker.cap(plan))
+    assert len(tracker.cap(plan).files) == 16  # doubled
+    tracker.succeeded(CommitPlan.of([pf(0, 0)], None, "forced"))  # a plan the cap did not cut
+    assert tracker.plan_cap is None
 
 
 def test_an_outage_never_condemns_a_file() -> None:
