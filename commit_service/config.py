@@ -196,6 +196,17 @@ class TableConfig:
 
 
 @dataclass(frozen=True)
+class LeaseConfig:
+    """``leases:``: how long a partition lease lives without its holder claiming it again."""
+
+    ttl_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.ttl_seconds <= 0:
+            raise ConfigError("leases.ttl_seconds: must be positive")
+
+
+@dataclass(frozen=True)
 class ServiceConfig:
     """The whole ``service.yaml``."""
 
@@ -205,6 +216,7 @@ class ServiceConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     tables: tuple[TableConfig, ...] = ()
     kafka: KafkaSettings | None = None  # set: fencing on (DESIGN §4)
+    leases: LeaseConfig = field(default_factory=LeaseConfig)
 
     def __post_init__(self) -> None:
         if not self.tables:

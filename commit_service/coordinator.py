@@ -84,7 +84,7 @@ class Coordinator:
         self._dead_letters = dead_letters
         self._manifests: OrderedDict[str, str] = OrderedDict()  # manifest_id -> digest of its files
         self._manifests_lock = threading.Lock()
-        self.fencing = Fencing(groups)  # enabled when the service config has a kafka section
+        self.fencing = Fencing(groups, clock, config.leases.ttl_seconds)  # checks Kafka with a kafka section
         self.tables: dict[str, TableCoordinator] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -118,7 +118,9 @@ class Coordinator:
             self.tick()
 
     def tick(self) -> None:
+        live = self.fencing.live()  # leases not renewed within the TTL stop holding rounds back
         for tc in list(self.tables.values()):
+            tc.expect(live)
             try:
                 self._round(tc, force=False)
             except CommitError:

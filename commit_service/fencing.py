@@ -16,7 +16,8 @@ Without a ``kafka`` section every claim is granted and files need no epoch.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from commit_service.errors import KafkaUnavailableError
@@ -40,9 +41,13 @@ class ConnectGroups(Protocol):
 class Fencing:
     """The service's leases and its Kafka checks; thread-safe (one lock for the lease table)."""
 
-    def __init__(self, groups: ConnectGroups | None) -> None:
+    def __init__(
+        self, groups: ConnectGroups | None, clock: Callable[[], float] = time.time, ttl_seconds: float = 60.0
+    ) -> None:
         self.groups = groups
         self.leases = LeaseTable()
+        self.clock = clock
+        self.ttl_seconds = ttl_seconds
         self._lock = threading.Lock()
 
     @property
@@ -70,9 +75,15 @@ class Fencing:
                     )
                     grants.append(LeaseGrant(tp.topic, tp.partition, False, reason=reason))
                     continue
-                lease = self.leases.grant(tp, request.sidecar.id, request.sidecar.worker, request.connector)
+                now = self.clock()
+                lease = self.leases.grant(tp, request.sidecar.id, request.sidecar.worker, request.connector, now)
                 grants.append(LeaseGrant(tp.topic, tp.partition, True, lease.epoch))
-            return grants, self.leases.partitions()
+            return grants, self.leases.live(self.clock(), self.ttl_seconds)
+
+    def live(self) -> set[TopicPartition]:
+        """The partitions with a live lease (renewed within the TTL): what commit rounds wait for."""
+        with self._lock:
+            return self.leases.live(self.clock(), self.ttl_seconds)
 
     def check(self, file: DataFile, sidecar_id: str) -> str | None:
         """None if ``sidecar_id`` may send ``file`` now; else why not (always None when off)."""

@@ -7,11 +7,16 @@ raises the partition's epoch, and files sent with an older epoch are rejected, s
 service restart every sidecar claims again on its next round (and is checked against Kafka again);
 a file is accepted only from the current holder with the current epoch, so a zombie's old epoch
 never matches a lease granted to someone else.
+
+A lease is *live* while its holder renews it (every sidecar round claims again) within the TTL
+(``leases.ttl_seconds``); only live leases are partitions a commit round waits for. So a deleted
+connector, a stopped sidecar or a partition no worker holds stops delaying interval commits after
+the TTL. An expired lease keeps its epoch: a holder coming back continues from it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lakegate_core.types import TopicPartition
 
@@ -22,6 +27,7 @@ class Lease:
     worker: str
     connector: str
     epoch: int
+    renewed_at: float = 0.0  # when the holder last claimed it (the service's clock)
 
 
 class LeaseTable:
@@ -30,12 +36,14 @@ class LeaseTable:
     def __init__(self) -> None:
         self._leases: dict[TopicPartition, Lease] = {}
 
-    def grant(self, tp: TopicPartition, holder: str, worker: str, connector: str) -> Lease:
-        """Give ``tp`` to ``holder``; the epoch rises when the holder (or its worker) changes."""
+    def grant(self, tp: TopicPartition, holder: str, worker: str, connector: str, now: float = 0.0) -> Lease:
+        """Give (or renew) ``tp`` to ``holder`` at ``now``; the epoch rises when the holder (or its
+        worker) changes."""
         current = self._leases.get(tp)
         if current is not None and (current.holder, current.worker, current.connector) == (holder, worker, connector):
-            return current
-        lease = Lease(holder, worker, connector, (current.epoch if current else 0) + 1)
+            lease = replace(current, renewed_at=now)
+        else:
+            lease = Lease(holder, worker, connector, (current.epoch if current else 0) + 1, now)
         self._leases[tp] = lease
         return lease
 
@@ -56,6 +64,7 @@ class LeaseTable:
     def get(self, tp: TopicPartition) -> Lease | None:
         return self._leases.get(tp)
 
-    def partitions(self) -> set[TopicPartition]:
-        """Every leased partition: the partitions a complete commit round waits for."""
-        return set(self._leases)
+    def live(self, now: float, ttl: float) -> set[TopicPartition]:
+        """The partitions whose lease was renewed within ``ttl`` of ``now``: what a complete commit
+        round waits for."""
+        return {tp for tp, lease in self._leases.items() if now - lease.renewed_at <= ttl}

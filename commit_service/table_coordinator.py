@@ -125,12 +125,18 @@ class TableCoordinator:
             self._state.settle_manifest(manifest_id, verdicts)
         return verdicts
 
-    def claim(self, leased: set[TopicPartition], watermarks: Iterable[Watermark]) -> None:
-        """The leased partitions of this table's topics become the ones a complete round waits
-        for; each watermark of a granted partition counts as that partition's report."""
+    def expect(self, leased: set[TopicPartition]) -> None:
+        """The live-leased partitions of this table's topics become the ones a complete round waits for."""
         expected = {tp for tp in leased if self.config.routes(tp.topic)}
         with self._lock:
             self._state.set_expected(expected)
+
+    def claim(self, leased: set[TopicPartition], watermarks: Iterable[Watermark]) -> None:
+        """:meth:`expect` the leased partitions; each watermark of a granted partition counts as
+        that partition's report."""
+        self.expect(leased)
+        expected = {tp for tp in leased if self.config.routes(tp.topic)}
+        with self._lock:
             for w in watermarks:
                 if w.tp in expected:
                     self._state.note_watermark(w.tp, w.connect_offset, w.read_at_ms / 1000)

@@ -503,6 +503,12 @@ def test_service_config_passes_an_optional_kafka_section() -> None:
     assert "kafka" not in service_config(render())
 
 
+def test_service_config_passes_the_lease_ttl() -> None:
+    raw = service_config(render(None, "config.leases.ttl_seconds=90"))
+    assert raw["leases"] == {"ttl_seconds": 90}
+    assert "leases" not in service_config(render())
+
+
 # --- optional objects, schema, notes, helm test --------------------------------------------------------
 
 

@@ -162,6 +162,9 @@ The service's config file (service.yaml, docs/configuration.md) from .Values.con
 {{- with $c.kafka -}}
 {{- $_ := set $cfg "kafka" (deepCopy .) -}}
 {{- end -}}
+{{- with $c.leases -}}
+{{- $_ := set $cfg "leases" (deepCopy .) -}}
+{{- end -}}
 {{- toYaml $cfg -}}
 {{- end }}
 

@@ -1,0 +1,57 @@
+"""Leases expire when their holder stops claiming them: a deleted connector or a stopped sidecar
+stops holding interval commits back (leases.ttl_seconds)."""
+
+from __future__ import annotations
+
+from commit_service.config import ServiceConfig
+from commit_service.coordinator import Coordinator
+from commit_service.leases import LeaseTable
+from lakegate_core.configfile import build
+from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest, SidecarInfo
+from lakegate_core.types import TopicPartition
+from tests.unit.test_quarantine import Clock, PoisonCommitter
+
+TP0, TP1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+
+
+def test_a_renewed_lease_keeps_its_epoch_and_an_expired_one_is_not_live() -> None:
+    table = LeaseTable()
+    first = table.grant(TP0, "sc-1", "w:1", "snk", now=0)
+    assert table.grant(TP0, "sc-1", "w:1", "snk", now=50).epoch == first.epoch
+    assert table.live(100, ttl=60) == {TP0}
+    assert table.live(111, ttl=60) == set()
+    assert table.grant(TP0, "sc-2", "w:2", "snk", now=120).epoch == first.epoch + 1  # epochs survive expiry
+
+
+def test_an_unrenewed_lease_stops_holding_interval_commits() -> None:
+    clock = Clock(1000.0)
+    config = build(
+        ServiceConfig,
+        {
+            "auth": {"enabled": False},
+            "storage": {"allowed_roots": ["s3a://landing/"]},
+            "leases": {"ttl_seconds": 60},
+            "tables": [
+                {
+                    "name": "orders",
+                    "path": "s3a://lake/orders",
+                    "topics": ["orders"],
+                    "placement": "copy_into_table",
+                    "commit": {"interval_seconds": 1, "on_timeout": "wait"},
+                }
+            ],
+        },
+    )
+    committer = PoisonCommitter()
+    coordinator = Coordinator(config, lambda t: committer, clock=clock)
+    coordinator.load()
+    coordinator.claim(LeaseRequest(SidecarInfo("sc-1", "w:1"), "snk", (0,), (TP0, TP1)))
+    f = DataFile("s3a://landing/orders-0-0", "orders", 0, 0, 9, 100, FileFormat.PARQUET)
+    coordinator.submit(Manifest("m1", SidecarInfo("sc-1", "w:1"), (f,)))
+    for _ in range(5):  # both partitions leased, neither reported: the round waits (on_timeout: wait)
+        clock.now += 10
+        coordinator.tick()
+    assert committer.version == -1
+    clock.now += 20  # 70 s since the last claim: the leases expired, nothing holds the round back
+    coordinator.tick()
+    assert committer.version == 0 and committer.committed == {TP0: 10}
