@@ -25,7 +25,6 @@ from commit_service.errors import (
     NotReadyError,
     PayloadTooLargeError,
     ProtocolError,
-    TooManyPendingError,
     UnauthorizedError,
 )
 from commit_service.metrics import CONTENT_TYPE
@@ -257,8 +256,7 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(LakegateError)
     def _lakegate_error(exc: LakegateError) -> tuple[Response, int]:
         response, status = _error(exc.status, exc.code, exc.message, exc.details)
-        if isinstance(exc, TooManyPendingError):
-            response.headers["Retry-After"] = str(exc.retry_after)
+        response.headers.update(exc.headers())
         return response, status
 
     @app.errorhandler(RequestEntityTooLarge)

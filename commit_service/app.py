@@ -12,6 +12,7 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flask import Flask
 
@@ -28,20 +29,21 @@ from commit_service.runtime import ServiceRuntime, SparkHandle
 from lakegate_core.connect_group import GroupReader
 from lakegate_core.status import ErrorInfo
 
+if TYPE_CHECKING:  # pyarrow is imported only when the production service builds its reader
+    from commit_service.storage import StorageReader
+
 logger = logging.getLogger(__name__)
 
 CommitterFactory = Callable[[TableConfig], Committer]
 
 
-def spark_committer_factory(config: ServiceConfig, spark: SparkHandle) -> CommitterFactory:
+def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: StorageReader) -> CommitterFactory:
     """The production factory: one SparkSession (built on first use), one DeltaCommitter per table."""
     from commit_service.delta_commit import DeltaCommitter
     from commit_service.spark import create_session
-    from commit_service.storage import StorageReader
 
     lock = threading.Lock()
     settings = config.spark_settings()
-    storage = StorageReader(settings.s3, config.storage.allowed_roots)
 
     def factory(table: TableConfig) -> Committer:
         with lock:
@@ -62,12 +64,16 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle) -> Commit
     return factory
 
 
-def dead_letter_stores(config: ServiceConfig) -> Callable[[TableConfig], DeadLetterStore]:
+def dead_letter_stores(storage: StorageReader) -> Callable[[TableConfig], DeadLetterStore]:
     """Each table's dead letters, as JSON objects under its ``_lakegate/dead-letters/``."""
+    return lambda table: ObjectDeadLetterStore(storage, table.root)
+
+
+def service_storage(config: ServiceConfig) -> StorageReader:
+    """The one storage reader of the production service (data files, logs, dead letters)."""
     from commit_service.storage import StorageReader
 
-    storage = StorageReader(config.spark_settings().s3)
-    return lambda table: ObjectDeadLetterStore(storage, table.root)
+    return StorageReader(config.spark_settings().s3, config.storage.allowed_roots)
 
 
 def kafka_groups(config: ServiceConfig) -> GroupReader | None:
@@ -90,12 +96,16 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = config.server.max_request_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]
     spark = SparkHandle()
-    factory = committer_factory or spark_committer_factory(config, spark)
+    dead_letters = None
+    if committer_factory is None:  # production: Spark, and one storage reader for everything
+        storage = service_storage(config)
+        committer_factory = spark_committer_factory(config, spark, storage)
+        dead_letters = dead_letter_stores(storage)
     coordinator = Coordinator(
         config,
-        factory,
+        committer_factory,
         groups=groups if groups is not None else kafka_groups(config),
-        dead_letters=dead_letter_stores(config) if committer_factory is None else None,
+        dead_letters=dead_letters,
     )
     metrics = ServiceMetrics(coordinator.summaries)
     coordinator.listener = metrics

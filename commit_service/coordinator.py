@@ -14,8 +14,6 @@ maintenance that is due.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 import time
@@ -82,7 +80,7 @@ class Coordinator:
         self.listener = listener
         self._factory = committer_factory
         self._dead_letters = dead_letters
-        self._manifests: OrderedDict[str, str] = OrderedDict()  # manifest_id -> digest of its files
+        self._manifests: OrderedDict[str, int] = OrderedDict()  # manifest_id -> digest of its files
         self._manifests_lock = threading.Lock()
         self.fencing = Fencing(groups, clock, config.leases.ttl_seconds)  # checks Kafka with a kafka section
         self.tables: dict[str, TableCoordinator] = {}
@@ -201,9 +199,7 @@ class Coordinator:
 
     def _check_id(self, manifest: Manifest, files: list[DataFile]) -> None:
         """A ``manifest_id`` names one set of files: sent again with other files it is a 409."""
-        digest = hashlib.sha256(
-            json.dumps([manifest.sidecar.id, sorted(json.dumps(f.to_dict(), sort_keys=True) for f in files)]).encode()
-        ).hexdigest()
+        digest = hash((manifest.sidecar.id, frozenset(files)))  # in-process only, like the ids it keys
         with self._manifests_lock:
             known = self._manifests.get(manifest.manifest_id)
             if known is not None and known != digest:

@@ -192,6 +192,9 @@ class TooManyPendingError(RequestError):
         super().__init__(message, {"retry_after_seconds": retry_after})
         self.retry_after = retry_after
 
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
 
 class ConnectCheckError(CommitError):
     """With fencing on, Connect's committed offsets could not be read before the commit."""

@@ -138,6 +138,7 @@ class TableState:
         self.committed: dict[TopicPartition, int] = dict(committed or {})
         self.log_start: dict[TopicPartition, int] = {}
         self.pending: dict[TopicPartition, dict[int, PendingFile]] = {}
+        self._pending_bytes = 0  # the sum of the buffered files' sizes, kept as files come and go
         self.expected: set[TopicPartition] = set()
         self.reported_at: dict[TopicPartition, float] = {}
         self.version: int = -1
@@ -180,6 +181,7 @@ class TableState:
                     f"{other.file.path} ({other.file.start_offset}..{other.file.end_offset})"
                 )
         self.pending.setdefault(tp, {})[f.start_offset] = pending
+        self._pending_bytes += f.size_bytes
         self._track(pending.manifest_id).pending.add((tp, f.start_offset))
         return FileStatus.ACCEPTED, None
 
@@ -296,6 +298,7 @@ class TableState:
             for start, pending in files.items():
                 if pending.file.path == path:
                     del files[start]
+                    self._pending_bytes -= pending.file.size_bytes
                     if not files:
                         del self.pending[tp]
                     track = self._manifests.get(pending.manifest_id)
@@ -308,7 +311,8 @@ class TableState:
     def committed_plan(self, plan: CommitPlan, version: int, now: float) -> None:
         """Apply a successful Delta commit of ``plan`` at table ``version``."""
         for p in plan.files:
-            self.pending.get(p.tp, {}).pop(p.file.start_offset, None)
+            if self.pending.get(p.tp, {}).pop(p.file.start_offset, None) is not None:
+                self._pending_bytes -= p.file.size_bytes
             track = self._manifests.get(p.manifest_id)
             if track is not None:
                 track.pending.discard((p.tp, p.file.start_offset))
@@ -333,7 +337,7 @@ class TableState:
         for tp, files in self.pending.items():
             base = self.next_offset(tp)
             for start in [s for s, p in files.items() if p.file.end_offset < base or s < base]:
-                files.pop(start)
+                self._pending_bytes -= files.pop(start).file.size_bytes
         self.pending = {tp: files for tp, files in self.pending.items() if files}
 
     # -- reporting ------------------------------------------------------------------------
@@ -342,7 +346,7 @@ class TableState:
         return sum(len(files) for files in self.pending.values())
 
     def pending_bytes(self) -> int:
-        return sum(p.file.size_bytes for files in self.pending.values() for p in files.values())
+        return self._pending_bytes
 
     def pending_offsets(self) -> PartitionOffsets:
         """Per partition with buffered files, the end of the furthest one + 1."""

@@ -125,17 +125,18 @@ class TableCoordinator:
             self._state.settle_manifest(manifest_id, verdicts)
         return verdicts
 
-    def expect(self, leased: set[TopicPartition]) -> None:
-        """The live-leased partitions of this table's topics become the ones a complete round waits for."""
+    def expect(self, leased: set[TopicPartition]) -> set[TopicPartition]:
+        """The live-leased partitions of this table's topics become the ones a complete round waits
+        for; returns them."""
         expected = {tp for tp in leased if self.config.routes(tp.topic)}
         with self._lock:
             self._state.set_expected(expected)
+        return expected
 
     def claim(self, leased: set[TopicPartition], watermarks: Iterable[Watermark]) -> None:
         """:meth:`expect` the leased partitions; each watermark of a granted partition counts as
         that partition's report."""
-        self.expect(leased)
-        expected = {tp for tp in leased if self.config.routes(tp.topic)}
+        expected = self.expect(leased)
         with self._lock:
             for w in watermarks:
                 if w.tp in expected:

@@ -28,6 +28,10 @@ class LakegateError(Exception):
         self.message = message
         self.details: dict[str, Any] = dict(details or {})
 
+    def headers(self) -> dict[str, str]:
+        """HTTP headers the answer to this error carries besides its JSON body (e.g. ``Retry-After``)."""
+        return {}
+
 
 class ConfigError(LakegateError):
     """The configuration is invalid; the message names the key and what is wrong with it."""
