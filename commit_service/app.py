@@ -58,6 +58,7 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: 
             storage,
             placement=table.placement,
             unwrap=table.unwrap,
+            offset_check=table.offset_check,
             checkpoint_in_commit=not table.maintenance.background_checkpoints,
         )
 

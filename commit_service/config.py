@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from commit_service.content import Unwrap
+from commit_service.coverage import OffsetCheck
 from commit_service.errors import ConfigError
 from commit_service.maintenance import MaintenancePolicy
 from commit_service.paths import UnsafePathError, root_prefix
@@ -157,6 +158,7 @@ class TableConfig:
     commit: CommitPolicy = field(default_factory=CommitPolicy)
     placement: Placement = Placement.IN_PLACE
     unwrap: Unwrap = Unwrap.AUTO
+    offset_check: OffsetCheck = OffsetCheck.AUTO
     maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
     catalog: CatalogConfig | None = None
 

@@ -176,9 +176,10 @@ class Coordinator:
         for name, items in by_table.items():
             verdicts = self._table(name).offer([p for _, p in items], manifest.manifest_id)
             for (i, _), (status, reason) in zip(items, verdicts, strict=True):
-                receipts[i] = FileReceipt(normalized[i].path, status, reason, name)
+                holds = self._table(name).holds(normalized[i]) if status is FileStatus.REJECTED else None
+                receipts[i] = FileReceipt(normalized[i].path, status, reason, name, holds)
                 if status is FileStatus.REJECTED:
-                    self._rejected("overlap")
+                    self._rejected("content_range" if holds is not None else "overlap")
         return ManifestReceipt(manifest.manifest_id, tuple(receipts))
 
     def _checked(self, i: int, f: DataFile) -> DataFile:

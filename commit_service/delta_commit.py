@@ -27,10 +27,12 @@ from typing import Any
 
 from py4j.protocol import Py4JError
 
+from commit_service import coverage, faults
 from commit_service.committer import TableSnapshot
 from commit_service.config import Placement
 from commit_service.content import Unwrap
 from commit_service.convert import FrameReader
+from commit_service.coverage import OffsetCheck
 from commit_service.delta_log import LogReadError, read_log
 from commit_service.delta_maintenance import DeltaMaintainer
 from commit_service.errors import (
@@ -86,6 +88,7 @@ class DeltaCommitter:
         *,
         placement: Placement = Placement.IN_PLACE,
         unwrap: Unwrap = Unwrap.AUTO,
+        offset_check: OffsetCheck = OffsetCheck.AUTO,
         checkpoint_in_commit: bool = True,
     ) -> None:
         self.spark = spark
@@ -96,6 +99,7 @@ class DeltaCommitter:
         self.clock = clock
         self.placement = placement
         self.unwrap = unwrap
+        self.offset_check = offset_check
         self.checkpoint_in_commit = checkpoint_in_commit  # False: the service writes them (see checkpoint)
         self._jvm = spark._jvm
         self._delta = self._jvm.org.apache.spark.sql.delta
@@ -187,6 +191,7 @@ class DeltaCommitter:
         for p in plan.files:
             if p.file.format is not FileFormat.PARQUET:
                 self._check_size(p, self.storage.facts(p.file.path, parquet=False))
+            coverage.check(p.file, self._coverage(p, facts.get(p.file.path), reader), self.offset_check)
         in_place = [p for p in plan.files if not reader.rewrites(p, facts.get(p.file.path))]
         rewritten = [p for p in plan.files if reader.rewrites(p, facts.get(p.file.path))]
         placed = self._place(in_place)
@@ -228,7 +233,10 @@ class DeltaCommitter:
             self._jvm.scala.Option.apply(json.dumps(record.user_metadata())),
         )
         seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(self._java_list(actions)).toSeq()
-        return replace(record, version=int(txn.commit(seq, op)))
+        faults.point(faults.BEFORE_DELTA_COMMIT)
+        version = int(txn.commit(seq, op))
+        faults.point(faults.AFTER_DELTA_COMMIT)
+        return replace(record, version=version)
 
     def _facts(self, files: list[PendingFile]) -> dict[str, FileFacts]:
         """Stat every Parquet file and read its footer, in parallel (I/O bound)."""
@@ -245,6 +253,16 @@ class DeltaCommitter:
                 )
             facts[p.file.path] = f
         return facts
+
+    def _coverage(self, p: PendingFile, facts: FileFacts | None, reader: FrameReader) -> coverage.Coverage | None:
+        """The offsets ``p``'s content holds, when it carries the sink's offset field."""
+        if self.offset_check is OffsetCheck.OFF:
+            return None
+        if p.file.format is FileFormat.PARQUET:
+            return None if facts is None else facts.coverage
+        if p.file.format is FileFormat.JSONL:
+            return coverage.from_lines(reader.lines(p))
+        return None
 
     @staticmethod
     def _check_size(p: PendingFile, facts: FileFacts) -> None:

@@ -31,6 +31,7 @@ coordinator retries the ``retryable`` commit errors with backoff and reports the
         ├── OffsetsMovedError                   409 offsets_moved, retryable, transient: another writer
         └── DataFileError                       422 bad_data_file: a file is missing, resized, unreadable
             ├── DataFileUnavailableError        retryable: storage could not be asked this time
+            ├── ContentRangeError               422 content_range: its content runs past its claimed range
             └── SchemaMismatchError             its columns cannot join the table's schema
 """
 
@@ -39,6 +40,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from lakegate_core.errors import ConfigError, LakegateError, ProtocolError
+from lakegate_core.protocol import OffsetSpan
 from lakegate_core.types import PartitionOffsets
 
 __all__ = [
@@ -233,3 +235,18 @@ class DataFileUnavailableError(DataFileError):
 
 class SchemaMismatchError(DataFileError):
     """A file's schema is incompatible with the table's (a type change, a case-only rename)."""
+
+
+class ContentRangeError(DataFileError):
+    """A file's content holds offsets past the end of the range it was sent with (the sink's
+    ``offset`` field says so): the range was derived from the next file's name, and that file is
+    an orphan of a re-written range. Not quarantined: the file leaves the buffer, the files
+    starting inside ``holds`` are refused as orphans, and the sender claims ``holds`` instead
+    (:mod:`commit_service.coverage`)."""
+
+    code = "content_range"
+
+    def __init__(self, path: str, holds: OffsetSpan, start: int, end: int) -> None:
+        super().__init__(path, f"its content holds offsets {holds}, past the claimed range {start}..{end}")
+        self.holds = holds
+        self.details["holds"] = {"first": holds.first, "last": holds.last}

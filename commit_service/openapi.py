@@ -22,6 +22,7 @@ MODELS: tuple[type, ...] = (
     protocol.SidecarInfo,
     protocol.DataFile,
     protocol.Manifest,
+    protocol.OffsetSpan,
     protocol.FileReceipt,
     protocol.ManifestReceipt,
     TopicPartition,
@@ -64,6 +65,8 @@ NON_NEGATIVE = {
     "at_ms",
     "resolved_at_ms",
     "dead_letters",
+    "first",
+    "last",
 }
 MAXIMUM = {"partition": MAX_PARTITION, "start_offset": MAX_LONG - 1, "end_offset": MAX_LONG - 1}
 NAMESPACE = {**vars(protocol), **vars(status), "PartitionOffsets": PartitionOffsets, "TopicPartition": TopicPartition}

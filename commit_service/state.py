@@ -9,7 +9,9 @@ Invariants (property-tested in ``tests/unit/test_state.py``):
 - a plan holds, per partition, one contiguous run of files starting exactly at the committed
   offset: it never commits a gap and never commits an offset twice;
 - offering the same file again, in any order or number of times, changes nothing;
-- a file overlapping a committed or buffered range, other than an exact duplicate, is rejected.
+- a file overlapping a committed or buffered range, other than an exact duplicate, is rejected;
+- once a file's content is known to hold a span of offsets (:meth:`TableState.refuse_content`),
+  a claim of it that ends inside that span, or any other file starting inside it, is rejected.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from lakegate_core.protocol import DataFile, FileStatus
+from lakegate_core.protocol import DataFile, FileStatus, OffsetSpan
 from lakegate_core.status import ManifestState
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
@@ -145,6 +147,9 @@ class TableState:
         self.round_started = now
         self.last_commit = now
         self._manifests: OrderedDict[str, _ManifestTrack] = OrderedDict()
+        # per partition, file path -> the offsets its content holds, learnt from a refused claim;
+        # forgotten once the committed offset passes the span
+        self.spans: dict[TopicPartition, dict[str, OffsetSpan]] = {}
 
     # -- offsets --------------------------------------------------------------------------
 
@@ -164,6 +169,9 @@ class TableState:
             return FileStatus.REJECTED, (
                 f"offsets {f.start_offset}..{f.end_offset} overlap the committed range below {base}"
             )
+        refused = self._against_spans(f)
+        if refused is not None:
+            return FileStatus.REJECTED, refused
         buffered = self.pending.get(tp, {})
         same = buffered.get(f.start_offset)
         if same is not None:
@@ -184,6 +192,41 @@ class TableState:
         self._pending_bytes += f.size_bytes
         self._track(pending.manifest_id).pending.add((tp, f.start_offset))
         return FileStatus.ACCEPTED, None
+
+    def _against_spans(self, f: DataFile) -> str | None:
+        """Why ``f`` contradicts what a file's content was found to hold, or None."""
+        for path, span in self.spans.get(f.tp, {}).items():
+            if path == f.path and f.end_offset < span.last:
+                return f"its content holds offsets {span}: claim {f.start_offset}..{span.last}, not ..{f.end_offset}"
+            if path != f.path and span.first < f.start_offset <= span.last:
+                return (
+                    f"an orphan of a re-written range: it starts inside offsets {span}, which {path} holds "
+                    "(a sink task wrote this range twice)"
+                )
+        return None
+
+    def span_of(self, f: DataFile) -> OffsetSpan | None:
+        """What ``f``'s content was found to hold, if a claim of it was refused for that."""
+        return self.spans.get(f.tp, {}).get(f.path)
+
+    def refuse_content(self, path: str, holds: OffsetSpan) -> list[PendingFile]:
+        """A commit found that the buffered file at ``path`` holds offsets ``holds``, past its
+        claimed end: drop it, remember the span, and drop every buffered file of its partition
+        starting inside the span (orphans). Returns the dropped files."""
+        pending = self.find(path)
+        if pending is None:
+            return []
+        f = pending.file
+        reason = f"its content holds offsets {holds}, past the claimed {f.start_offset}..{f.end_offset}"
+        self.drop_file(path, reason)
+        dropped = [pending]
+        if holds.first == f.start_offset:
+            self.spans.setdefault(f.tp, {})[path] = holds
+            for other in list(self.pending.get(f.tp, {}).values()):
+                if holds.first < other.file.start_offset <= holds.last:
+                    self.drop_file(other.file.path, f"an orphan inside offsets {holds} that {path} holds")
+                    dropped.append(other)
+        return dropped
 
     def settle_manifest(self, manifest_id: str, verdicts: Iterable[tuple[FileStatus, str | None]]) -> None:
         """After all files of a manifest were offered: with nothing left buffered it is either
@@ -333,7 +376,12 @@ class TableState:
         self._drop_stale()
 
     def _drop_stale(self) -> None:
-        """Forget buffered files the committed offsets have passed (e.g. another writer won)."""
+        """Forget buffered files (and content spans) the committed offsets have passed."""
+        for tp, spans in list(self.spans.items()):
+            base = self.next_offset(tp)
+            self.spans[tp] = {path: span for path, span in spans.items() if span.last >= base}
+            if not self.spans[tp]:
+                del self.spans[tp]
         for tp, files in self.pending.items():
             base = self.next_offset(tp)
             for start in [s for s, p in files.items() if p.file.end_offset < base or s < base]:

@@ -25,6 +25,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from commit_service.content import HEAD_BYTES, Encoding, sniff
+from commit_service.coverage import Coverage, from_statistics
 from commit_service.errors import DataFileError, DataFileUnavailableError
 from commit_service.paths import StorageUri, UnsafePathError
 from commit_service.spark import S3Settings
@@ -42,6 +43,7 @@ class FileFacts:
     stats_json: str | None = None  # Delta AddFile stats (numRecords, minValues, maxValues, nullCount)
     schema_key: str | None = None  # the footer's Arrow schema as text: files sharing it share a schema
     columns: tuple[tuple[str, bool], ...] = ()  # Parquet: each top-level column and whether it is a struct
+    coverage: Coverage | None = None  # Parquet in the sink's envelope: the offsets its footer bounds
 
 
 class StorageReader:
@@ -119,7 +121,9 @@ class StorageReader:
         arrow = meta.schema.to_arrow_schema()
         key = arrow.to_string(show_schema_metadata=False)
         columns = tuple((f.name, pa.types.is_struct(f.type)) for f in arrow)
-        return FileFacts(int(info.size or 0), mtime, meta.num_rows, delta_stats(meta), key, columns)
+        stats = delta_stats(meta)
+        covered = footer_coverage([name for name, _ in columns], stats, meta.num_rows)
+        return FileFacts(int(info.size or 0), mtime, meta.num_rows, stats, key, columns, covered)
 
     def head(self, uri: str) -> bytes:
         """The first bytes of an object (enough to tell its encoding); empty if unreadable."""
@@ -244,25 +248,38 @@ def delta_stats(meta: pq.FileMetaData) -> str:
             continue
         name = path[0]
         lo = hi = None
-        null_count, exact = 0, True
+        null_count, exact, bounded = 0, True, True
         for rg in range(meta.num_row_groups):
-            st = meta.row_group(rg).column(col).statistics
-            if st is None:
+            group = meta.row_group(rg)
+            st = group.column(col).statistics
+            if st is None or not st.has_null_count:
                 exact = False
                 break
-            null_count += st.null_count if st.has_null_count else 0
-            if not st.has_null_count:
-                exact = False
+            null_count += st.null_count
             if st.has_min_max:
                 lo = st.min if lo is None else min(lo, st.min)
                 hi = st.max if hi is None else max(hi, st.max)
+            elif st.null_count < group.num_rows:  # values without bounds: no bound is exact
+                bounded = False
         if not exact:
             continue
         nulls[name] = null_count
         bound_lo, bound_hi = _json_bound(lo), _json_bound(hi)
-        if bound_lo is not None and bound_hi is not None:
+        if bounded and bound_lo is not None and bound_hi is not None:
             mins[name], maxs[name] = bound_lo, bound_hi
     return json.dumps({"numRecords": meta.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls})
+
+
+def footer_coverage(columns: list[str], stats_json: str, rows: int) -> Coverage | None:
+    """The offsets a Parquet file in the sink's envelope holds, from the exact bounds in its Delta
+    ``stats`` (every row group had statistics; a column with nulls gives none)."""
+    stats = json.loads(stats_json)
+    bounds = {
+        name: (low, stats["maxValues"][name])
+        for name, low in stats["minValues"].items()
+        if name in stats["maxValues"] and stats["nullCount"].get(name) == 0
+    }
+    return from_statistics(columns, bounds, rows)
 
 
 def _json_bound(value: Any) -> Any:

@@ -25,6 +25,7 @@ from commit_service.errors import (
     CommitError,
     ConflictError,
     ConnectCheckError,
+    ContentRangeError,
     NotFoundError,
     OffsetsMovedError,
     TooManyPendingError,
@@ -34,7 +35,7 @@ from commit_service.failures import FailureTracker
 from commit_service.maintenance import MaintenanceClock, due
 from commit_service.state import CommitPlan, PendingFile, TableState
 from lakegate_core.connect_group import GroupReadError
-from lakegate_core.protocol import FileStatus, Watermark
+from lakegate_core.protocol import DataFile, FileStatus, OffsetSpan, Watermark
 from lakegate_core.status import (
     CommitRecord,
     DeadLetter,
@@ -159,6 +160,9 @@ class TableCoordinator:
         """Commit ``plan`` (under the commit lock); any failure is accounted, then raised as a CommitError."""
         try:
             record = self.committer.commit(plan)
+        except ContentRangeError as exc:
+            self._refuse_content(exc)
+            raise
         except CommitError as exc:
             self._failed(exc, plan)
             raise
@@ -187,6 +191,26 @@ class TableCoordinator:
             plan.reason,
         )
         return record
+
+    def _refuse_content(self, exc: ContentRangeError) -> None:
+        """A file's content runs past its claimed range: not a failure of the round (no backoff,
+        no quarantine); the file and the orphans inside its span leave the buffer, and its sender
+        learns the span from the receipt of its next claim (``FileReceipt.holds``)."""
+        with self._lock:
+            dropped = self._state.refuse_content(exc.path, exc.holds)
+        self._last_error = exc.message
+        logger.warning(
+            "table %s: %s; dropped it and %d orphan(s) starting inside that span: %s",
+            self.config.name,
+            exc.message,
+            len(dropped) - 1 if dropped else 0,
+            [p.file.path for p in dropped[1:]],
+        )
+
+    def holds(self, f: DataFile) -> OffsetSpan | None:
+        """The offsets ``f``'s content was found to hold (for its receipt), if known."""
+        with self._lock:
+            return self._state.span_of(f)
 
     def _plan(self, now: float, force: bool) -> CommitPlan | None:
         """The state's plan, capped at Connect's committed offsets when fencing is on."""

@@ -151,18 +151,46 @@ class Manifest(WireModel):
 
 
 @dataclass(frozen=True)
+class OffsetSpan(WireModel):
+    """The Kafka offsets a data file's content holds, ``first`` to ``last`` inclusive, as the
+    service read them from the sink's ``offset`` field: sent back in a :class:`FileReceipt` when
+    a file's content does not fit the range it was sent with, so the sidecar re-derives ranges."""
+
+    first: int
+    last: int
+
+    @classmethod
+    def from_dict(cls, raw: Any, path: str = "holds.") -> OffsetSpan:
+        d = read_object(raw, path.rstrip("."))
+        return cls(first=read_count(d, "first", path), last=read_count(d, "last", path))
+
+    def __str__(self) -> str:
+        return f"{self.first}..{self.last}"
+
+
+@dataclass(frozen=True)
 class FileReceipt(WireModel):
-    """The service's verdict on one file of a manifest."""
+    """The service's verdict on one file of a manifest. ``holds`` is set on a ``rejected`` file
+    whose content holds offsets beyond the range it was sent with (an orphan of a re-written
+    range lies inside it): the sender should claim the file as ``holds.first..holds.last``."""
 
     path: str
     status: FileStatus
     reason: str | None = None
     table: str | None = None
+    holds: OffsetSpan | None = None
 
     @classmethod
     def from_dict(cls, raw: Any) -> FileReceipt:
         d = read_object(raw, "file")
-        return cls(path=d["path"], status=FileStatus(d["status"]), reason=d.get("reason"), table=d.get("table"))
+        holds = d.get("holds")
+        return cls(
+            path=d["path"],
+            status=FileStatus(d["status"]),
+            reason=d.get("reason"),
+            table=d.get("table"),
+            holds=None if holds is None else OffsetSpan.from_dict(holds),
+        )
 
 
 @dataclass(frozen=True)

@@ -34,12 +34,14 @@ class ServiceProcess:
         spark_conf: dict[str, str] | None = None,
         server: dict[str, Any] | None = None,
         spark: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         """``s3``: the ``storage.s3`` section (endpoint, keys) when tables or files are on S3;
         ``kafka``: bootstrap servers, which turns fencing on (leases checked against Kafka);
         ``spark_conf``: extra Spark properties (``spark.conf``); ``server``, ``spark``: keys of
         those sections over the defaults here (e.g. ``spark: {jars_dir: <empty dir>}`` makes a
-        service whose start-up fails at once, without a JVM, while its HTTP side runs)."""
+        service whose start-up fails at once, without a JVM, while its HTTP side runs); ``env``:
+        extra environment (e.g. ``LAKEGATE_TEST_FAULT_DIR`` for the chaos suite's crash points)."""
         self.workdir = workdir
         self.port = free_port()
         self.ui_port = free_port()
@@ -65,7 +67,9 @@ class ServiceProcess:
         workdir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(yaml.safe_dump(config))
         script = Path(sys.executable).parent / "lakegate-service"
-        self.process = ManagedProcess(name, [str(script), "--config", str(self.config_path)], workdir / f"{name}.log")
+        self.process = ManagedProcess(
+            name, [str(script), "--config", str(self.config_path)], workdir / f"{name}.log", env=env
+        )
 
     @property
     def url(self) -> str:

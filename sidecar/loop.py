@@ -27,6 +27,7 @@ from lakegate_core.protocol import (
     LeaseResponse,
     Manifest,
     ManifestReceipt,
+    OffsetSpan,
     SidecarInfo,
     Watermark,
 )
@@ -123,6 +124,8 @@ class SidecarLoop:
         # round; sent with the next lease claim so the service can tell a complete round (VTTS)
         self._watermarks: dict[TopicPartition, Watermark] = {}
         self._warned: set[str] = set()  # connectors already reported as writing an unusable format
+        # (key, size) -> the offsets the service found in the file's content (orphan guard)
+        self._holds: dict[tuple[str, int], OffsetSpan] = {}
 
     @property
     def worker_id(self) -> str:
@@ -175,7 +178,7 @@ class SidecarLoop:
                 self.metrics.lag.labels(tp.topic, str(tp.partition)).set(
                     max(0, part.connect_committed - part.table_next)
                 )
-            for c in complete_files(listed.get(tp, []), part.connect_committed, part.table_next):
+            for c in complete_files(listed.get(tp, []), part.connect_committed, part.table_next, self._holds):
                 sent_at = self._sent.get((c.file.key, c.end_offset))
                 if sent_at is None or now - sent_at >= self.settings.resend_after:
                     due.append(c)
@@ -251,6 +254,8 @@ class SidecarLoop:
             if r.status is FileStatus.REJECTED:
                 report.partitions[c.tp].rejected = True
                 logger.warning("service rejected %s: %s", r.path, r.reason)
+            if r.holds is not None:  # the content says where the file ends: claim that next round
+                self._holds[(c.file.key, c.file.size)] = r.holds
 
     def _prune(self, table_next: PartitionOffsets) -> None:
         """Forget sent files the table has passed (bounded memory)."""
@@ -260,3 +265,9 @@ class SidecarLoop:
             if parsed is None or end >= table_next.get(parsed.tp, 0):
                 keep[(key, end)] = when
         self._sent = keep
+        held: dict[tuple[str, int], OffsetSpan] = {}
+        for (key, size), span in self._holds.items():
+            parsed = self.pattern.parse(key, size)
+            if parsed is None or span.last >= table_next.get(parsed.tp, 0):
+                held[(key, size)] = span
+        self._holds = held

@@ -6,7 +6,8 @@ object back. Covered: every record exactly once and named by its start offset; A
 (JSONL, gzip, ``{"value": ...}`` envelope, ``.gz`` names); ``aws.s3.prefix`` naming (20-digit
 offsets, no extension, template ignored); custom templates (no extension); the snappy / zstd /
 none codecs and Parquet page codecs; ``format.output.envelope=false``; multipart upload (ETags
-and part sizes); config validation.
+and part sizes); config validation; the test-only ``lakegate.test.fault.dir`` crash-after-upload
+switch (an orphan object overlapping the rewrite).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import re
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import cramjam
@@ -32,7 +34,7 @@ from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import SINK_CLASS, ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
-from tests.kafka_helpers import create_topic, produce_json, wait_committed
+from tests.kafka_helpers import create_topic, end_offsets, produce_json, wait_committed
 
 PER_PARTITION = 1000
 SMALL_PER_PARTITION = 200  # for the naming / encoding tests: enough for several polls, quick to check
@@ -402,6 +404,100 @@ def test_objects_are_multipart_uploads_cut_at_the_part_size(
         lines = jsonl(content)
         assert [line["value"]["id"] for line in lines] == list(range(records))
         assert [line["value"]["blob"] for line in lines] == [v["blob"] for _, _, v in values]
+
+
+def test_fault_dir_crash_after_upload_leaves_an_orphan_overlapping_the_rewrite(
+    kafka_broker: KafkaBroker, connect_worker: ConnectWorker, s3_server: S3Server, tmp_path: Path
+) -> None:
+    """Test-only ``lakegate.test.fault.dir``: the task that claims ``crash-after-upload`` uploads its
+    buffer as two objects split at the middle record, then fails the flush; Connect rewinds to the
+    committed offset, the task stays RUNNING, and the re-delivered records are written as one object
+    from the committed offset (overwriting the first half). The second half stays behind: an orphan
+    whose offsets overlap the rewritten object, while the other objects hold every offset once."""
+    topic, bucket, name = "fault-orders", "landing-fault", "fault-sink"
+    total, batch = 600, 100
+    s3_server.create_bucket(bucket)
+    create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    fault_dir = tmp_path / "fault"
+    fault_dir.mkdir()
+    fault_file, claimed_log = fault_dir / "crash-after-upload", fault_dir / "claimed.log"
+    tp = TopicPartition(topic, 0)
+    extra = {
+        "format.output.type": "jsonl",
+        "format.output.fields": "value,offset",
+        "lakegate.test.fault.dir": str(fault_dir),
+    }
+    client = connect_worker.client()
+    produced = 0
+
+    def produce_batch() -> None:  # record i at offset i (one partition)
+        nonlocal produced
+        records = [(0, f"k{i}", record_value(i)) for i in range(produced, produced + batch)]
+        assert produce_json(kafka_broker.bootstrap_servers, topic, records) == batch
+        produced += batch
+
+    try:
+        client.put_connector(name, minimal_config(topic, bucket, s3_server, extra, tasks=1))
+        client.wait_running(name, tasks=1)
+        # Two normal rounds (key set, no fault file): several puts and commits before the crash.
+        for _ in range(2):
+            produce_batch()
+            wait_committed(kafka_broker.bootstrap_servers, f"connect-{name}", {tp: produced}, timeout=60)
+        committed_before_crash = produced
+        fault_file.touch()
+        produce_batch()
+        deadline = time.monotonic() + 60
+        while not (claimed_log.is_file() and claimed_log.read_text().endswith("\n")):
+            assert time.monotonic() < deadline, f"no task claimed {fault_file} within 60s"
+            time.sleep(0.2)
+        assert not fault_file.exists(), "the claim deletes the fault file"
+        while produced < total:  # the rewind's rewrite, then more normal rounds
+            wait_committed(kafka_broker.bootstrap_servers, f"connect-{name}", {tp: produced}, timeout=60)
+            produce_batch()
+        wait_committed(kafka_broker.bootstrap_servers, f"connect-{name}", {tp: total}, timeout=60)
+        assert end_offsets(kafka_broker.bootstrap_servers, [tp]) == {tp: total}
+        status = client.status(name)
+        assert [t["state"] for t in status["tasks"]] == ["RUNNING"], f"the simulated crash fails a flush only: {status}"
+    finally:
+        client.delete_connector(name)
+
+    # (a) claimed.log names the split: taken from the committed offset, before the next batch existed.
+    lines = claimed_log.read_text().splitlines()
+    assert len(lines) == 1, lines
+    match = re.fullmatch(rf"{re.escape(topic)}-0 (\d+) (\d+) (\d+)", lines[0])
+    assert match, lines[0]
+    first, split, last = (int(g) for g in match.groups())
+    assert committed_before_crash == first < split <= last < committed_before_crash + batch, lines[0]
+
+    # Every object holds consecutive offsets from the one in its name (record i at offset i).
+    pattern = re.compile(rf"^{re.escape(topic)}-0-(\d+)\.gz$")
+    ranges: dict[int, list[int]] = {}
+    for key, (content, _) in objects(s3_server, bucket).items():
+        key_match = pattern.match(key)
+        assert key_match, f"object {key!r} is not named <topic>-0-<startOffset>.gz"
+        start, rows = int(key_match[1]), jsonl(gzip.decompress(content))
+        offsets = [line["offset"] for line in rows]
+        assert offsets == list(range(start, start + len(offsets))), f"{key}: {offsets[:5]}..."
+        assert [line["value"] for line in rows] == [record_value(o) for o in offsets], key
+        ranges[start] = offsets
+
+    # (b) the orphan: an object whose start lies strictly inside another object's offset range.
+    orphans = {
+        start
+        for start in ranges
+        if any(other < start <= offsets[-1] for other, offsets in ranges.items() if other != start)
+    }
+    assert orphans == {split}, f"orphans {sorted(orphans)} of {sorted(ranges)}; claimed {lines[0]}"
+    assert ranges[split] == list(range(split, last + 1)), "the orphan is the second half as uploaded"
+    assert ranges[first][0] == first and ranges[first][-1] >= last, "the rewrite covers the whole first upload"
+
+    # (c) the non-orphan objects hold every offset 0..total-1, once.
+    kept = sorted(o for start, offsets in ranges.items() if start not in orphans for o in offsets)
+    assert kept == list(range(total))
+
+    log = (connect_worker.workdir / f"{connect_worker.name}.log").read_text(errors="replace")
+    assert "lakegate.test.fault.dir: simulated crash after upload" in log
+    assert "Offset commit failed, rewinding to last committed offsets" in log
 
 
 def test_config_validation_matches_aiven(connect_worker: ConnectWorker, s3_server: S3Server) -> None:

@@ -14,6 +14,7 @@ from commit_service.config import TableConfig
 from commit_service.errors import (
     CommitError,
     ConflictError,
+    ContentRangeError,
     DataFileError,
     DataFileUnavailableError,
     DeltaUnavailableError,
@@ -24,7 +25,7 @@ from commit_service.errors import (
 from commit_service.failures import FailureTracker
 from commit_service.state import CommitPlan, CommitPolicy, PendingFile
 from commit_service.table_coordinator import TableCoordinator
-from lakegate_core.protocol import DataFile, FileFormat
+from lakegate_core.protocol import DataFile, FileFormat, FileStatus, OffsetSpan
 from lakegate_core.status import CommitRecord, DeadLetter, DeadLetterState
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
@@ -247,3 +248,34 @@ def test_a_range_filled_by_a_resent_file_cannot_be_released() -> None:
     run(tc, clock, 3)
     with pytest.raises(ConflictError, match="already past"):
         tc.release_dead_letter(letter.id)
+
+
+@dataclass
+class RangeCommitter(PoisonCommitter):
+    """Like :class:`PoisonCommitter`, but a file in ``holds`` holds more offsets than claimed."""
+
+    holds: dict[str, OffsetSpan] = field(default_factory=dict)
+
+    def commit(self, plan: CommitPlan) -> CommitRecord:
+        for p in plan.files:
+            span = self.holds.get(p.file.path)
+            if span is not None and span.last > p.file.end_offset:
+                raise ContentRangeError(p.file.path, span, p.file.start_offset, p.file.end_offset)
+        return super().commit(plan)
+
+
+def test_a_too_short_claim_is_neither_quarantined_nor_backed_off() -> None:
+    clock = Clock()
+    committer = RangeCommitter(holds={"s3a://landing/orders-0-0": OffsetSpan(0, 19)})
+    tc = TableCoordinator(TableConfig("orders", "s3a://landing/orders", ("orders",), commit=POLICY), committer, clock)
+    tc.load()
+    tc.offer([pf(0, 0), pf(0, 10), pf(0, 20)], "m")  # 0..9 really holds 0..19; 10..19 is an orphan
+    with pytest.raises(ContentRangeError):
+        tc.maybe_commit(force=True)
+    assert tc.dead_letters() == [] and tc._failures.not_before == 0.0
+    assert tc.holds(pf(0, 0).file) == OffsetSpan(0, 19)
+    claim = PendingFile(DataFile("s3a://landing/orders-0-0", "orders", 0, 0, 19, 100), "m2", "sc")
+    assert [s for s, _ in tc.offer([claim, pf(0, 10)], "m2")] == [FileStatus.ACCEPTED, FileStatus.REJECTED]
+    record = tc.maybe_commit(force=True)
+    assert record is not None and committer.committed == {TopicPartition("orders", 0): 30}
+    assert committer.files == ["s3a://landing/orders-0-0", "s3a://landing/orders-0-20"]

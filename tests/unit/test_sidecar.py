@@ -20,6 +20,7 @@ from lakegate_core.protocol import (
     LeaseResponse,
     Manifest,
     ManifestReceipt,
+    OffsetSpan,
 )
 from lakegate_core.types import PartitionOffsets, TopicPartition
 from sidecar.client import ServiceClient
@@ -219,6 +220,41 @@ def test_round_reports_only_owned_complete_files_once(tmp_path: Path) -> None:
     clock[0] = 100
     loop.run_once()
     assert len(service.manifests) == 2 and loop._sent == {}
+
+
+def test_known_content_spans_end_files_and_skip_orphans() -> None:
+    files = [sf(0), sf(100), sf(150), sf(400)]  # 0 really holds 0..149: 100 is an orphan
+    held = {("orders-0-0", 100): OffsetSpan(0, 149)}
+    done = complete_files(files, connect_committed=400, table_next=0, holds=held)
+    assert [(c.file.start_offset, c.end_offset) for c in done] == [(0, 149), (150, 399)]
+    other_size = {("orders-0-0", 99): OffsetSpan(0, 149)}  # a span learnt of another object
+    assert [c.end_offset for c in complete_files(files, 400, 0, holds=other_size)] == [99, 149, 399]
+
+
+def test_a_receipt_saying_what_a_file_holds_changes_the_next_claim(tmp_path: Path) -> None:
+    touch(tmp_path, "orders-0-0", "orders-0-10", "orders-0-15")
+    loop, service = make_loop(tmp_path, {("orders", 0)}, {("orders", 0): 30})
+
+    def answer(manifest: Manifest) -> ManifestReceipt:
+        service.manifests.append(manifest)
+        return ManifestReceipt(
+            manifest.manifest_id,
+            tuple(
+                FileReceipt(f.path, FileStatus.REJECTED, "too short", holds=OffsetSpan(0, 14))
+                if f.path.endswith("orders-0-0") and f.end_offset < 14
+                else FileReceipt(f.path, FileStatus.ACCEPTED)
+                for f in manifest.files
+            ),
+        )
+
+    service.send = answer  # type: ignore[method-assign]
+    loop.run_once()
+    loop.run_once()
+    claims = [(f.path.rsplit("/", 1)[1], f.start_offset, f.end_offset) for m in service.manifests for f in m.files]
+    assert claims == [("orders-0-0", 0, 9), ("orders-0-10", 10, 14), ("orders-0-15", 15, 29), ("orders-0-0", 0, 14)]
+    service.offsets = {("orders", 0): 30}
+    loop.run_once()
+    assert loop._holds == {}, "spans the table has passed are forgotten"
 
 
 def test_paused_or_deleted_connector_reports_nothing(tmp_path: Path) -> None:

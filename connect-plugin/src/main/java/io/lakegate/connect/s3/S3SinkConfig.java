@@ -5,6 +5,7 @@ package io.lakegate.connect.s3;
 
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -40,6 +41,8 @@ public final class S3SinkConfig extends AbstractConfig {
     public static final String FORMAT_OUTPUT_ENVELOPE = "format.output.envelope";
     public static final String FILE_COMPRESSION_TYPE = "file.compression.type";
     public static final String AWS_S3_PART_SIZE = "aws.s3.part.size.bytes";
+    /** Test-only fault switch (see {@link S3SinkTask}); not a key of Aiven's sink. */
+    public static final String LAKEGATE_TEST_FAULT_DIR = "lakegate.test.fault.dir";
 
     /** S3's smallest part (all parts but the last); also Aiven's default part size. */
     public static final int MIN_PART_SIZE = 5 * 1024 * 1024;
@@ -103,7 +106,15 @@ public final class S3SinkConfig extends AbstractConfig {
             .define(FILE_COMPRESSION_TYPE, Type.STRING, null, S3SinkConfig::validateCompression, Importance.MEDIUM,
                     "none, gzip, snappy or zstd; unset means gzip. jsonl: the file's stream codec (snappy is the "
                             + "Snappy framed format). parquet: the page codec (unset: uncompressed pages, as "
-                            + "Aiven's sink does, though the default name still ends in .gz).");
+                            + "Aiven's sink does, though the default name still ends in .gz).")
+            .define(LAKEGATE_TEST_FAULT_DIR, Type.STRING, null, Importance.LOW,
+                    "TEST-ONLY fault switch, not a key of Aiven's sink; unset in production. A local directory: "
+                            + "when a task's offset-commit flush finds and atomically deletes the file "
+                            + "<dir>/crash-after-upload (one task of any worker on the machine wins), it writes each "
+                            + "buffered partition of 2+ records as two objects split at the middle record, uploads "
+                            + "them, appends '<topic>-<partition> <first> <split> <last>' to <dir>/claimed.log, and "
+                            + "fails the flush, so Connect rewinds and the rewrite leaves the second object as an "
+                            + "orphan overlapping the new one (a crash between upload and offset commit).");
 
     private static final FileNameTemplate DEFAULT_TEMPLATE = FileNameTemplate.parse(FileNameTemplate.DEFAULT);
 
@@ -172,6 +183,12 @@ public final class S3SinkConfig extends AbstractConfig {
 
     public int partSize() {
         return getInt(AWS_S3_PART_SIZE);
+    }
+
+    /** The {@code lakegate.test.fault.dir} (test-only fault switch), or null when unset or blank. */
+    public Path testFaultDir() {
+        String value = getString(LAKEGATE_TEST_FAULT_DIR);
+        return value == null || value.isBlank() ? null : Path.of(value.trim());
     }
 
     /** Whether each record's fields are wrapped in an object; false only with exactly one field. */

@@ -6,6 +6,7 @@ package io.lakegate.connect.s3;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -39,6 +40,11 @@ import org.slf4j.LoggerFactory;
 public class S3SinkTask extends SinkTask {
 
     private static final Logger log = LoggerFactory.getLogger(S3SinkTask.class);
+
+    /** In {@code lakegate.test.fault.dir}: whoever deletes it first runs the simulated crash once. */
+    static final String CRASH_AFTER_UPLOAD_FILE = "crash-after-upload";
+    /** In {@code lakegate.test.fault.dir}: one line per split partition of a simulated crash. */
+    static final String CLAIMED_LOG_FILE = "claimed.log";
 
     /** Records received by {@link #put} and not yet written, per (pre-SMT) topic partition. */
     private final Map<TopicPartition, List<SinkRecord>> buffers = new HashMap<>();
@@ -90,6 +96,9 @@ public class S3SinkTask extends SinkTask {
      * to {@link #put}. So the buffers of those partitions are dropped here, or the records would be
      * written twice. Objects already uploaded in this round are rewritten under the same key (same
      * start offset) once their records come back. The task keeps RUNNING and retries at each commit.
+     *
+     * <p>TEST-ONLY: with {@code lakegate.test.fault.dir} set, a flush that claims the fault file runs
+     * {@link #crashAfterUpload} instead (split uploads, then the same failure path).
      */
     @Override
     public void flush(Map<TopicPartition, OffsetAndMetadata> currentOffsets) {
@@ -100,6 +109,9 @@ public class S3SinkTask extends SinkTask {
             }
         });
         pending.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
+        if (claimCrashAfterUpload(pending)) {
+            crashAfterUpload(pending, currentOffsets);
+        }
         for (TopicPartition tp : pending) {
             try {
                 writeObject(buffers.get(tp));
@@ -110,6 +122,70 @@ public class S3SinkTask extends SinkTask {
                         + "; offsets are not committed and will be re-consumed", e);
             }
         }
+    }
+
+    /**
+     * TEST-ONLY ({@code lakegate.test.fault.dir} set): claims the simulated crash by deleting
+     * {@code <dir>/crash-after-upload}. {@link Files#deleteIfExists} succeeds for one caller only, so
+     * one task of any worker on the machine wins. Only tried when some buffered partition holds at
+     * least 2 records (else there is nothing to split and the fault would be spent for nothing).
+     */
+    private boolean claimCrashAfterUpload(List<TopicPartition> pending) {
+        Path dir = config.testFaultDir();
+        if (dir == null || pending.stream().noneMatch(tp -> buffers.get(tp).size() >= 2)) {
+            return false;
+        }
+        try {
+            return Files.deleteIfExists(dir.resolve(CRASH_AFTER_UPLOAD_FILE));
+        } catch (IOException e) {
+            log.warn("{}: cannot claim {}/{}: {}", S3SinkConfig.LAKEGATE_TEST_FAULT_DIR, dir,
+                    CRASH_AFTER_UPLOAD_FILE, e.toString());
+            return false;
+        }
+    }
+
+    /**
+     * TEST-ONLY: a task that "crashes after uploading its files but before Connect committed the
+     * offsets", with the file boundaries of a sink that rotates by record count (Aiven's
+     * {@code file.max.records}). Each buffered partition of 2+ records is written as two objects split
+     * at its middle record, each named by its own first offset; a 1-record partition as one object.
+     * Each split is logged to {@code <dir>/claimed.log} as {@code <topic>-<partition> <first> <split>
+     * <last>}. Then the flush fails like an upload failure: buffers dropped, {@link ConnectException}
+     * thrown, so Connect commits nothing, rewinds and re-delivers; the normal path then writes one
+     * object from the committed offset, overwriting the first half, and the second half stays behind
+     * as an orphan whose offsets overlap the new object.
+     */
+    private void crashAfterUpload(List<TopicPartition> pending, Map<TopicPartition, OffsetAndMetadata> currentOffsets) {
+        Path claimedLog = config.testFaultDir().resolve(CLAIMED_LOG_FILE);
+        log.warn("{}: claimed {}; simulating a crash after upload for {}", S3SinkConfig.LAKEGATE_TEST_FAULT_DIR,
+                config.testFaultDir().resolve(CRASH_AFTER_UPLOAD_FILE), pending);
+        List<String> splits = new ArrayList<>();
+        for (TopicPartition tp : pending) {
+            List<SinkRecord> records = buffers.get(tp);
+            try {
+                if (records.size() < 2) {
+                    writeObject(records);
+                    continue;
+                }
+                int middle = records.size() / 2;
+                writeObject(records.subList(0, middle));
+                writeObject(records.subList(middle, records.size()));
+                String line = tp + " " + records.get(0).kafkaOffset() + " " + records.get(middle).kafkaOffset() + " "
+                        + records.get(records.size() - 1).kafkaOffset();
+                Files.writeString(claimedLog, line + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND,
+                        StandardOpenOption.WRITE);
+                splits.add(line);
+                log.warn("{}: split {} into two objects (first split last: {})", S3SinkConfig.LAKEGATE_TEST_FAULT_DIR,
+                        tp, line);
+            } catch (IOException | RuntimeException e) {
+                currentOffsets.keySet().forEach(buffers::remove);
+                throw new ConnectException("Failed to write records of " + tp + " to s3://" + config.bucket()
+                        + "; offsets are not committed and will be re-consumed", e);
+            }
+        }
+        currentOffsets.keySet().forEach(buffers::remove);
+        throw new ConnectException(S3SinkConfig.LAKEGATE_TEST_FAULT_DIR + ": simulated crash after upload of "
+                + pending + " (split: " + splits + "); offsets are not committed and will be re-consumed");
     }
 
     /**
