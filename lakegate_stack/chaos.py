@@ -91,6 +91,7 @@ class ChaosSettings:
     slow_s3_seconds: float = 20.0
     slow_s3_delay: float = 0.2
     quiesce_timeout: float = 600.0
+    offset_check: str = "required"  # the tables' orphan guard; "off" shows what it prevents
 
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(FAULT_KINDS)
@@ -279,7 +280,7 @@ class ChaosRun:
                 "path": f"s3a://{self.lake}/{name}",
                 "topics": [topic],
                 "placement": "copy_into_table",
-                "offset_check": "required",
+                "offset_check": self.settings.offset_check,
                 "commit": {"interval_seconds": self.settings.interval_seconds, "timeout_seconds": 10},
             }
             for name, topic in self.tables.items()
@@ -613,7 +614,8 @@ class ChaosRun:
             return all(last.get(tp, 0) == end for tp, end in ends.items())
 
         try:
-            took = wait_until("the tables to reach Kafka's log ends", caught_up, self.settings.quiesce_timeout, 2)
+            bound = max(self.settings.quiesce_timeout, self.settings.records / 250)  # a backlog takes longer
+            took = wait_until("the tables to reach Kafka's log ends", caught_up, bound, 2)
         except ChaosError:
             behind = {f"{t}-{p}": (last.get((t, p), 0), e) for (t, p), e in ends.items() if last.get((t, p), 0) != e}
             print(f"chaos: the tables did not catch up; (table, log end) per partition behind: {behind}", flush=True)

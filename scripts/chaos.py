@@ -61,6 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rate", type=int, default=2_000, help="records per second the producer aims at (2000)")
     parser.add_argument("--workers", type=int, default=3, help="Connect workers, each with a sidecar (3)")
+    parser.add_argument(
+        "--offset-check",
+        choices=("required", "auto", "off"),
+        default="required",
+        help="the tables' orphan guard (tables[].offset_check); 'off' shows the duplicates it prevents",
+    )
     parser.add_argument("--report", type=Path, default=Path(".lakegate/chaos/report.json"), help="JSON report path")
     parser.add_argument("--no-spark", action="store_true", help="skip the delta-spark read (delta-rs only)")
     parser.add_argument("--workdir", type=Path, help="where logs and data go (default: a temp dir, removed on success)")
@@ -74,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             kinds=tuple(k.strip() for k in args.kinds.split(",") if k.strip()),
             rate=args.rate,
             workers=args.workers,
+            offset_check=args.offset_check,
         )
     except ValueError as exc:
         parser.error(str(exc))
