@@ -139,8 +139,10 @@ def post_manifest() -> tuple[Response, int]:
 def post_leases() -> Response:
     claim = LeaseRequest.from_dict(_json_body())
     _speaks_for(claim.sidecar.id)
-    grants = _coordinator().claim(claim)
-    return jsonify(LeaseResponse(_coordinator().fencing.enabled, tuple(grants)).to_dict())
+    coordinator = _coordinator()
+    grants = coordinator.claim(claim)
+    answer = LeaseResponse(coordinator.fencing.enabled, tuple(grants), int(coordinator.clock() * 1000))
+    return jsonify(answer.to_dict())
 
 
 @bp.get("/v1/manifests/<manifest_id>")

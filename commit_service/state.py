@@ -16,6 +16,7 @@ Invariants (property-tested in ``tests/unit/test_state.py``):
 
 from __future__ import annotations
 
+import bisect
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -139,7 +140,9 @@ class TableState:
         self.policy = policy or CommitPolicy()
         self.committed: dict[TopicPartition, int] = dict(committed or {})
         self.log_start: dict[TopicPartition, int] = {}
-        self.pending: dict[TopicPartition, dict[int, PendingFile]] = {}
+        self.pending: dict[TopicPartition, dict[int, PendingFile]] = {}  # changed by _add/_remove only
+        self._starts: dict[TopicPartition, list[int]] = {}  # each partition's buffered starts, sorted
+        self._by_path: dict[str, list[tuple[TopicPartition, int]]] = {}  # where each path is buffered
         self._pending_bytes = 0  # the sum of the buffered files' sizes, kept as files come and go
         self.expected: set[TopicPartition] = set()
         self.reported_at: dict[TopicPartition, float] = {}
@@ -182,16 +185,49 @@ class TableState:
                 f"offsets {f.start_offset}..{f.end_offset} of {f.path} overlap buffered file "
                 f"{same.file.path} ({same.file.start_offset}..{same.file.end_offset})"
             )
-        for other in buffered.values():
-            if other.file.start_offset <= f.end_offset and f.start_offset <= other.file.end_offset:
-                return FileStatus.REJECTED, (
-                    f"offsets {f.start_offset}..{f.end_offset} overlap buffered file "
-                    f"{other.file.path} ({other.file.start_offset}..{other.file.end_offset})"
-                )
-        self.pending.setdefault(tp, {})[f.start_offset] = pending
-        self._pending_bytes += f.size_bytes
+        other = self._overlapping(f)
+        if other is not None:
+            return FileStatus.REJECTED, (
+                f"offsets {f.start_offset}..{f.end_offset} overlap buffered file "
+                f"{other.file.path} ({other.file.start_offset}..{other.file.end_offset})"
+            )
+        self._add(pending)
         self._track(pending.manifest_id).pending.add((tp, f.start_offset))
         return FileStatus.ACCEPTED, None
+
+    def _overlapping(self, f: DataFile) -> PendingFile | None:
+        """A buffered file of ``f``'s partition overlapping ``f``, found in O(log n): buffered files
+        never overlap each other, so only the one with the greatest start at or below ``f``'s end
+        can (any earlier one ends before that one starts)."""
+        starts = self._starts.get(f.tp, [])
+        i = bisect.bisect_right(starts, f.end_offset)
+        if i == 0:
+            return None
+        other = self.pending[f.tp][starts[i - 1]]
+        return other if other.file.end_offset >= f.start_offset else None
+
+    def _add(self, pending: PendingFile) -> None:
+        tp, start = pending.tp, pending.file.start_offset
+        self.pending.setdefault(tp, {})[start] = pending
+        bisect.insort(self._starts.setdefault(tp, []), start)
+        self._by_path.setdefault(pending.file.path, []).append((tp, start))
+        self._pending_bytes += pending.file.size_bytes
+
+    def _remove(self, tp: TopicPartition, start: int) -> PendingFile | None:
+        files = self.pending.get(tp)
+        pending = None if files is None else files.pop(start, None)
+        if pending is None:
+            return None
+        starts = self._starts[tp]
+        del starts[bisect.bisect_left(starts, start)]
+        places = self._by_path[pending.file.path]
+        places.remove((tp, start))
+        if not places:
+            del self._by_path[pending.file.path]
+        self._pending_bytes -= pending.file.size_bytes
+        if not files:
+            del self.pending[tp], self._starts[tp]
+        return pending
 
     def _against_spans(self, f: DataFile) -> str | None:
         """Why ``f`` contradicts what a file's content was found to hold, or None."""
@@ -325,11 +361,8 @@ class TableState:
 
     def find(self, path: str) -> PendingFile | None:
         """The buffered file at ``path``, if any."""
-        for files in self.pending.values():
-            for pending in files.values():
-                if pending.file.path == path:
-                    return pending
-        return None
+        places = self._by_path.get(path)
+        return self.pending[places[0][0]][places[0][1]] if places else None
 
     def drop_file(self, path: str, reason: str) -> PendingFile | None:
         """Forget a buffered file that cannot be committed (missing, resized, bad schema).
@@ -337,25 +370,20 @@ class TableState:
         Its partition then waits at the gap until a correct file for that range is sent; the
         other partitions go on. The file's manifest is marked rejected with ``reason``.
         """
-        for tp, files in self.pending.items():
-            for start, pending in files.items():
-                if pending.file.path == path:
-                    del files[start]
-                    self._pending_bytes -= pending.file.size_bytes
-                    if not files:
-                        del self.pending[tp]
-                    track = self._manifests.get(pending.manifest_id)
-                    if track is not None:
-                        track.pending.discard((tp, start))
-                        track.state, track.reason = ManifestState.REJECTED, reason
-                    return pending
-        return None
+        places = self._by_path.get(path)
+        pending = self._remove(*places[0]) if places else None
+        if pending is None:
+            return None
+        track = self._manifests.get(pending.manifest_id)
+        if track is not None:
+            track.pending.discard((pending.tp, pending.file.start_offset))
+            track.state, track.reason = ManifestState.REJECTED, reason
+        return pending
 
     def committed_plan(self, plan: CommitPlan, version: int, now: float) -> None:
         """Apply a successful Delta commit of ``plan`` at table ``version``."""
         for p in plan.files:
-            if self.pending.get(p.tp, {}).pop(p.file.start_offset, None) is not None:
-                self._pending_bytes -= p.file.size_bytes
+            self._remove(p.tp, p.file.start_offset)
             track = self._manifests.get(p.manifest_id)
             if track is not None:
                 track.pending.discard((p.tp, p.file.start_offset))
@@ -382,11 +410,10 @@ class TableState:
             self.spans[tp] = {path: span for path, span in spans.items() if span.last >= base}
             if not self.spans[tp]:
                 del self.spans[tp]
-        for tp, files in self.pending.items():
+        for tp in list(self.pending):
             base = self.next_offset(tp)
-            for start in [s for s, p in files.items() if p.file.end_offset < base or s < base]:
-                self._pending_bytes -= files.pop(start).file.size_bytes
-        self.pending = {tp: files for tp, files in self.pending.items() if files}
+            for start in [s for s in self._starts[tp] if s < base]:  # a start below base: passed
+                self._remove(tp, start)
 
     # -- reporting ------------------------------------------------------------------------
 

@@ -285,12 +285,17 @@ class LeaseGrant(WireModel):
 
 @dataclass(frozen=True)
 class LeaseResponse(WireModel):
-    """The service's answer to ``POST /v1/leases``: whether fencing is on, and a grant each."""
+    """The service's answer to ``POST /v1/leases``: whether fencing is on, a grant each, and the
+    service's clock when it answered (epoch ms). The sidecar reads Connect's committed offsets
+    *after* this answer and stamps their watermarks with ``now_ms``: a time no later than the
+    read, in the clock the service decides completeness with, so no two clocks are compared."""
 
     fencing: bool
     leases: tuple[LeaseGrant, ...]
+    now_ms: int | None = None
 
     @classmethod
     def from_dict(cls, raw: Any) -> LeaseResponse:
         d = read_object(raw, "")
-        return cls(bool(d.get("fencing")), tuple(LeaseGrant.from_dict(g) for g in d.get("leases", [])))
+        leases = tuple(LeaseGrant.from_dict(g) for g in d.get("leases", []))
+        return cls(bool(d.get("fencing")), leases, read_count(d, "now_ms", "", required=False))

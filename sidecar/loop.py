@@ -145,14 +145,19 @@ class SidecarLoop:
             if fmt is None:
                 self._unsupported(name, view.format_source)
                 continue
-            read_at_ms = int(time.time() * 1000)
             try:
-                committed = self.groups.committed(name)  # read BEFORE listing: files below it exist
                 owned = self.groups.owned(name, view.my_tasks)
             except GroupReadError as exc:
                 raise SourceError(str(exc)) from exc
-            if owned:
-                self._claim(name, fmt, view.my_tasks, owned, report)
+            if not owned:
+                continue
+            read_at_ms = self._claim(name, fmt, view.my_tasks, owned, report)
+            try:
+                # read AFTER the service stamped the claim's answer (so that stamp is no later than
+                # this read, in the service's clock) and BEFORE listing (files below it exist)
+                committed = self.groups.committed(name)
+            except GroupReadError as exc:
+                raise SourceError(str(exc)) from exc
             for tp, part in report.partitions.items():
                 if part.connector == name and tp in committed:
                     part.connect_committed, part.read_at_ms = committed[tp], read_at_ms
@@ -210,8 +215,11 @@ class SidecarLoop:
 
     def _claim(
         self, connector: str, fmt: FileFormat, tasks: frozenset[int], owned: set[TopicPartition], report: RoundReport
-    ) -> None:
-        """Lease the owned partitions (every round: cheap, and it follows rebalances at once)."""
+    ) -> int:
+        """Lease the owned partitions (every round: cheap, and it follows rebalances at once).
+        Returns the time to stamp this round's watermarks with: the service's clock from its answer
+        (a service without ``now_ms`` leaves the sidecar's own clock, read before the answer)."""
+        sent_at_ms = int(time.time() * 1000)
         marks = tuple(w for tp, w in sorted(self._watermarks.items()) if tp in owned)
         info = SidecarInfo(self.settings.sidecar_id, self.settings.worker_id)
         answer = self.service.claim(LeaseRequest(info, connector, tuple(sorted(tasks)), tuple(sorted(owned)), marks))
@@ -224,6 +232,7 @@ class SidecarLoop:
                 logger.warning("lease on %s refused: %s", g.tp, g.reason)
         for tp in owned - refused - set(report.partitions):  # a service that answered no grant for it
             report.partitions[tp] = PartitionRound(connector, fmt)
+        return answer.now_ms if answer.now_ms is not None else sent_at_ms
 
     def _send(self, batch: list[CompleteFile], report: RoundReport) -> None:
         s = self.settings

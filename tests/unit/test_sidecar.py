@@ -386,3 +386,30 @@ def test_each_connector_reports_its_own_format_and_unusable_ones_report_nothing(
     assert sent == {"orders": FileFormat.JSONL, "clicks": FileFormat.CSV}, "the sidecar.yaml override wins"
     assert all(c.connector != "avro-sink" for c in service.claims)
     assert metrics.errors.labels("unsupported_format")._value.get() == 1
+
+
+def test_watermarks_carry_the_services_clock_read_before_connects_offsets(tmp_path: Path) -> None:
+    touch(tmp_path, "orders-0-0", "orders-0-10")
+    loop, service = make_loop(tmp_path, {("orders", 0)}, {("orders", 0): 20})
+    calls: list[str] = []
+    groups = loop.groups
+    assert isinstance(groups, FakeGroups)
+    read_committed = groups.committed
+
+    def committed(connector: str) -> PartitionOffsets:
+        calls.append("committed")
+        return read_committed(connector)
+
+    def claim(request: LeaseRequest) -> LeaseResponse:
+        calls.append("claim")
+        service.claims.append(request)
+        grants = tuple(LeaseGrant(t, p, True, 7) for t, p in request.partitions)
+        return LeaseResponse(True, grants, now_ms=1_000 * len(service.claims))  # a clock far from the sidecar's
+
+    groups.committed = committed  # type: ignore[method-assign]
+    service.claim = claim  # type: ignore[method-assign]
+    loop.run_once()
+    loop.run_once()
+    assert calls[:2] == ["claim", "committed"], "Connect's offsets are read after the service stamped its answer"
+    [mark] = service.claims[-1].watermarks
+    assert (mark.connect_offset, mark.read_at_ms) == (20, 1_000), "stamped with the first answer's service time"

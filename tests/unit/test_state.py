@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from commit_service.state import CommitPolicy, OnTimeout, PendingFile, TableState
 from lakegate_core.protocol import DataFile, FileStatus
 from lakegate_core.status import ManifestState
+from lakegate_core.types import TopicPartition
 
 
 def pf(
@@ -238,3 +239,47 @@ def test_limits_hold_back_what_connect_has_not_committed() -> None:
     plan = s.plan(now=0, force=True, limits={("orders", 0): 15})
     assert plan is not None and plan.offsets == {("orders", 0): 10}  # 10..19 passes Connect's 15
     assert s.plan(now=0, force=True, limits={("orders", 1): 5}).offsets == {("orders", 1): 5}  # type: ignore[union-attr]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("offer"), st.integers(0, 60), st.integers(0, 12)),
+            st.tuples(st.just("drop"), st.integers(0, 60), st.just(0)),
+            st.tuples(st.just("commit"), st.just(0), st.just(0)),
+        ),
+        max_size=40,
+    )
+)
+def test_the_sorted_index_agrees_with_a_scan_of_the_buffer(ops: list[tuple[str, int, int]]) -> None:
+    """``offer`` finds overlaps by bisecting a sorted index; whatever happens to the buffer, its
+    verdicts equal a scan of every buffered file, and the index, path map and byte count stay true."""
+    s = TableState("t")
+    for op, start, length in ops:
+        if op == "offer":
+            f = pf(start, start + length)
+            base = s.next_offset(f.tp)
+            scanned = [
+                o
+                for o in s.pending.get(f.tp, {}).values()
+                if o.file.start_offset <= f.file.end_offset and f.file.start_offset <= o.file.end_offset
+            ]
+            status, _ = s.offer(f, 0)
+            if f.file.start_offset >= base and f.file.end_offset >= base:
+                expect_in = (
+                    not scanned
+                    or scanned == [f]
+                    or any(o.file.path == f.file.path and o.file.end_offset == f.file.end_offset for o in scanned)
+                )
+                assert (status in (FileStatus.ACCEPTED, FileStatus.DUPLICATE)) == expect_in
+        elif op == "drop":
+            s.drop_file(f"s3a://landing/orders-0-{start}", "test")
+        else:
+            plan = s.plan(now=0, force=True)
+            if plan is not None:
+                s.committed_plan(plan, version=0, now=0)
+        files = s.pending.get(TopicPartition("orders", 0), {})
+        assert s._starts.get(TopicPartition("orders", 0), []) == sorted(files)
+        assert sorted(s._by_path) == sorted(p.file.path for p in files.values())
+        assert s.pending_bytes() == sum(p.file.size_bytes for p in files.values())
