@@ -456,14 +456,6 @@ class ChaosRun:
         self.sidecars[i].start()
         record.detail = f"sidecar {i + 1} SIGKILLed and restarted"
 
-    def _tasks_on(self, worker: ConnectWorker) -> int:
-        live = next(w for w in self.workers if w is not worker and w.process and w.process.running())
-        count = 0
-        for name in self.connectors:
-            status = live.client().status(name)
-            count += sum(1 for t in status["tasks"] if t["worker_id"] == worker.worker_id)
-        return count
-
     def _all_tasks_running_elsewhere(self, worker: ConnectWorker) -> bool:
         live = next(w for w in self.workers if w is not worker and w.process and w.process.running())
         for name in self.connectors:
