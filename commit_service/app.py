@@ -1,8 +1,9 @@
 """``create_app``: the Flask application of the commit service (gunicorn loads it).
 
 The SparkSession is never built at import time: ``create_app`` takes a committer factory and runs
-the start-up (Spark, then every table's offsets) in a background thread, so ``/healthz`` answers at
-once and ``/readyz`` turns ready when the tables are loaded.
+the start-up in a background thread, so ``/healthz`` answers at once: every table's offsets are
+read from the log files (no Spark) and ``/readyz`` turns ready; then the SparkSession starts, then
+the commit loop. A Spark that cannot start turns ``/readyz`` to failed with the reason.
 """
 
 from __future__ import annotations
@@ -38,29 +39,26 @@ CommitterFactory = Callable[[TableConfig], Committer]
 
 
 def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: StorageReader) -> CommitterFactory:
-    """The production factory: one SparkSession (built on first use), one DeltaCommitter per table."""
-    from commit_service.delta_commit import DeltaCommitter
-    from commit_service.spark import create_session
-
-    lock = threading.Lock()
-    settings = config.spark_settings()
+    """The production factory: per table a :class:`~commit_service.deferred.DeferredCommitter`
+    that reads its offsets from the log files and builds its DeltaCommitter (on the process's one
+    SparkSession, ``spark``) only when something needs Delta."""
+    from commit_service.deferred import DeferredCommitter
+    from commit_service.delta_commit import DeltaCommitter, log_snapshot
 
     def factory(table: TableConfig) -> Committer:
-        with lock:
-            if spark.session is None:
-                spark.session = create_session(settings)
-                spark.ui_url = spark.session.sparkContext.uiWebUrl
-                logger.info("Spark UI: %s", spark.ui_url or "(disabled)")
-        return DeltaCommitter(
-            spark.session,
-            table.name,
-            table.path,
-            storage,
-            placement=table.placement,
-            unwrap=table.unwrap,
-            offset_check=table.offset_check,
-            checkpoint_in_commit=not table.maintenance.background_checkpoints,
-        )
+        def build() -> Committer:
+            return DeltaCommitter(
+                spark.ensure(),
+                table.name,
+                table.path,
+                storage,
+                placement=table.placement,
+                unwrap=table.unwrap,
+                offset_check=table.offset_check,
+                checkpoint_in_commit=not table.maintenance.background_checkpoints,
+            )
+
+        return DeferredCommitter(table.name, lambda: log_snapshot(storage, table.name, table.root), build)
 
     return factory
 
@@ -99,6 +97,7 @@ def create_app(
     spark = SparkHandle()
     dead_letters = None
     if committer_factory is None:  # production: Spark, and one storage reader for everything
+        spark.settings = config.spark_settings()
         storage = service_storage(config)
         committer_factory = spark_committer_factory(config, spark, storage)
         dead_letters = dead_letter_stores(storage)
@@ -151,10 +150,16 @@ def start_failure(exc: BaseException) -> ErrorInfo:
 
 
 def _start(rt: ServiceRuntime) -> None:
+    """Ready as soon as every table's offsets are read (from the log files: no Spark), so intake
+    resumes within seconds of a restart; then the SparkSession starts, then the commit loop."""
     try:
+        rt.spark.preflight()
         rt.coordinator.load()
-    except Exception as exc:  # reported on /readyz (briefly) and in the log; the process stays up for probes
+        if rt.spark.settings is not None:
+            rt.spark.ensure()
+    except Exception as exc:  # reported on /readyz and in the log; the process stays up for probes
         logger.exception("start-up failed")
+        rt.coordinator.ready = False
         rt.start_error = start_failure(exc)
         return
     thread_factory: Callable[..., threading.Thread] = threading.Thread

@@ -75,6 +75,14 @@ def parse_app_id(table: str, value: str) -> TopicPartition | None:
     return TopicPartition(topic, int(partition)) if sep and topic and partition.isdigit() else None
 
 
+def log_snapshot(storage: StorageReader, table: str, root: str) -> TableSnapshot:
+    """The table's version and Lakegate offsets from its log files alone (no Spark); raises
+    :class:`~commit_service.delta_log.LogReadError` when that reader cannot be sure."""
+    state = read_log(storage, root)
+    offsets = {tp: v for key, v in state.txns.items() if (tp := parse_app_id(table, key)) is not None}
+    return TableSnapshot(state.version, PartitionOffsets(offsets))
+
+
 class DeltaCommitter:
     """Commits plans into one Delta table; owned by that table's coordinator."""
 
@@ -143,12 +151,10 @@ class DeltaCommitter:
         restart after a crash is ready in seconds); through Delta when that reader cannot be sure.
         """
         try:
-            state = read_log(self.storage, self.root)
+            return log_snapshot(self.storage, self.table, self.root)
         except LogReadError as exc:
             logger.info("table %s: reading offsets through Delta (%s)", self.table, exc)
             return self._delta_snapshot()
-        offsets = {tp: v for key, v in state.txns.items() if (tp := parse_app_id(self.table, key)) is not None}
-        return TableSnapshot(state.version, PartitionOffsets(offsets))
 
     def warm(self) -> TableSnapshot:
         """Build Delta's own snapshot and its state (the work the first commit after a start would

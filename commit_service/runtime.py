@@ -7,6 +7,8 @@ clear error on an app that was not built by ``create_app``.
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,17 +17,39 @@ from flask import Flask, current_app
 from commit_service.config import ServiceConfig
 from commit_service.coordinator import Coordinator
 from commit_service.metrics import ServiceMetrics
+from commit_service.spark import SparkSettings, create_session, spark_conf
 from lakegate_core.status import ErrorInfo
 
 EXTENSION = "lakegate"
+logger = logging.getLogger(__name__)
 
 
 @dataclass
 class SparkHandle:
-    """The process's SparkSession once it is built (by the first committer), and its UI address."""
+    """The process's SparkSession, built once when first needed (never at import time), and its UI
+    address. ``settings`` None: this process has no Spark (an app built with a fake committer)."""
 
+    settings: SparkSettings | None = None
     session: Any = None
     ui_url: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def preflight(self) -> None:
+        """What can be checked before the service says it is ready, cheaply (the jars are in the
+        cache): raises :class:`~commit_service.errors.SparkSetupError`."""
+        if self.settings is not None:
+            spark_conf(self.settings)
+
+    def ensure(self) -> Any:
+        """The session, started on the first call (the others wait for it)."""
+        with self._lock:
+            if self.session is None:
+                if self.settings is None:
+                    raise RuntimeError("this process was built without Spark settings")
+                self.session = create_session(self.settings)
+                self.ui_url = self.session.sparkContext.uiWebUrl
+                logger.info("Spark UI: %s", self.ui_url or "(disabled)")
+            return self.session
 
 
 @dataclass

@@ -14,6 +14,7 @@ from typing import Any
 import requests
 import yaml
 
+from lakegate_stack.errors import ServiceStartError
 from lakegate_stack.process import ManagedProcess, free_port
 
 SIDECAR_TOKEN = "sidecar-token-for-tests-0001"
@@ -96,8 +97,17 @@ class ServiceProcess:
         )
         return self
 
-    def spark_ui(self) -> str:
-        return str(requests.get(f"{self.url}/readyz", timeout=10).json()["spark_ui"])
+    def spark_ui(self, timeout: float = 180) -> str:
+        """The Spark UI's address, from ``/readyz``: null there until the SparkSession is up, which
+        is after the service turned ready (intake does not wait for Spark)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ui = requests.get(f"{self.url}/readyz", timeout=10).json().get("spark_ui")
+            if ui:
+                return str(ui)
+            if time.monotonic() > deadline:
+                raise ServiceStartError(f"the service reported no Spark UI within {timeout:.0f}s")
+            time.sleep(0.5)
 
     def spark_job_descriptions(self, attempts: int = 10) -> list[str]:
         """Job descriptions from the Spark UI's REST API (retried: the UI answers lazily)."""
