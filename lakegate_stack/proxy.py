@@ -324,11 +324,11 @@ class FaultProxy:
             while data := await src.read(CHUNK):
                 if to_client and self._delay_s > 0:
                     await asyncio.sleep(self._delay_s)
-                dst.write(data)
-                if to_client:
+                if to_client:  # counted before the write: whoever receives the bytes sees them counted
                     self._count(bytes_to_client=len(data))
                 else:
                     self._count(bytes_to_upstream=len(data))
+                dst.write(data)
                 await dst.drain()
             if dst.can_write_eof():
                 dst.write_eof()
