@@ -477,24 +477,27 @@ class ChaosRun:
         worker.start()
         record.detail = f"sidecar {i + 1} frozen; its worker's tasks moved in {moved:.0f}s; thawed"
 
-    def _fault_worker_stop_start(self, record: FaultRecord, go: Callable[[], None]) -> None:
+    def _worker_down(self, record: FaultRecord, go: Callable[[], None], *, kill: bool) -> None:
+        """Stop (or SIGKILL) a random worker, wait for its tasks to move, start it again."""
         i = self.rng.randrange(len(self.workers))
         worker = self.workers[i]
-        worker.stop()
+        if kill:
+            assert worker.process is not None
+            worker.process.kill()
+        else:
+            worker.stop()
         go()
-        moved = wait_until("the stopped worker's tasks to move", lambda: self._all_tasks_running_elsewhere(worker), 180)
+        how = "SIGKILLed" if kill else "stopped"
+        check = lambda: self._all_tasks_running_elsewhere(worker)  # noqa: E731
+        moved = wait_until(f"the {how} worker's tasks to move", check, 240 if kill else 180)
         worker.start()
-        record.detail = f"worker {i + 1} stopped (tasks moved in {moved:.0f}s) and started"
+        record.detail = f"worker {i + 1} {how} (tasks moved in {moved:.0f}s) and started again"
+
+    def _fault_worker_stop_start(self, record: FaultRecord, go: Callable[[], None]) -> None:
+        self._worker_down(record, go, kill=False)
 
     def _fault_worker_kill(self, record: FaultRecord, go: Callable[[], None]) -> None:
-        i = self.rng.randrange(len(self.workers))
-        worker = self.workers[i]
-        assert worker.process is not None
-        worker.process.kill()
-        go()
-        moved = wait_until("the killed worker's tasks to move", lambda: self._all_tasks_running_elsewhere(worker), 240)
-        worker.start()
-        record.detail = f"worker {i + 1} SIGKILLed (tasks moved in {moved:.0f}s) and restarted"
+        self._worker_down(record, go, kill=True)
 
     def _fault_task_restart(self, record: FaultRecord, go: Callable[[], None]) -> None:
         name = self.rng.choice(sorted(self.connectors))
