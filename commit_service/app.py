@@ -40,12 +40,16 @@ CommitterFactory = Callable[[TableConfig], Committer]
 
 def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: StorageReader) -> CommitterFactory:
     """The production factory: per table a :class:`~commit_service.deferred.DeferredCommitter`
-    that reads its offsets from the log files and builds its DeltaCommitter (on the process's one
-    SparkSession, ``spark``) only when something needs Delta."""
+        that reads its offsets from the log files and builds its DeltaCommitter (on the process's one
+        SparkSession, ``spark``) only when something needs Delta. Both share the table's
+    :class:`~commit_service.prefetch.FactsCache`, so footers are read ahead from the first manifest on."""
     from commit_service.deferred import DeferredCommitter
     from commit_service.delta_commit import DeltaCommitter, log_snapshot
+    from commit_service.prefetch import FactsCache, storage_facts
 
     def factory(table: TableConfig) -> Committer:
+        facts = FactsCache(storage_facts(storage), name=table.name)
+
         def build() -> Committer:
             return DeltaCommitter(
                 spark.ensure(),
@@ -56,9 +60,12 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: 
                 unwrap=table.unwrap,
                 offset_check=table.offset_check,
                 checkpoint_in_commit=not table.maintenance.background_checkpoints,
+                facts=facts,
             )
 
-        return DeferredCommitter(table.name, lambda: log_snapshot(storage, table.name, table.root), build)
+        return DeferredCommitter(
+            table.name, lambda: log_snapshot(storage, table.name, table.root), build, facts.prefetch
+        )
 
     return factory
 

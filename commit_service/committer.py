@@ -14,6 +14,7 @@ from typing import Protocol
 from commit_service.errors import CommitError
 from commit_service.maintenance import MaintenancePolicy
 from commit_service.state import CommitPlan
+from lakegate_core.protocol import DataFile
 from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
 from lakegate_core.types import PartitionOffsets
 
@@ -36,6 +37,11 @@ class Committer(Protocol):
     def warm(self) -> TableSnapshot:
         """Load what the first commit would otherwise load (after the service is ready, off the
         request path); returns the table's snapshot as the table format itself reads it."""
+        ...
+
+    def prefetch(self, files: list[DataFile]) -> None:
+        """Start reading what committing these accepted files needs (their footers); returns at
+        once (called from the HTTP thread that accepted them)."""
         ...
 
     def commit(self, plan: CommitPlan) -> CommitRecord:

@@ -8,7 +8,8 @@ version and offsets, which :meth:`DeferredCommitter.snapshot` reads from the log
 (:mod:`commit_service.delta_log`: pyarrow, no Spark). Intake needs nothing more, so ``/readyz``
 turns ready and sidecars resume sending while the SparkSession starts. Everything else (warming
 up, commits, maintenance, catalog registration, and a snapshot the log reader cannot be sure of)
-builds the real :class:`~commit_service.delta_commit.DeltaCommitter` once, then goes to it.
+builds the real :class:`~commit_service.delta_commit.DeltaCommitter` once, then goes to it. Files
+accepted meanwhile have their footers read ahead already (``prefetch``: storage only, no Spark).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from commit_service.committer import Committer, TableSnapshot
 from commit_service.delta_log import LogReadError
 from commit_service.maintenance import MaintenancePolicy
 from commit_service.state import CommitPlan
+from lakegate_core.protocol import DataFile
 from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
 
 logger = logging.getLogger(__name__)
@@ -29,8 +31,15 @@ logger = logging.getLogger(__name__)
 class DeferredCommitter:
     """Reads the offsets without Spark; builds the real committer (``build``) on first need."""
 
-    def __init__(self, table: str, read_offsets: Callable[[], TableSnapshot], build: Callable[[], Committer]) -> None:
+    def __init__(
+        self,
+        table: str,
+        read_offsets: Callable[[], TableSnapshot],
+        build: Callable[[], Committer],
+        prefetch: Callable[[list[DataFile]], None] | None = None,
+    ) -> None:
         self.table = table
+        self._prefetch = prefetch  # reads ahead without Spark; None: the real committer's own
         self._read_offsets = read_offsets  # raises LogReadError when it cannot be sure
         self._build = build
         self._real: Committer | None = None
@@ -53,6 +62,12 @@ class DeferredCommitter:
 
     def warm(self) -> TableSnapshot:
         return self.real().warm()
+
+    def prefetch(self, files: list[DataFile]) -> None:
+        if self._prefetch is not None:
+            self._prefetch(files)
+        elif self._real is not None:
+            self._real.prefetch(files)
 
     def commit(self, plan: CommitPlan) -> CommitRecord:
         return self.real().commit(plan)

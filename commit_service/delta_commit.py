@@ -2,7 +2,8 @@
 
 Called by the coordinator (one thread per table at a time, never from request threads). Through
 py4j it drives Delta's own ``OptimisticTransaction`` (DESIGN §3), building actions with
-``Action.fromJson`` on protocol JSON so nothing depends on Scala default arguments:
+protocol JSON read by Delta's own JSON mapper (:mod:`commit_service.jvm_actions`: a fixed number of
+py4j calls per commit, and nothing depends on Scala default arguments):
 
 1. ``txnVersion(appId)`` for every partition of the plan, inside the transaction (a concurrent
    writer on the same partition then fails this commit instead of duplicating);
@@ -20,8 +21,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -44,13 +44,15 @@ from commit_service.errors import (
     UnexpectedCommitError,
 )
 from commit_service.java_errors import Failure, classify, java_summary
+from commit_service.jvm_actions import ActionBuilder, ActionKind
 from commit_service.maintenance import MaintenancePolicy
 from commit_service.paths import delta_path, root_prefix, table_location
+from commit_service.prefetch import FactsCache, storage_facts
 from commit_service.schema import merge_schema
 from commit_service.spark import job_label
 from commit_service.state import CommitPlan, PendingFile
 from commit_service.storage import FileFacts, StorageReader
-from lakegate_core.protocol import FileFormat
+from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
@@ -59,7 +61,6 @@ logger = logging.getLogger(__name__)
 APP_ID_PREFIX = "lakegate"
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 NO_CHECKPOINT_IN_COMMIT = str(2**31 - 1)  # Delta checkpoints every N commits inside the commit: never
-FOOTER_THREADS = 16
 
 
 def app_id(table: str, tp: TopicPartition) -> str:
@@ -98,6 +99,7 @@ class DeltaCommitter:
         unwrap: Unwrap = Unwrap.AUTO,
         offset_check: OffsetCheck = OffsetCheck.AUTO,
         checkpoint_in_commit: bool = True,
+        facts: FactsCache | None = None,
     ) -> None:
         self.spark = spark
         self.table = table
@@ -111,7 +113,9 @@ class DeltaCommitter:
         self.checkpoint_in_commit = checkpoint_in_commit  # False: the service writes them (see checkpoint)
         self._jvm = spark._jvm
         self._delta = self._jvm.org.apache.spark.sql.delta
+        self._actions = ActionBuilder(self._jvm)
         self._maintainer = DeltaMaintainer(spark, table, self.location, self._log)
+        self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -193,13 +197,11 @@ class DeltaCommitter:
 
     def _commit(self, plan: CommitPlan, now_ms: int | None) -> CommitRecord:
         reader = FrameReader(self.spark, self.storage, self.unwrap)
-        facts = self._facts([p for p in plan.files if p.file.format is FileFormat.PARQUET])
+        facts = self._facts(plan.files)
         for p in plan.files:
-            if p.file.format is not FileFormat.PARQUET:
-                self._check_size(p, self.storage.facts(p.file.path, parquet=False))
-            coverage.check(p.file, self._coverage(p, facts.get(p.file.path), reader), self.offset_check)
-        in_place = [p for p in plan.files if not reader.rewrites(p, facts.get(p.file.path))]
-        rewritten = [p for p in plan.files if reader.rewrites(p, facts.get(p.file.path))]
+            coverage.check(p.file, self._coverage(p, facts[p.file.path], reader), self.offset_check)
+        in_place = [p for p in plan.files if not reader.rewrites(p, facts[p.file.path])]
+        rewritten = [p for p in plan.files if reader.rewrites(p, facts[p.file.path])]
         placed = self._place(in_place)
 
         txn = self._log().startTransaction()
@@ -214,13 +216,18 @@ class DeltaCommitter:
             txn.updateMetadataForNewTable(self._metadata_action(new_schema, created=int(self.clock() * 1000)))
         elif new_schema != table_schema or not self._configured(txn.metadata()):
             txn.updateMetadata(self._metadata_action(new_schema, like=txn.metadata()), False)
-        actions = [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
-        actions.extend(self._rewrite(txn, rewritten, reader))
+        adds = self._actions.many(
+            ActionKind.ADD, [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
+        )
+        written = self._rewrite(txn, rewritten, reader)
         millis = now_ms if now_ms is not None else int(self.clock() * 1000)
-        for tp, offset in sorted(plan.offsets.items()):
-            actions.append(
-                self._action({"txn": {"appId": app_id(self.table, tp), "version": offset, "lastUpdated": millis}})
-            )
+        txns = self._actions.many(
+            ActionKind.TXN,
+            [
+                {"appId": app_id(self.table, tp), "version": offset, "lastUpdated": millis}
+                for tp, offset in sorted(plan.offsets.items())
+            ],
+        )
         record = CommitRecord(
             table=self.table,
             version=expected_version,
@@ -238,18 +245,20 @@ class DeltaCommitter:
             expected_version,
             self._jvm.scala.Option.apply(json.dumps(record.user_metadata())),
         )
-        seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(self._java_list(actions)).toSeq()
+        actions = self._actions.seq(adds, *written, txns)
         faults.point(faults.BEFORE_DELTA_COMMIT)
-        version = int(txn.commit(seq, op))
+        version = int(txn.commit(actions, op))
         faults.point(faults.AFTER_DELTA_COMMIT)
+        self.facts.forget(p.file for p in plan.files)
         return replace(record, version=version)
 
-    def _facts(self, files: list[PendingFile]) -> dict[str, FileFacts]:
-        """Stat every Parquet file and read its footer, in parallel (I/O bound)."""
-        if not files:
-            return {}
-        with ThreadPoolExecutor(min(FOOTER_THREADS, len(files))) as pool:
-            results = list(pool.map(lambda p: self.storage.facts(p.file.path, parquet=True), files))
+    def prefetch(self, files: list[DataFile]) -> None:
+        self.facts.prefetch(files)
+
+    def _facts(self, files: Sequence[PendingFile]) -> dict[str, FileFacts]:
+        """Every file's facts (size and mtime; for Parquet also its footer's), mostly read ahead by
+        :mod:`commit_service.prefetch` while the file waited; checked against its manifest."""
+        results = self.facts.get_all([p.file for p in files])
         facts = {}
         for p, f in zip(files, results, strict=True):
             self._check_size(p, f)
@@ -359,14 +368,15 @@ class DeltaCommitter:
             yield p.file.path, reader.schema(p)
 
     def _rewrite(self, txn: Any, files: list[PendingFile], reader: FrameReader) -> list[Any]:
-        """Write the rewritten files as new Parquet files inside ``txn``; returns their AddFiles."""
-        actions: list[Any] = []
+        """Write the rewritten files as new Parquet files inside ``txn``; returns their AddFiles,
+        one Java list per format written."""
+        written: list[Any] = []
         for fmt in FileFormat:
             group = [p for p in files if p.file.format is fmt]
             if group:
-                written = txn.writeFiles(reader.group_frame(group)._jdf)
-                actions.extend(self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(written))
-        return actions
+                adds = txn.writeFiles(reader.group_frame(group)._jdf)
+                written.append(self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(adds))
+        return written
 
     def _place(self, files: list[PendingFile]) -> dict[str, str]:
         """Where each in-place file is committed from: copied under ``<table>/data/<topic>/<partition>/``
@@ -380,19 +390,16 @@ class DeltaCommitter:
             placed[p.file.path] = target
         return placed
 
-    def _add_file(self, uri: str, facts: FileFacts) -> Any:
-        return self._action(
-            {
-                "add": {
-                    "path": delta_path(uri, self.root),
-                    "partitionValues": {},
-                    "size": facts.size_bytes,
-                    "modificationTime": facts.modification_time_ms,
-                    "dataChange": True,
-                    **({"stats": facts.stats_json} if facts.stats_json else {}),
-                }
-            }
-        )
+    def _add_file(self, uri: str, facts: FileFacts) -> dict[str, Any]:
+        """The ``AddFile`` (its fields) committing ``uri`` in place."""
+        return {
+            "path": delta_path(uri, self.root),
+            "partitionValues": {},
+            "size": facts.size_bytes,
+            "modificationTime": facts.modification_time_ms,
+            "dataChange": True,
+            **({"stats": facts.stats_json} if facts.stats_json else {}),
+        }
 
     def _table_properties(self) -> dict[str, str]:
         """Table properties this committer needs: with background checkpoints, none in the commit."""
@@ -407,8 +414,8 @@ class DeltaCommitter:
             meta = json.loads(like.json())["metaData"]
             meta["schemaString"] = json.dumps(schema)
             meta["configuration"] = {**(meta.get("configuration") or {}), **self._table_properties()}
-            return self._action({"metaData": meta})
-        return self._action(
+            return self._actions.one({"metaData": meta})
+        return self._actions.one(
             {
                 "metaData": {
                     "id": str(uuid.uuid4()),
@@ -421,15 +428,6 @@ class DeltaCommitter:
                 }
             }
         )
-
-    def _action(self, obj: dict[str, Any]) -> Any:
-        return self._delta.actions.Action.fromJson(json.dumps(obj))
-
-    def _java_list(self, items: list[Any]) -> Any:
-        out = self._jvm.java.util.ArrayList()
-        for item in items:
-            out.add(item)
-        return out
 
     def _translate(self, exc: Exception) -> CommitError:
         """A :class:`CommitError` for what the commit path raised, by the JVM exception's class

@@ -124,6 +124,9 @@ class TableCoordinator:
         with self._lock:
             verdicts = [self._state.offer(f, now) for f in files]
             self._state.settle_manifest(manifest_id, verdicts)
+        accepted = [f.file for f, (status, _) in zip(files, verdicts, strict=True) if status is FileStatus.ACCEPTED]
+        if accepted:
+            self.committer.prefetch(accepted)
         return verdicts
 
     def expect(self, leased: set[TopicPartition]) -> set[TopicPartition]:

@@ -172,3 +172,34 @@ def test_a_release_commits_offsets_without_files_even_on_a_new_table(spark: Any,
     assert json.loads(table.history()[-1]["userMetadata"])["released"] == ["dl-1"]
     assert sorted(table.to_pyarrow_table().column("offset").to_pylist()) == list(range(50, 60))
     assert spark.read.format("delta").load(str(root)).count() == 10
+
+
+def test_batched_actions_equal_delta_s_own_one_by_one(spark: Any) -> None:
+    """The commit path builds all AddFiles / SetTransactions in one py4j call each: every action
+    must equal what ``Action.fromJson`` gives for it alone (paths with escapes, stats, no stats,
+    64-bit sizes and offsets)."""
+    from commit_service.jvm_actions import ActionBuilder, ActionKind
+
+    builder = ActionBuilder(spark._jvm)
+    adds = [
+        {
+            "path": f"data/o%20r%25d-{i}",
+            "partitionValues": {},
+            "size": 2**40 + i,
+            "modificationTime": 1_700_000_000_000 + i,
+            "dataChange": True,
+            **({"stats": json.dumps({"numRecords": i, "minValues": {"a": "ü"}})} if i % 2 else {}),
+        }
+        for i in range(300)
+    ]
+    txns = [{"appId": f"lakegate-t-orders-{p}", "version": 2**62 + p, "lastUpdated": 5} for p in range(40)]
+    one = spark._jvm.org.apache.spark.sql.delta.actions.Action.fromJson
+    for kind, objects, wrap in ((ActionKind.ADD, adds, "add"), (ActionKind.TXN, txns, "txn")):
+        batch = builder.many(kind, objects)
+        assert batch.size() == len(objects)
+        for i, obj in enumerate(objects):
+            assert batch.get(i).equals(one(json.dumps({wrap: obj}))), obj
+    seq = builder.seq(
+        builder.many(ActionKind.ADD, adds[:3]), builder.many(ActionKind.TXN, []), builder.many(ActionKind.TXN, txns[:2])
+    )
+    assert seq.size() == 5

@@ -21,6 +21,7 @@ from commit_service.openapi import document
 from commit_service.runtime import runtime
 from commit_service.state import CommitPlan
 from lakegate_core.configfile import build
+from lakegate_core.protocol import DataFile
 from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
 from lakegate_core.types import PartitionOffsets
 
@@ -37,6 +38,7 @@ class FakeCommitter:
         self.fail_next = False
         self.maintained: list[MaintenanceKind] = []
         self.registered: list[str] = []
+        self.prefetched: list[DataFile] = []
 
     def snapshot(self) -> TableSnapshot:
         return TableSnapshot(self.version, PartitionOffsets(self.offsets))
@@ -57,6 +59,9 @@ class FakeCommitter:
 
     def checkpoint(self) -> MaintenanceRecord:
         return MaintenanceRecord("orders", MaintenanceKind.CHECKPOINT, 0, 1, self.version, self.version, 0, 0)
+
+    def prefetch(self, files: list[DataFile]) -> None:
+        self.prefetched.extend(files)
 
     def commit(self, plan: CommitPlan) -> CommitRecord:
         if self.fail_next:
@@ -165,6 +170,8 @@ def test_accept_commit_and_resubmit(client: FlaskClient, committer: FakeCommitte
     commits = client.get("/v1/commits?table=orders&limit=5", headers=h()).json["commits"]  # type: ignore[index]
     assert [c["version"] for c in commits] == [0]
     assert client.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is False  # type: ignore[index]
+    # only the accepted file was handed on to be read ahead (not the duplicate, not the committed one)
+    assert [f.path for f in committer.prefetched] == ["s3a://landing/orders-0-0"]
 
 
 @pytest.mark.parametrize(

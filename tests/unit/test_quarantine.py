@@ -62,6 +62,9 @@ class PoisonCommitter:
     def warm(self) -> TableSnapshot:
         return self.snapshot()
 
+    def prefetch(self, files: list[DataFile]) -> None:
+        pass  # nothing to read ahead: plans are judged by path
+
     def commit(self, plan: CommitPlan) -> CommitRecord:
         self.plans.append(plan)
         bad = [p.file.path for p in plan.files if p.file.path in self.poison]

@@ -1,0 +1,106 @@
+"""Data files' facts (size, mtime, footer stats, schema key, offset coverage) read ahead of the commit.
+
+One cache per table, made by the production committer factory. The table's coordinator hands it
+every file it accepts (:meth:`FactsCache.prefetch`, called from the HTTP thread that took the
+manifest; it only queues the reads), a pool of threads reads them while the file waits in the
+buffer, and the table's :class:`~commit_service.delta_commit.DeltaCommitter` takes them at commit
+time (:meth:`FactsCache.get_all`): a commit reads only what is not ready yet, and never a footer a
+second time.
+
+Reading facts early is safe because a file is only ever sent once it is complete: Connect has
+committed an offset past its start, so the sink never writes that object again. A read that
+failed is not kept: the commit reads the file again (and raises what it gets then). The cache is
+bounded: past ``capacity`` files the oldest entries go (their commit reads them itself).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from lakegate_core.protocol import DataFile, FileFormat
+
+if TYPE_CHECKING:  # pyarrow is imported only where storage is really read
+    from commit_service.storage import FileFacts, StorageReader
+
+logger = logging.getLogger(__name__)
+
+THREADS = 16
+CAPACITY = 200_000  # files; a FileFacts is well under 1 KiB
+
+FactsKey = tuple[str, int]  # the file's canonical URI and the size its manifest gave
+ReadFacts = Callable[[DataFile], "FileFacts"]
+
+
+def storage_facts(storage: StorageReader) -> ReadFacts:
+    """How the service reads a file's facts: stat it, and read its footer when it is Parquet."""
+    return lambda f: storage.facts(f.path, parquet=f.format is FileFormat.PARQUET)
+
+
+def key_of(file: DataFile) -> FactsKey:
+    return (file.path, file.size_bytes)
+
+
+class FactsCache:
+    """Facts of accepted files, read in the background; thread-safe."""
+
+    def __init__(self, read: ReadFacts, *, threads: int = THREADS, capacity: int = CAPACITY, name: str = "") -> None:
+        self._read = read
+        self._capacity = capacity
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix=f"lakegate-facts-{name}")
+        self._entries: OrderedDict[FactsKey, Future[FileFacts]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def prefetch(self, files: Iterable[DataFile]) -> None:
+        """Start reading each file's facts (unless already read or being read); returns at once."""
+        with self._lock:
+            for f in files:
+                key = key_of(f)
+                if key not in self._entries:
+                    self._entries[key] = self._pool.submit(self._read, f)
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
+
+    def get_all(self, files: list[DataFile]) -> list[FileFacts]:
+        """Each file's facts, in order: taken from the cache when read, waited for when being read,
+        read now (in the pool, in parallel) when not prefetched or when its early read failed.
+        Raises what the first failing read (in file order) raised."""
+        pending = []
+        with self._lock:
+            for f in files:
+                key = key_of(f)
+                fut = self._entries.get(key)
+                fresh = fut is None or (fut.done() and fut.exception() is not None)
+                if fresh:
+                    fut = self._pool.submit(self._read, f)
+                    self._entries[key] = fut
+                assert fut is not None
+                pending.append((f, fut, fresh))
+        return [self._result(f, fut, fresh) for f, fut, fresh in pending]
+
+    def _result(self, f: DataFile, fut: Future[FileFacts], fresh: bool) -> FileFacts:
+        try:
+            return fut.result()
+        except Exception:
+            self.forget([f])
+            if fresh:
+                raise
+        return self._read(f)  # its early read failed while the commit waited: once more, now
+
+    def forget(self, files: Iterable[DataFile]) -> None:
+        """Drop these files' entries (they were committed, or their read failed)."""
+        with self._lock:
+            for f in files:
+                self._entries.pop(key_of(f), None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def close(self, *, wait: bool = False) -> None:
+        """Stop reading ahead (reads not started are dropped)."""
+        self._pool.shutdown(wait=wait, cancel_futures=True)

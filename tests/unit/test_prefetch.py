@@ -1,0 +1,115 @@
+"""The facts cache: files' footers read ahead once, waited for, re-read only after a failure."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+
+from commit_service.errors import DataFileUnavailableError
+from commit_service.prefetch import FactsCache
+from commit_service.storage import FileFacts
+from lakegate_core.protocol import DataFile, FileFormat
+
+
+def data_file(start: int, size: int = 100) -> DataFile:
+    return DataFile(f"s3a://b/t/orders-0-{start}", "orders", 0, start, start + 9, size, FileFormat.PARQUET, 10)
+
+
+class Reads:
+    """A fake storage read: counts reads per path, can fail a path a number of times, can be gated."""
+
+    def __init__(self) -> None:
+        self.count: Counter[str] = Counter()
+        self.failures: Counter[str] = Counter()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.started = threading.Event()
+
+    def __call__(self, f: DataFile) -> FileFacts:
+        self.started.set()
+        assert self.gate.wait(10)
+        self.count[f.path] += 1
+        if self.failures[f.path] > 0:
+            self.failures[f.path] -= 1
+            raise DataFileUnavailableError(f.path, "cannot stat: timeout")
+        return FileFacts(f.size_bytes, f.start_offset, num_records=10)
+
+
+@pytest.fixture
+def reads() -> Reads:
+    return Reads()
+
+
+def test_prefetched_files_are_read_once(reads: Reads) -> None:
+    cache = FactsCache(reads, threads=4)
+    files = [data_file(i * 10) for i in range(50)]
+    cache.prefetch(files)
+    cache.prefetch(files[:10])  # offered again (a replayed manifest): not read again
+    got = cache.get_all(files)
+    assert [f.modification_time_ms for f in got] == [f.start_offset for f in files]
+    assert set(reads.count.values()) == {1} and len(reads.count) == 50
+
+
+def test_a_commit_reads_what_was_not_prefetched(reads: Reads) -> None:
+    cache = FactsCache(reads, threads=2)
+    cache.prefetch([data_file(0)])
+    got = cache.get_all([data_file(0), data_file(10)])
+    assert [g.modification_time_ms for g in got] == [0, 10]
+    assert reads.count == Counter({data_file(0).path: 1, data_file(10).path: 1})
+
+
+def test_a_commit_waits_for_a_read_in_flight_instead_of_reading_again(reads: Reads) -> None:
+    cache = FactsCache(reads, threads=2)
+    reads.gate.clear()
+    cache.prefetch([data_file(0)])
+    assert reads.started.wait(5)
+    result: list[FileFacts] = []
+    waiter = threading.Thread(target=lambda: result.extend(cache.get_all([data_file(0)])))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and not result  # blocked on the read in flight
+    reads.gate.set()
+    waiter.join(5)
+    assert len(result) == 1 and reads.count[data_file(0).path] == 1
+
+
+def test_a_failed_early_read_is_read_again_at_commit(reads: Reads) -> None:
+    cache = FactsCache(reads, threads=2)
+    f = data_file(0)
+    reads.failures[f.path] = 1
+    cache.prefetch([f])
+    got = cache.get_all([f])
+    assert got[0].size_bytes == 100 and reads.count[f.path] == 2
+
+
+def test_a_read_failing_at_commit_raises_and_is_not_kept(reads: Reads) -> None:
+    cache = FactsCache(reads, threads=2)
+    f = data_file(0)
+    reads.failures[f.path] = 2
+    cache.prefetch([f])
+    with pytest.raises(DataFileUnavailableError):
+        cache.get_all([f])
+    assert len(cache) == 0
+    assert cache.get_all([f])[0].size_bytes == 100  # storage is back: the next round reads it
+
+
+def test_the_same_path_with_another_size_is_another_file(reads: Reads) -> None:
+    cache = FactsCache(reads, threads=2)
+    cache.prefetch([data_file(0, size=100)])
+    assert cache.get_all([data_file(0, size=200)])[0].size_bytes == 200
+    assert reads.count[data_file(0).path] == 2
+
+
+def test_committed_files_are_forgotten_and_the_cache_is_bounded(reads: Reads) -> None:
+    cache = FactsCache(reads, threads=2, capacity=5)
+    files = [data_file(i * 10) for i in range(8)]
+    cache.prefetch(files)
+    cache.get_all(files[3:])  # the reads ahead have run
+    assert len(cache) == 5  # the oldest three went
+    cache.forget(files[5:7])
+    assert len(cache) == 3
+    cache.get_all(files)
+    cache.close(wait=True)
+    assert sum(reads.count.values()) == 8 + 5  # the forgotten and the evicted are read again
