@@ -13,10 +13,10 @@ so maintenance never overlaps a round) and runs what it returns through the tabl
   table root that no commit references (orphans a sink left) older than the retention are deleted.
   The retention must cover the longest read of an old version and the longest time a sink's file
   may wait under the table root before it is committed.
-- ``checkpoint``: with ``checkpoint_interval_commits`` > 0, Delta no longer writes a checkpoint
-  inside every 10th commit (the table property ``delta.checkpointInterval`` is set out of reach);
-  the coordinator writes one from a background thread after every that-many commits instead, so
-  no commit round waits for one.
+- ``checkpoint`` (on unless ``checkpoint_interval_commits`` is 0, even when ``enabled`` is
+  false): Delta no longer writes a checkpoint inside every 10th commit (the table property
+  ``delta.checkpointInterval`` is set out of reach); the coordinator writes one from a background
+  thread after every that-many commits instead, so no commit round waits for one.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class MaintenancePolicy:
 
     @property
     def background_checkpoints(self) -> bool:
-        return self.enabled and self.checkpoint_interval_commits > 0
+        """Checkpoints are written off the commit path (whether or not compaction and vacuum run)."""
+        return self.checkpoint_interval_commits > 0
 
     def __post_init__(self) -> None:
         if self.checkpoint_interval_commits < 0:

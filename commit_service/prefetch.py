@@ -51,6 +51,7 @@ class FactsCache:
     def __init__(self, read: ReadFacts, *, threads: int = THREADS, capacity: int = CAPACITY, name: str = "") -> None:
         self._read = read
         self._capacity = capacity
+        self._threads = threads
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix=f"lakegate-facts-{name}")
         self._entries: OrderedDict[FactsKey, Future[FileFacts]] = OrderedDict()
         self._lock = threading.Lock()
@@ -58,29 +59,48 @@ class FactsCache:
     def prefetch(self, files: Iterable[DataFile]) -> None:
         """Start reading each file's facts (unless already read or being read); returns at once."""
         with self._lock:
-            for f in files:
-                key = key_of(f)
-                if key not in self._entries:
-                    self._entries[key] = self._pool.submit(self._read, f)
+            started = [self._track(f) for f in files if key_of(f) not in self._entries]
             while len(self._entries) > self._capacity:
                 self._entries.popitem(last=False)
+        self._start(started)
 
     def get_all(self, files: list[DataFile]) -> list[FileFacts]:
         """Each file's facts, in order: taken from the cache when read, waited for when being read,
         read now (in the pool, in parallel) when not prefetched or when its early read failed.
         Raises what the first failing read (in file order) raised."""
         pending = []
+        started = []
         with self._lock:
             for f in files:
-                key = key_of(f)
-                fut = self._entries.get(key)
+                fut = self._entries.get(key_of(f))
                 fresh = fut is None or (fut.done() and fut.exception() is not None)
                 if fresh:
-                    fut = self._pool.submit(self._read, f)
-                    self._entries[key] = fut
+                    started.append(self._track(f))
+                    fut = started[-1][1]
                 assert fut is not None
                 pending.append((f, fut, fresh))
+        self._start(started)
         return [self._result(f, fut, fresh) for f, fut, fresh in pending]
+
+    def _track(self, f: DataFile) -> tuple[DataFile, Future[FileFacts]]:
+        """A new entry for ``f`` whose read is yet to start (under the lock)."""
+        fut: Future[FileFacts] = Future()
+        self._entries[key_of(f)] = fut
+        return f, fut
+
+    def _start(self, reads: list[tuple[DataFile, Future[FileFacts]]]) -> None:
+        """Run ``reads`` on the pool in at most ``threads`` chunks: one task per file would cost the
+        HTTP thread more than the rest of accepting it."""
+        size = -(-len(reads) // self._threads)
+        for i in range(0, len(reads), size or 1):
+            self._pool.submit(self._read_chunk, reads[i : i + size])
+
+    def _read_chunk(self, reads: list[tuple[DataFile, Future[FileFacts]]]) -> None:
+        for f, fut in reads:
+            try:
+                fut.set_result(self._read(f))
+            except Exception as exc:  # kept in the future: the commit reads the file again
+                fut.set_exception(exc)
 
     def _result(self, f: DataFile, fut: Future[FileFacts], fresh: bool) -> FileFacts:
         try:

@@ -526,8 +526,10 @@ def test_maintenance_runs_between_rounds_and_on_demand(committer: FakeCommitter)
     conforms(document(), "MaintenanceList", listed)
 
 
-def test_checkpoints_are_written_in_the_background_every_n_commits(committer: FakeCommitter) -> None:
-    table = {**CONFIG["tables"][0], "maintenance": {"enabled": True, "checkpoint_interval_commits": 2}}
+@pytest.mark.parametrize("enabled", [True, False])
+def test_checkpoints_are_written_in_the_background_every_n_commits(committer: FakeCommitter, enabled: bool) -> None:
+    # compaction and vacuum off (the default) or on: checkpoints leave the commit path either way
+    table = {**CONFIG["tables"][0], "maintenance": {"enabled": enabled, "checkpoint_interval_commits": 2}}
     app = create_app(
         build(ServiceConfig, {**CONFIG, "tables": [table]}), committer_factory=lambda t: committer, start=False
     )

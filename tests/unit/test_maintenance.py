@@ -49,3 +49,9 @@ def test_compaction_needs_its_interval_and_enough_files_vacuum_its_interval() ->
 def test_bad_policies_are_refused(bad: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="maintenance"):
         MaintenancePolicy(**bad)  # type: ignore[arg-type]
+
+
+def test_checkpoints_leave_the_commit_path_unless_the_interval_is_zero() -> None:
+    assert MaintenancePolicy().background_checkpoints  # the default, with compaction and vacuum off
+    assert MaintenancePolicy(enabled=True).background_checkpoints
+    assert not MaintenancePolicy(checkpoint_interval_commits=0).background_checkpoints
