@@ -108,6 +108,8 @@ class Coordinator:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=60)
+        for tc in list(self.tables.values()):
+            tc.drain()
 
     def _run(self) -> None:
         for tc in list(self.tables.values()):  # ready already; now what the first commits need

@@ -73,6 +73,7 @@ class TableCoordinator:
         self.maintenance_runs: deque[MaintenanceRecord] = deque(maxlen=HISTORY)
         self._maintenance_clock = MaintenanceClock()
         self._checkpointer: ThreadPoolExecutor | None = None  # one background thread, made on first use
+        self._checkpoint_running: Future[None] | None = None
         self._state = TableState(config.name, policy=config.commit, now=clock())
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()
@@ -395,13 +396,26 @@ class TableCoordinator:
 
     def _maybe_checkpoint(self, version: int) -> Future[None] | None:
         """After every ``checkpoint_interval_commits``-th version, write a checkpoint off the commit
-        path (one background thread per table: checkpoints never pile up or overlap)."""
+        path (one background thread per table: checkpoints never overlap, and while one is still
+        being written the next is skipped: the one after it covers those commits too)."""
         policy = self.config.maintenance
         if not policy.background_checkpoints or version <= 0 or version % policy.checkpoint_interval_commits:
             return None
+        if self._checkpoint_running is not None and not self._checkpoint_running.done():
+            logger.info(
+                "table %s: checkpoint still being written; skipping the one after v%d", self.config.name, version
+            )
+            return None
         if self._checkpointer is None:
             self._checkpointer = ThreadPoolExecutor(1, thread_name_prefix=f"lakegate-checkpoint-{self.config.name}")
-        return self._checkpointer.submit(self._checkpoint)
+        self._checkpoint_running = self._checkpointer.submit(self._checkpoint)
+        return self._checkpoint_running
+
+    def drain(self) -> None:
+        """Wait for a background checkpoint in progress (on stop: the session must outlive it)."""
+        if self._checkpointer is not None:
+            self._checkpointer.shutdown(wait=True)
+            self._checkpointer = None
 
     def _checkpoint(self) -> None:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -547,3 +548,34 @@ def test_checkpoints_are_written_in_the_background_every_n_commits(committer: Fa
     assert [r["kind"] for r in runs] == ["checkpoint", "checkpoint"]
     # each checkpoints the version current when it runs: the one after v2 may already see v3 or v4
     assert runs[0]["version_before"] == 4 and 2 <= runs[1]["version_before"] <= 4
+
+
+def test_a_checkpoint_still_being_written_makes_the_next_one_skip_not_queue(committer: FakeCommitter) -> None:
+    gate, started = threading.Event(), threading.Event()
+    calls: list[int] = []
+    plain = committer.checkpoint
+
+    def slow_checkpoint() -> MaintenanceRecord:
+        calls.append(committer.version)
+        started.set()
+        assert gate.wait(30)
+        return plain()
+
+    committer.checkpoint = slow_checkpoint  # type: ignore[method-assign]
+    table = {**CONFIG["tables"][0], "maintenance": {"checkpoint_interval_commits": 2}}
+    app = create_app(
+        build(ServiceConfig, {**CONFIG, "tables": [table]}), committer_factory=lambda t: committer, start=False
+    )
+    coordinator = runtime(app).coordinator
+    coordinator.load()
+    c = app.test_client()
+    for i in range(3):  # v0..v2: the checkpoint after v2 starts and blocks
+        c.post("/v1/manifests", json=manifest(f"m{i}", start=i * 10, end=i * 10 + 9), headers=h())
+        c.post("/v1/tables/orders/commit", headers=h(ADMIN))
+    assert started.wait(30)
+    for i in range(3, 7):  # v3..v6: the ones after v4 and v6 are skipped while it is being written
+        c.post("/v1/manifests", json=manifest(f"m{i}", start=i * 10, end=i * 10 + 9), headers=h())
+        c.post("/v1/tables/orders/commit", headers=h(ADMIN))
+    gate.set()
+    coordinator.stop()  # waits for the checkpoint being written
+    assert calls == [2] and committer.version == 6
