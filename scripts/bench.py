@@ -13,7 +13,9 @@ Parts (``--parts``, default all but ``history``):
   (the default): p50, p99 and max of the commit time.
 - ``history``: commit time (p50/p99 of ``--window`` commits) once the table is at each version of
   ``--history`` (checkpoints in the background).
-- ``intake``: ``scripts/bench_intake.py`` (no JVM).
+- ``intake``: ``scripts/bench_intake.py`` (the HTTP handler in-process, no JVM).
+- ``http``: the real service (gunicorn, Spark started and idle) under ``wrk``: one-file manifests
+  from ``--clients`` concurrent connections for ``--seconds`` each; manifests/s, p50/p90/p99.
 
 Prints progress and tables, writes ``<part>.json`` and a PNG plot per part to ``--out-dir``
 (default ``.lakegate/bench``). Run through ``scripts/bench``.
@@ -50,8 +52,9 @@ from lakegate_core.protocol import DataFile, FileFormat
 TOPIC = "bench"
 PARTITIONS = 3
 COLUMNS = 10
-PARTS = ("commit", "checkpoints", "history", "intake")
-DEFAULT_PARTS = ("commit", "checkpoints", "intake")
+PARTS = ("commit", "checkpoints", "history", "intake", "http")
+DEFAULT_PARTS = ("commit", "checkpoints", "intake", "http")
+WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
 
 
 class Landing:
@@ -256,6 +259,89 @@ class Bench:
         return {"results": rows}
 
 
+def wrk_figures(output: str) -> dict[str, Any]:
+    """Requests/s, latency percentiles (ms) and non-2xx answers from ``wrk --latency`` output."""
+    import re
+
+    def ms(text: str) -> float:
+        m = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text)
+        assert m, text
+        return round(float(m.group(1)) * WRK_UNITS[m.group(2)], 2)
+
+    out: dict[str, Any] = {}
+    for pct, value in re.findall(r"^\s+(50|75|90|99)%\s+(\S+)$", output, re.M):
+        out[f"p{pct}_ms"] = ms(value)
+    rate = re.search(r"^Requests/sec:\s+([\d.]+)", output, re.M)
+    total = re.search(r"^\s+(\d+) requests in", output, re.M)
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    errors = re.search(r"Socket errors: (.*)$", output, re.M)
+    assert rate and total, output
+    out.update(
+        manifests_per_s=round(float(rate.group(1)), 1),
+        requests=int(total.group(1)),
+        non_2xx=int(bad.group(1)) if bad else 0,
+        socket_errors=errors.group(1) if errors else None,
+    )
+    return out
+
+
+def part_http(work: Path, clients: list[int], seconds: int) -> dict[str, Any]:
+    """The real service under wrk (see the module docstring)."""
+    import shutil
+    import subprocess
+
+    from lakegate_stack.services import SIDECAR_TOKEN, ServiceProcess
+
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise SystemExit("the http part needs wrk on PATH (scripts/bench installs it from Debian)")
+    root = work / "http-table"
+    table = {
+        "name": "bench",
+        "path": f"file://{root}",
+        "topics": [TOPIC],
+        "commit": {"interval_seconds": 3600, "max_files": 1_000_000, "max_pending_files": 10_000_000},
+    }
+    service = ServiceProcess(work / "http", [table], [f"file://{root}/"], server={"threads": 8})
+    print("starting the service (gunicorn, then Spark) ...", flush=True)
+    service.start()
+    service.spark_ui()  # Spark up and idle: the figures are the HTTP side's
+    rows = []
+    try:
+        for run, n in enumerate(clients):
+            env = {
+                **os.environ,
+                "LAKEGATE_BENCH_TOKEN": SIDECAR_TOKEN,
+                "LAKEGATE_BENCH_ROOT": f"file://{root}",
+                "LAKEGATE_BENCH_FIRST_PARTITION": str(run * 100),
+            }
+            cmd = [
+                wrk,
+                "-t2",
+                f"-c{n}",
+                f"-d{seconds}s",
+                "--latency",
+                "-s",
+                str(Path(__file__).parent / "bench_manifest.lua"),
+                service.url,
+            ]
+            result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=seconds + 60, check=True)
+            row = {"clients": n, "seconds": seconds, **wrk_figures(result.stdout)}
+            rows.append(row)
+            print(
+                f"{n:>3} clients: {row['manifests_per_s']:>8.1f} manifests/s  p50 {row.get('p50_ms')} ms  "
+                f"p90 {row.get('p90_ms')} ms  p99 {row.get('p99_ms')} ms  non-2xx {row['non_2xx']}",
+                flush=True,
+            )
+        pending = service.call("GET", "/v1/tables/bench").json()["pending_files"]
+    finally:
+        service.stop()
+    answered = sum(r["requests"] - r["non_2xx"] for r in rows)
+    # every answered manifest was a new file, buffered (wrk may stop with a request in flight)
+    assert answered <= pending <= answered + sum(clients), (answered, pending)
+    return {"results": rows, "pending_files_after": pending}
+
+
 def plot(part: str, data: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -288,6 +374,15 @@ def plot(part: str, data: dict[str, Any], path: Path) -> None:
         ax.set_xscale("log")
         ax.set_xlabel("table version")
         ax.set_ylabel("seconds per 10-file commit")
+    elif part == "http":
+        rows = data["results"]
+        labels = [str(r["clients"]) for r in rows]
+        ax.bar(labels, [r["manifests_per_s"] for r in rows], color="tab:blue", label="manifests/s")
+        ax.set_xlabel("concurrent clients")
+        ax.set_ylabel("manifests/s")
+        p99 = ax.twinx()
+        p99.plot(labels, [r.get("p99_ms", 0) for r in rows], color="tab:red", marker="o", label="p99 ms")
+        p99.set_ylabel("p99 latency, ms")
     else:
         plt.close(fig)
         return
@@ -327,6 +422,10 @@ def main(argv: list[str] | None = None) -> int:
         help="history: table versions (default 10 1000 5000)",
     )
     parser.add_argument("--window", type=int, default=20, help="history: commits timed at each version (default 20)")
+    parser.add_argument(
+        "--clients", type=int, nargs="+", default=[8, 32], help="http: concurrent connections (default 8 32)"
+    )
+    parser.add_argument("--seconds", type=int, default=20, help="http: seconds per run (default 20)")
     parser.add_argument("--out-dir", type=Path, default=Path(".lakegate/bench"))
     parser.add_argument("--no-plot", action="store_true", help="write no PNG")
     args = parser.parse_args(argv)
@@ -343,28 +442,36 @@ def main(argv: list[str] | None = None) -> int:
 
         print("== intake", flush=True)
         bench_intake.main(["--out", str(args.out_dir / "intake.json")])
-    jvm_parts = [p for p in parts if p != "intake"]
-    if not jvm_parts:
+    work = Path(tempfile.mkdtemp(prefix="lakegate-bench-"))
+    if "http" in parts:
+        write_part("http", machine, lambda: part_http(work, args.clients, args.seconds), args)
+    in_process = [p for p in parts if p not in ("intake", "http")]
+    if not in_process:
         return 0
-    bench = Bench(Path(tempfile.mkdtemp(prefix="lakegate-bench-")), args.rows)
+    bench = Bench(work, args.rows)
     runs: dict[str, Callable[[], dict[str, Any]]] = {
         "commit": lambda: bench.part_commit(args.files),
         "checkpoints": lambda: bench.part_checkpoints(args.commits),
         "history": lambda: bench.part_history(args.history, args.window),
     }
-    for part in jvm_parts:
-        print(f"== {part}", flush=True)
-        started = time.monotonic()
-        data = {"benchmark": part, "machine": machine, **runs[part](), "took_s": 0.0}
-        data["took_s"] = round(time.monotonic() - started, 1)
-        out = args.out_dir / f"{part}.json"
-        out.write_text(json.dumps(data, indent=2))
-        print(f"wrote {out}", flush=True)
-        if not args.no_plot:
-            plot(part, data, args.out_dir / f"{part}.png")
-            print(f"wrote {args.out_dir / f'{part}.png'}", flush=True)
+    for part in in_process:
+        write_part(part, machine, runs[part], args)
     bench.spark.stop()
     return 0
+
+
+def write_part(part: str, machine: dict[str, Any], run: Callable[[], dict[str, Any]], args: argparse.Namespace) -> None:
+    """Run one part; write its JSON (and its plot)."""
+    print(f"== {part}", flush=True)
+    started = time.monotonic()
+    data = {"benchmark": part, "machine": machine, **run(), "took_s": 0.0}
+    data["took_s"] = round(time.monotonic() - started, 1)
+    out = args.out_dir / f"{part}.json"
+    out.write_text(json.dumps(data, indent=2))
+    print(f"wrote {out}", flush=True)
+    if not args.no_plot:
+        plot(part, data, args.out_dir / f"{part}.png")
+        print(f"wrote {args.out_dir / f'{part}.png'}", flush=True)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,17 @@ PY="$VENV/bin/python"
 
 log() { printf '\033[1m[lakegate]\033[0m %s\n' "$*" >&2; }
 
+# ensure_debian_tool COMMAND PACKAGE: install PACKAGE from Debian when COMMAND is missing (as root).
+ensure_debian_tool() {
+  command -v "$1" >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    log "installing $2 from Debian packages"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+  else
+    log "error: need $1 (Debian package $2) on PATH"; exit 1
+  fi
+}
+
 ensure_jvm_tools() {
   local missing=()
   command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
