@@ -12,6 +12,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,10 +46,13 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: 
     :class:`~commit_service.prefetch.FactsCache`, so footers are read ahead from the first manifest on."""
     from commit_service.deferred import DeferredCommitter
     from commit_service.delta_commit import DeltaCommitter, log_snapshot
+    from commit_service.prefetch import THREADS as FACTS_THREADS
     from commit_service.prefetch import FactsCache, storage_facts
 
+    readers = ThreadPoolExecutor(FACTS_THREADS, thread_name_prefix="lakegate-facts")  # shared by the tables
+
     def factory(table: TableConfig) -> Committer:
-        facts = FactsCache(storage_facts(storage), name=table.name)
+        facts = FactsCache(storage_facts(storage), pool=readers, threads=FACTS_THREADS, name=table.name)
 
         def build() -> Committer:
             return DeltaCommitter(

@@ -2,7 +2,7 @@
 
 One cache per table, made by the production committer factory. The table's coordinator hands it
 every file it accepts (:meth:`FactsCache.prefetch`, called from the HTTP thread that took the
-manifest; it only queues the reads), a pool of threads reads them while the file waits in the
+manifest; it only queues the reads), a pool of threads (one for all tables) reads them while the file waits in the
 buffer, and the table's :class:`~commit_service.delta_commit.DeltaCommitter` takes them at commit
 time (:meth:`FactsCache.get_all`): a commit reads only what is not ready yet, and never a footer a
 second time.
@@ -48,11 +48,22 @@ def key_of(file: DataFile) -> FactsKey:
 class FactsCache:
     """Facts of accepted files, read in the background; thread-safe."""
 
-    def __init__(self, read: ReadFacts, *, threads: int = THREADS, capacity: int = CAPACITY, name: str = "") -> None:
+    def __init__(
+        self,
+        read: ReadFacts,
+        *,
+        pool: ThreadPoolExecutor | None = None,
+        threads: int = THREADS,
+        capacity: int = CAPACITY,
+        name: str = "",
+    ) -> None:
+        """``pool``: the threads that read (the service shares one among its tables; ``threads``
+        is its size); without one the cache makes its own."""
         self._read = read
         self._capacity = capacity
         self._threads = threads
-        self._pool = ThreadPoolExecutor(threads, thread_name_prefix=f"lakegate-facts-{name}")
+        self._own_pool = pool is None
+        self._pool = pool or ThreadPoolExecutor(threads, thread_name_prefix=f"lakegate-facts-{name}")
         self._entries: OrderedDict[FactsKey, Future[FileFacts]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -122,5 +133,6 @@ class FactsCache:
             return len(self._entries)
 
     def close(self, *, wait: bool = False) -> None:
-        """Stop reading ahead (reads not started are dropped)."""
-        self._pool.shutdown(wait=wait, cancel_futures=True)
+        """Stop reading ahead (reads not started are dropped); a shared pool is left to its owner."""
+        if self._own_pool:
+            self._pool.shutdown(wait=wait, cancel_futures=True)
