@@ -28,6 +28,7 @@ from commit_service.storage import FileFacts, StorageReader
 from lakegate_core.protocol import FileFormat
 
 CORRUPT_RECORD = "_corrupt_record"  # Spark's column for lines it cannot parse (PERMISSIVE mode)
+LINES_PER_SLICE = 20_000
 
 
 class FrameReader:
@@ -39,6 +40,7 @@ class FrameReader:
         self.unwrap = unwrap
         self._lines: dict[str, list[str]] = {}
         self._frames: dict[str, Any] = {}
+        self._groups: dict[tuple[str, ...], Any] = {}
 
     def rewrites(self, p: PendingFile, facts: FileFacts | None) -> bool:
         """Whether ``p`` is rewritten (text, or Parquet whose envelope is unwrapped) or added in place."""
@@ -74,18 +76,36 @@ class FrameReader:
             raise DataFileError(p.file.path, f"has lines that are not {p.file.format.value} records")
         return schema
 
+    def group_schema(self, files: list[PendingFile]) -> dict[str, Any] | None:
+        """Spark's schema of :meth:`group_frame`: one inference over all of ``files`` instead of one
+        Spark job per file. None where each file's own schema is needed: CSV (headers are per
+        file), or a line that does not parse (:meth:`schema` then names the file)."""
+        if files[0].file.format is FileFormat.CSV:
+            return None
+        schema: dict[str, Any] = json.loads(self.group_frame(files).schema.json())
+        return None if any(f["name"] == CORRUPT_RECORD for f in schema["fields"]) else schema
+
     def group_frame(self, files: list[PendingFile]) -> Any:
-        """All of ``files`` (one format) as one DataFrame, for one ``txn.writeFiles``."""
-        if files[0].file.format is FileFormat.CSV:  # headers are per file: one frame each, unioned
-            frames = [self.frame(p) for p in files]
-            return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
-        return self._unwrapped(self._read(files))
+        """All of ``files`` (one format) as one DataFrame, for one ``txn.writeFiles`` (made once per
+        commit: reading text infers its schema, a Spark job)."""
+        key = tuple(p.file.path for p in files)
+        if key not in self._groups:
+            if files[0].file.format is FileFormat.CSV:  # headers are per file: one frame each, unioned
+                frames = [self.frame(p) for p in files]
+                self._groups[key] = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+            else:
+                self._groups[key] = self._unwrapped(self._read(files))
+        return self._groups[key]
 
     def _read(self, files: list[PendingFile]) -> Any:
         fmt = files[0].file.format
         if fmt is FileFormat.PARQUET:
             return self.spark.read.parquet(*[table_location(p.file.path) for p in files])
-        rdd = self.spark.sparkContext.parallelize(list(self._all_lines(files)) or [""], 1)
+        lines = list(self._all_lines(files)) or [""]
+        # a slice per LINES_PER_SLICE lines, at most one per core: one slice of a large commit is
+        # one task on one core, shipped as one huge task
+        slices = max(1, min(self.spark.sparkContext.defaultParallelism, len(lines) // LINES_PER_SLICE))
+        rdd = self.spark.sparkContext.parallelize(lines, slices)
         if fmt is FileFormat.JSONL:
             return self.spark.read.json(rdd)
         return self.spark.read.option("header", "true").option("inferSchema", "true").csv(rdd)

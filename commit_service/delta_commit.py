@@ -41,6 +41,7 @@ from commit_service.errors import (
     DeltaUnavailableError,
     DeltaWriteError,
     OffsetsMovedError,
+    SchemaMismatchError,
     UnexpectedCommitError,
 )
 from commit_service.java_errors import Failure, classify, java_summary
@@ -345,27 +346,38 @@ class DeltaCommitter:
         rewritten: list[PendingFile],
         reader: FrameReader,
     ) -> dict[str, Any]:
+        """The table's schema widened by every file's. Rewritten files are merged as the one frame
+        per format that is written (one schema inference); only when that fails is each file
+        merged alone, so the error names the file to blame."""
         schema = table
-        for path, file_schema in self._file_schemas(in_place, facts, rewritten, reader):
+        for path, file_schema in self._file_schemas(in_place, facts):
             schema = file_schema if schema is None else merge_schema(schema, file_schema, path)
+        for fmt in FileFormat:
+            group = [p for p in rewritten if p.file.format is fmt]
+            if not group:
+                continue
+            group_schema = reader.group_schema(group)
+            try:
+                if group_schema is not None:
+                    schema = group_schema if schema is None else merge_schema(schema, group_schema, group[0].file.path)
+                    continue
+            except SchemaMismatchError:
+                pass  # find the file to blame
+            for p in group:
+                file_schema = reader.schema(p)
+                schema = file_schema if schema is None else merge_schema(schema, file_schema, p.file.path)
         return schema if schema is not None else {"type": "struct", "fields": []}  # a release before any file
 
     def _file_schemas(
-        self,
-        in_place: list[PendingFile],
-        facts: dict[str, FileFacts],
-        rewritten: list[PendingFile],
-        reader: FrameReader,
+        self, in_place: list[PendingFile], facts: dict[str, FileFacts]
     ) -> Iterable[tuple[str, dict[str, Any]]]:
-        """Spark's schema of each file; one Spark read per distinct Parquet footer schema."""
+        """Spark's schema of each in-place file; one Spark read per distinct Parquet footer schema."""
         seen: dict[str | None, dict[str, Any]] = {}
         for p in in_place:
             key = facts[p.file.path].schema_key
             if key not in seen or key is None:
                 seen[key] = json.loads(self.spark.read.parquet(table_location(p.file.path)).schema.json())
             yield p.file.path, seen[key]
-        for p in rewritten:
-            yield p.file.path, reader.schema(p)
 
     def _rewrite(self, txn: Any, files: list[PendingFile], reader: FrameReader) -> list[Any]:
         """Write the rewritten files as new Parquet files inside ``txn``; returns their AddFiles,

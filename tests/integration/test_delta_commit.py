@@ -136,6 +136,40 @@ def test_jsonl_files_are_converted_in_the_same_commit(spark: Any, tmp_path: Path
     assert record.version == 0
 
 
+def test_many_jsonl_files_are_one_frame_and_a_mistyped_one_is_named(spark: Any, tmp_path: Path) -> None:
+    """A commit's JSON-lines files are read as one frame (one schema inference for all); when that
+    frame does not fit the table, each file is checked alone so the error names the culprit."""
+    root, landing = tmp_path / "events", tmp_path / "landing"
+    landing.mkdir()
+
+    def jsonl(partition: int, start: int, rows: list[dict[str, Any]]) -> PendingFile:
+        src = landing / f"events-{partition}-{start}"
+        src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        end = start + len(rows) - 1
+        return PendingFile(
+            DataFile(f"file://{src}", "events", partition, start, end, src.stat().st_size, FileFormat.JSONL, len(rows)),
+            "m",
+            "sc",
+        )
+
+    committer = DeltaCommitter(spark, "events", str(root), StorageReader())
+    state = TableState("events")
+    files = [jsonl(p, 0, [{"id": p * 100 + i, "kind": "click"} for i in range(5)]) for p in range(6)]
+    commit_all(committer, state, files)
+    assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 30
+
+    good = [jsonl(p, 5, [{"id": 1, "kind": "view"}] * 5) for p in range(5)]
+    bad = jsonl(5, 5, [{"id": "not-a-number", "kind": "view"}] * 5)
+    for f in [*good, bad]:
+        state.offer(f, now=0)
+    plan = state.plan(now=0, force=True)
+    assert plan is not None and len(plan.files) == 6
+    with pytest.raises(SchemaMismatchError) as caught:
+        committer.commit(plan)
+    assert caught.value.path == bad.file.path and "'id'" in str(caught.value)
+    assert committer.snapshot().version == 0
+
+
 def test_csv_files_are_converted_too(spark: Any, tmp_path: Path) -> None:
     src = tmp_path / "landing" / "clicks-0-0.csv"
     src.parent.mkdir(parents=True)
