@@ -13,6 +13,8 @@ Parts (``--parts``, default all but ``history``):
   (the default): p50, p99 and max of the commit time.
 - ``history``: commit time (p50/p99 of ``--window`` commits) once the table is at each version of
   ``--history`` (checkpoints in the background).
+- ``jsonl``: one commit of N gzip JSON-lines files (``--rows`` lines each, N in ``--jsonl-files``),
+  which the service rewrites as Parquet inside the commit (Spark parses them).
 - ``intake``: ``scripts/bench_intake.py`` (the HTTP handler in-process, no JVM).
 - ``http``: the real service (gunicorn, Spark started and idle) under ``wrk``: one-file manifests
   from ``--clients`` concurrent connections for ``--seconds`` each; manifests/s, p50/p90/p99.
@@ -52,7 +54,7 @@ from lakegate_core.protocol import DataFile, FileFormat
 TOPIC = "bench"
 PARTITIONS = 3
 COLUMNS = 10
-PARTS = ("commit", "checkpoints", "history", "intake", "http")
+PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http")
 DEFAULT_PARTS = ("commit", "checkpoints", "intake", "http")
 WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
 
@@ -65,6 +67,29 @@ class Landing:
         self.rows = rows
         self.next: dict[int, int] = {}
         root.mkdir(parents=True, exist_ok=True)
+
+    def write_jsonl(self, n: int) -> list[DataFile]:
+        """N gzip JSON-lines files in the sink's envelope (``value`` + ``offset``), no extension."""
+        import gzip
+
+        files = []
+        for i in range(n):
+            partition = i % PARTITIONS
+            start = self.next.get(partition, 0)
+            self.next[partition] = start + self.rows
+            path = self.root / f"{TOPIC}-{partition}-{start:020d}"
+            lines = (
+                json.dumps({"value": {"id": f"{partition}-{o}", "amount": o * 0.25, "n": o}, "offset": o}) + "\n"
+                for o in range(start, start + self.rows)
+            )
+            path.write_bytes(gzip.compress("".join(lines).encode()))
+            size = path.stat().st_size
+            files.append(
+                DataFile(
+                    f"file://{path}", TOPIC, partition, start, start + self.rows - 1, size, FileFormat.JSONL, self.rows
+                )
+            )
+        return files
 
     def write(self, n: int) -> list[DataFile]:
         files = []
@@ -209,6 +234,18 @@ class Bench:
         elapsed = time.perf_counter() - started
         state.committed_plan(plan, record.version, now=0)
         return elapsed
+
+    def part_jsonl(self, sizes: list[int]) -> dict[str, Any]:
+        rows = []
+        for n in sizes:
+            landing = Landing(self.work / f"landing-jsonl-{n}", self.rows)
+            table = self.coordinator(f"jsonl{n}")
+            self.commit(table, landing.write_jsonl(1))  # the table exists before the measured commit
+            files = landing.write_jsonl(n)
+            seconds = self.commit(table, files)
+            rows.append({"files": n, "lines_per_file": self.rows, "commit_s": round(seconds, 3)})
+            print(f"{n:>6} JSONL files: {seconds:.2f} s", flush=True)
+        return {"results": rows}
 
     def part_checkpoints(self, commits: int) -> dict[str, Any]:
         modes = {
@@ -423,6 +460,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--window", type=int, default=20, help="history: commits timed at each version (default 20)")
     parser.add_argument(
+        "--jsonl-files",
+        type=int,
+        nargs="+",
+        default=[10, 100, 1000],
+        help="jsonl: files per commit (default 10 100 1000)",
+    )
+    parser.add_argument(
         "--clients", type=int, nargs="+", default=[8, 32], help="http: concurrent connections (default 8 32)"
     )
     parser.add_argument("--seconds", type=int, default=20, help="http: seconds per run (default 20)")
@@ -445,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="lakegate-bench-"))
     if "http" in parts:
         write_part("http", machine, lambda: part_http(work, args.clients, args.seconds), args)
-    in_process = [p for p in parts if p not in ("intake", "http")]
+    in_process = [p for p in parts if p not in ("intake", "http")]  # in the order of PARTS
     if not in_process:
         return 0
     bench = Bench(work, args.rows)
@@ -453,6 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         "commit": lambda: bench.part_commit(args.files),
         "checkpoints": lambda: bench.part_checkpoints(args.commits),
         "history": lambda: bench.part_history(args.history, args.window),
+        "jsonl": lambda: bench.part_jsonl(args.jsonl_files),
     }
     for part in in_process:
         write_part(part, machine, runs[part], args)
