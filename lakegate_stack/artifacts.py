@@ -74,10 +74,13 @@ class ArtifactGroup:
     # A Maven project in this repository to build instead of resolving ``dependencies``; its
     # runtime closure plus its own jar become the group (a Connect plugin directory).
     build_project: str | None = None
+    # Fetched only when named (benchmark-only groups), not by a bare ``fetch-jars``.
+    on_request: bool = False
 
     def fingerprint(self) -> str:
         """Hash of the pinned spec (and of the project's sources); a stamp must match it."""
-        digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode())
+        spec = {k: v for k, v in asdict(self).items() if k != "on_request"}  # what is fetched, not when
+        digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode())
         if self.build_project:
             root = REPO_ROOT / self.build_project
             for src in sorted(p for p in root.rglob("*") if p.is_file() and "target" not in p.parts):
@@ -143,6 +146,29 @@ GROUPS: dict[str, ArtifactGroup] = {
             description="Kafka Connect S3 sink plugin (Aiven-compatible stand-in, built from connect-plugin/)",
             dependencies=(),
             build_project="connect-plugin",
+        ),
+        ArtifactGroup(
+            name="spark-kafka",
+            description=f"Spark {SPARK_VERSION} Kafka source (spark-sql-kafka-0-10), for the benchmark's "
+            "Spark Structured Streaming peer (scripts/bench --parts pipeline)",
+            dependencies=(
+                Dependency(
+                    f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}",
+                    # pyspark ships Scala and the Hadoop client
+                    exclusions=("org.scala-lang:*", "org.apache.hadoop:*"),
+                ),
+            ),
+            drop_prefixes=(
+                "slf4j-",
+                "log4j-",
+                "snappy-java",
+                "zstd-jni",
+                "lz4-java",
+                "jsr305",
+                "spark-tags",
+                "scala-parallel-collections",
+            ),
+            on_request=True,
         ),
         ArtifactGroup(
             name="hadoop-aws",
@@ -270,7 +296,12 @@ def main(argv: list[str] | None = None) -> int:
         description="Resolve Lakegate's pinned JVM artifacts from Maven Central into the cache "
         "(idempotent; quick once cached).",
     )
-    parser.add_argument("groups", nargs="*", metavar="GROUP", help=f"any of {', '.join(GROUPS)} (default: all)")
+    parser.add_argument(
+        "groups",
+        nargs="*",
+        metavar="GROUP",
+        help=f"any of {', '.join(GROUPS)} (default: all but the benchmark-only spark-kafka)",
+    )
     parser.add_argument(
         "--jars-dir", type=Path, default=None, help="default: $LAKEGATE_JARS_DIR or ~/.cache/lakegate/jars"
     )
@@ -288,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown group(s) {', '.join(unknown)}; choose from {', '.join(GROUPS)}")
     try:
-        for name in args.groups or list(GROUPS):
+        for name in args.groups or [n for n, g in GROUPS.items() if not g.on_request]:
             resolve(GROUPS[name], args.jars_dir)
     except ArtifactError as exc:
         print(f"fetch-jars: error: {exc}", file=sys.stderr)

@@ -16,6 +16,9 @@ Parts (``--parts``, default all but ``history``):
 - ``jsonl``: one commit of N gzip JSON-lines files (``--rows`` lines each, N in ``--jsonl-files``),
   which the service rewrites as Parquet inside the commit (Spark parses them).
 - ``intake``: ``scripts/bench_intake.py`` (the HTTP handler in-process, no JVM).
+- ``pipeline``: end-to-end freshness and CPU-seconds per million records, Lakegate's whole
+  pipeline (Connect sink, sidecar, service) beside a Spark Structured Streaming job on the same
+  records, at each of ``--intervals`` (``scripts/bench_pipeline.py``).
 - ``http``: the real service (gunicorn, Spark started and idle) under ``wrk``: one-file manifests
   from ``--clients`` concurrent connections for ``--seconds`` each; manifests/s, p50/p90/p99.
 
@@ -54,7 +57,7 @@ from lakegate_core.protocol import DataFile, FileFormat
 TOPIC = "bench"
 PARTITIONS = 3
 COLUMNS = 10
-PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http")
+PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline")
 DEFAULT_PARTS = ("commit", "checkpoints", "intake", "http")
 WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
 
@@ -411,6 +414,22 @@ def plot(part: str, data: dict[str, Any], path: Path) -> None:
         ax.set_xscale("log")
         ax.set_xlabel("table version")
         ax.set_ylabel("seconds per 10-file commit")
+    elif part == "pipeline":
+        rows = data["results"]
+        systems = sorted({r["system"] for r in rows})
+        intervals = sorted({r["interval_s"] for r in rows})
+        width = 0.8 / (2 * len(systems))
+        for i, system in enumerate(systems):
+            for j, (key, hatch) in enumerate((("freshness_p50_s", ""), ("freshness_p99_s", "//"))):
+                values = [
+                    next((r[key] for r in rows if r["system"] == system and r["interval_s"] == iv), 0)
+                    for iv in intervals
+                ]
+                xs = [k + (2 * i + j) * width for k in range(len(intervals))]
+                ax.bar(xs, values, width, hatch=hatch, label=f"{system} {key.split('_')[1]}", color=f"C{i}")
+        ax.set_xticks([k + 0.4 - width / 2 for k in range(len(intervals))], [f"{iv} s" for iv in intervals])
+        ax.set_xlabel("commit interval / trigger")
+        ax.set_ylabel("freshness, s")
     elif part == "http":
         rows = data["results"]
         labels = [str(r["clients"]) for r in rows]
@@ -470,6 +489,15 @@ def main(argv: list[str] | None = None) -> int:
         "--clients", type=int, nargs="+", default=[8, 32], help="http: concurrent connections (default 8 32)"
     )
     parser.add_argument("--seconds", type=int, default=20, help="http: seconds per run (default 20)")
+    parser.add_argument(
+        "--intervals",
+        type=int,
+        nargs="+",
+        default=[2, 10],
+        help="pipeline: commit intervals / triggers, s (default 2 10)",
+    )
+    parser.add_argument("--rate", type=int, default=2000, help="pipeline: records per second (default 2000)")
+    parser.add_argument("--pipeline-seconds", type=int, default=60, help="pipeline: seconds of producing (default 60)")
     parser.add_argument("--out-dir", type=Path, default=Path(".lakegate/bench"))
     parser.add_argument("--no-plot", action="store_true", help="write no PNG")
     args = parser.parse_args(argv)
@@ -489,7 +517,16 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="lakegate-bench-"))
     if "http" in parts:
         write_part("http", machine, lambda: part_http(work, args.clients, args.seconds), args)
-    in_process = [p for p in parts if p not in ("intake", "http")]  # in the order of PARTS
+    if "pipeline" in parts:
+        import bench_pipeline
+
+        write_part(
+            "pipeline",
+            machine,
+            lambda: bench_pipeline.run(work / "pipeline", args.intervals, args.rate, args.pipeline_seconds),
+            args,
+        )
+    in_process = [p for p in parts if p not in ("intake", "http", "pipeline")]  # in the order of PARTS
     if not in_process:
         return 0
     bench = Bench(work, args.rows)

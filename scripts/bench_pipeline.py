@@ -1,0 +1,352 @@
+"""Benchmark: end-to-end freshness and CPU cost of Lakegate's pipeline beside Spark Structured Streaming.
+
+On one local stack (the S3 server, Kafka, one Connect worker), for each commit interval / trigger
+in ``--intervals``, records are produced at ``--rate`` per second for ``--seconds`` (each carries
+``produced_ms``), into a new 3-partition topic, and land in a new Delta table on the S3 server:
+
+- **Lakegate**: the Connect S3 sink (Parquet, no envelope, Connect's offset flush every 2 s as
+  the local stack sets it) -> one sidecar -> the service (``commit.interval_seconds`` = the interval),
+  files added in place;
+- **Spark Structured Streaming** (the peer): ``readStream.format("kafka")`` -> ``from_json`` ->
+  ``writeStream.format("delta")`` with a checkpoint, ``trigger(processingTime=<interval>)``, in
+  its own process (``scripts/bench_spark_streaming.py``).
+
+A poller lists the table's ``_delta_log`` every 0.25 s; a record's freshness is the time its
+commit was first seen minus ``produced_ms`` (p50/p99 over every record). CPU is the user+system
+time of the processes doing the work over the run (``/proc``): for Lakegate the Connect worker,
+the sidecar and the service (with its JVM), and Lakegate's marginal part (sidecar + service)
+apart; for Spark its driver JVM and Python. Writes ``pipeline.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from kafka import KafkaProducer
+
+from lakegate_stack import s3 as s3mod
+from lakegate_stack.connect import s3_sink_config
+from lakegate_stack.kafka import create_topic
+from lakegate_stack.services import ServiceProcess, SidecarProcess
+from lakegate_stack.stack import LocalStack
+
+BUCKET = "lake"
+PARTITIONS = 3
+TICKS = os.sysconf("SC_CLK_TCK")
+S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of these processes and all their descendants, now."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    total, todo, seen = 0.0, list(pids), set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / TICKS
+        except (OSError, IndexError, ValueError):
+            pass
+        todo.extend(children.get(pid, []))
+    return total
+
+
+@dataclass(eq=False)
+class Poller(threading.Thread):
+    """Lists a Delta table's log on the S3 server; for every new commit, when it was first seen and
+    the ``produced_ms`` of every record its added files hold."""
+
+    s3: Any
+    fs: pafs.S3FileSystem
+    prefix: str  # the table's key prefix, ending in /
+    seen_ms: list[tuple[int, int]] = field(default_factory=list)  # (produced_ms, visible_ms) per record
+    versions: set[str] = field(default_factory=set)
+    stop: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        threading.Thread.__init__(self, name="freshness-poller", daemon=True)
+
+    def run(self) -> None:
+        try:
+            while not self.stop.wait(0.25):
+                self.poll()
+            self.poll()
+        except BaseException as exc:  # reported by the caller
+            self.error = exc
+
+    def poll(self) -> None:
+        now_ms = int(time.time() * 1000)
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=f"{self.prefix}_delta_log/")
+        new = sorted(
+            o["Key"]
+            for page in pages
+            for o in page.get("Contents", [])
+            if o["Key"].endswith(".json") and o["Key"] not in self.versions
+        )
+        for key in new:
+            self.versions.add(key)
+            body = self.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read().decode()
+            for line in body.splitlines():
+                add = json.loads(line).get("add")
+                if add is None:
+                    continue
+                path = add["path"]
+                if "://" in path:
+                    path = path.split("://", 1)[1].split("/", 1)[1]
+                else:
+                    path = self.prefix + path
+                column = pq.read_table(f"{BUCKET}/{unquote(path)}", columns=["produced_ms"], filesystem=self.fs)
+                self.seen_ms.extend((int(p), now_ms) for p in column.column(0).to_pylist())
+
+
+def produce(bootstrap: str, topic: str, rate: int, seconds: int) -> int:
+    """``rate`` records per second for ``seconds``, paced by the clock; returns how many."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, acks="all")
+    total, started = rate * seconds, time.monotonic()
+    base = int(time.time() * 1000) * 1000  # ids unique across calls (the warm-up, then the run)
+    for n in range(total):
+        due = started + n / rate
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        value = {"id": base + n, "produced_ms": int(time.time() * 1000), "amount": n * 0.25, "note": f"record {n}"}
+        producer.send(topic, key=str(n).encode(), value=json.dumps(value).encode(), partition=n % PARTITIONS)
+    producer.flush()
+    producer.close()
+    return total
+
+
+def figures(poller: Poller, expected: int, cpu: float, marginal: float | None, rate: int) -> dict[str, Any]:
+    fresh = sorted((v - p) / 1000 for p, v in poller.seen_ms)
+    if len(fresh) != expected:
+        raise SystemExit(f"the table holds {len(fresh)} records, {expected} were produced")
+    out = {
+        "records": expected,
+        "rate": rate,
+        "commits": len(poller.versions),
+        "freshness_p50_s": round(statistics.median(fresh), 2),
+        "freshness_p99_s": round(fresh[min(len(fresh) - 1, int(0.99 * len(fresh)))], 2),
+        "freshness_max_s": round(fresh[-1], 2),
+        "cpu_s": round(cpu, 1),
+        "cpu_s_per_million": round(cpu / expected * 1e6, 1),
+    }
+    if marginal is not None:
+        out.update(marginal_cpu_s=round(marginal, 1), marginal_cpu_s_per_million=round(marginal / expected * 1e6, 1))
+    return out
+
+
+WARM_UP = 300  # records produced and waited for before the measured run: first commits load code
+
+
+def warm_up(poller: Poller, bootstrap: str, topic: str) -> None:
+    """Produce a few records and wait until they are in the table (the first commit of either
+    system is seconds of class loading and planning that no steady state has); forget them."""
+    produce(bootstrap, topic, WARM_UP, 1)
+    wait_for(poller, WARM_UP, timeout=300, stop=False)
+    poller.seen_ms.clear()
+
+
+def wait_for(poller: Poller, expected: int, timeout: float, *, stop: bool = True) -> None:
+    deadline = time.monotonic() + timeout
+    while len(poller.seen_ms) < expected:
+        if poller.error is not None:
+            raise poller.error
+        if time.monotonic() > deadline:
+            raise SystemExit(f"only {len(poller.seen_ms)} of {expected} records visible after {timeout:.0f} s")
+        time.sleep(0.5)
+    if stop:
+        poller.stop.set()
+        poller.join(10)
+
+
+class Pipeline:
+    """The shared stack and the two systems' runs."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.stack = LocalStack(work / "stack", buckets=(BUCKET,))
+
+    def __enter__(self) -> Pipeline:
+        print("starting the S3 server, Kafka and a Connect worker ...", flush=True)
+        self.stack.start()
+        assert self.stack.s3 is not None and self.stack.kafka is not None
+        self.s3 = self.stack.s3.client()
+        host = self.stack.s3.endpoint.split("://", 1)[1]
+        self.fs = pafs.S3FileSystem(
+            endpoint_override=host,
+            scheme="http",
+            access_key=s3mod.ACCESS_KEY,
+            secret_key=s3mod.SECRET_KEY,
+            region=s3mod.REGION,
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.stop()
+
+    def lakegate(self, interval: int, rate: int, seconds: int) -> dict[str, Any]:
+        assert self.stack.s3 is not None and self.stack.kafka is not None
+        name = f"lg{interval}"
+        create_topic(self.stack.kafka.bootstrap_servers, name, PARTITIONS)
+        table = {
+            "name": name,
+            "path": f"s3a://{BUCKET}/{name}",
+            "topics": [name],
+            "commit": {"interval_seconds": interval, "timeout_seconds": interval},
+        }
+        service = ServiceProcess(
+            self.work / name,
+            [table],
+            [f"s3a://{BUCKET}/"],
+            name="service",
+            s3={"endpoint": self.stack.s3.endpoint},
+            env=S3_ENV,
+        )
+        service.start()
+        service.spark_ui()
+        worker = self.stack.workers[0]
+        sidecar = SidecarProcess(
+            self.work / name,
+            "sidecar",
+            {
+                "worker_id": worker.worker_id,
+                "connect": {"url": worker.url, "connectors": [name]},
+                "kafka": {"bootstrap_servers": self.stack.kafka.bootstrap_servers},
+                "storage": {
+                    "kind": "s3",
+                    "bucket": BUCKET,
+                    "prefix": f"{name}/data/",
+                    "endpoint": self.stack.s3.endpoint,
+                    "naming": "aiven",
+                },
+                "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
+                "poll_interval_seconds": 1,
+            },
+            env=S3_ENV,
+        ).start()
+        connect = worker.client()
+        config = s3_sink_config(
+            [name],
+            BUCKET,
+            self.stack.s3.endpoint,
+            s3mod.ACCESS_KEY,
+            s3mod.SECRET_KEY,
+            prefix=f"{name}/data/",
+            tasks=PARTITIONS,
+        )
+        connect.put_connector(name, {**config, "format.output.envelope": "false"})
+        connect.wait_running(name, PARTITIONS)
+        pids = {
+            "connect": worker.process.pid if worker.process else None,
+            "sidecar": sidecar.process.pid,
+            "service": service.process.pid,
+        }
+        poller = Poller(self.s3, self.fs, f"{name}/")
+        poller.start()
+        warm_up(poller, self.stack.kafka.bootstrap_servers, name)
+        before = {k: cpu_seconds([p]) for k, p in pids.items() if p is not None}
+        print(f"  lakegate, commit interval {interval} s: producing {rate}/s for {seconds} s ...", flush=True)
+        produced = produce(self.stack.kafka.bootstrap_servers, name, rate, seconds)
+        wait_for(poller, produced, timeout=seconds + 180)
+        used = {k: cpu_seconds([p]) - before[k] for k, p in pids.items() if p is not None}
+        connect.delete_connector(name)
+        sidecar.stop()
+        service.stop()
+        return {
+            "system": "lakegate",
+            "interval_s": interval,
+            "cpu_by_process_s": {k: round(v, 1) for k, v in used.items()},
+            **figures(poller, produced, sum(used.values()), used["sidecar"] + used["service"], rate),
+        }
+
+    def spark(self, interval: int, rate: int, seconds: int) -> dict[str, Any]:
+        assert self.stack.s3 is not None and self.stack.kafka is not None
+        name = f"ss{interval}"
+        create_topic(self.stack.kafka.bootstrap_servers, name, PARTITIONS)
+        script = Path(__file__).parent / "bench_spark_streaming.py"
+        log = (self.work / f"{name}.log").open("w")
+        ready = self.work / f"{name}.ready"
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(script),
+                "--bootstrap", self.stack.kafka.bootstrap_servers,
+                "--topic", name,
+                "--table", f"s3a://{BUCKET}/{name}",
+                "--checkpoint", str(self.work / f"{name}-checkpoint"),
+                "--trigger-seconds", str(interval),
+                "--s3-endpoint", self.stack.s3.endpoint,
+                "--ready-file", str(ready),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **S3_ENV},
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 300
+            while not ready.exists():  # the query has started (and read the empty topic once)
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"the Spark streaming job did not start: see {log.name}")
+                time.sleep(0.5)
+            poller = Poller(self.s3, self.fs, f"{name}/")
+            poller.start()
+            warm_up(poller, self.stack.kafka.bootstrap_servers, name)
+            before = cpu_seconds([proc.pid])
+            print(
+                f"  spark structured streaming, trigger {interval} s: producing {rate}/s for {seconds} s ...",
+                flush=True,
+            )
+            produced = produce(self.stack.kafka.bootstrap_servers, name, rate, seconds)
+            wait_for(poller, produced, timeout=seconds + 180)
+            used = cpu_seconds([proc.pid]) - before
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            log.close()
+        return {
+            "system": "spark-structured-streaming",
+            "interval_s": interval,
+            **figures(poller, produced, used, None, rate),
+        }
+
+
+def run(work: Path, intervals: list[int], rate: int, seconds: int) -> dict[str, Any]:
+    rows = []
+    with Pipeline(work) as pipeline:
+        flush_ms = pipeline.stack.workers[0].offset_flush_interval_ms
+        for interval in intervals:
+            for system in (pipeline.lakegate, pipeline.spark):
+                row = system(interval, rate, seconds)
+                rows.append(row)
+                print(
+                    f"  {row['system']:>26} {interval:>3} s: freshness p50 {row['freshness_p50_s']} s, "
+                    f"p99 {row['freshness_p99_s']} s; {row['cpu_s_per_million']} CPU-s per million records",
+                    flush=True,
+                )
+    return {"rate": rate, "seconds": seconds, "connect_offset_flush_ms": flush_ms, "results": rows}
