@@ -61,6 +61,7 @@ logger = logging.getLogger(__name__)
 
 APP_ID_PREFIX = "lakegate"
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
+SCHEMA_CACHE = 256  # distinct footer schemas remembered
 NO_CHECKPOINT_IN_COMMIT = str(2**31 - 1)  # Delta checkpoints every N commits inside the commit: never
 
 
@@ -116,6 +117,7 @@ class DeltaCommitter:
         self._delta = self._jvm.org.apache.spark.sql.delta
         self._actions = ActionBuilder(self._jvm)
         self._maintainer = DeltaMaintainer(spark, table, self.location, self._log)
+        self._spark_schemas: dict[str, dict[str, Any]] = {}  # footer schema (Arrow text) -> Spark's schema
         self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
 
     # -- reading --------------------------------------------------------------------------
@@ -371,13 +373,18 @@ class DeltaCommitter:
     def _file_schemas(
         self, in_place: list[PendingFile], facts: dict[str, FileFacts]
     ) -> Iterable[tuple[str, dict[str, Any]]]:
-        """Spark's schema of each in-place file; one Spark read per distinct Parquet footer schema."""
-        seen: dict[str | None, dict[str, Any]] = {}
+        """Spark's schema of each in-place file: one Spark read per distinct Parquet footer schema,
+        remembered across commits (a sink writes the same schema file after file)."""
         for p in in_place:
             key = facts[p.file.path].schema_key
-            if key not in seen or key is None:
-                seen[key] = json.loads(self.spark.read.parquet(table_location(p.file.path)).schema.json())
-            yield p.file.path, seen[key]
+            schema = self._spark_schemas.get(key) if key is not None else None
+            if schema is None:
+                schema = json.loads(self.spark.read.parquet(table_location(p.file.path)).schema.json())
+                if key is not None:
+                    if len(self._spark_schemas) >= SCHEMA_CACHE:
+                        self._spark_schemas.clear()
+                    self._spark_schemas[key] = schema
+            yield p.file.path, schema
 
     def _rewrite(self, txn: Any, files: list[PendingFile], reader: FrameReader) -> list[Any]:
         """Write the rewritten files as new Parquet files inside ``txn``; returns their AddFiles,
