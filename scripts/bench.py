@@ -382,6 +382,64 @@ def part_http(work: Path, clients: list[int], seconds: int) -> dict[str, Any]:
     return {"results": rows, "pending_files_after": pending}
 
 
+def report(out_dir: Path) -> str:
+    """Markdown tables of the parts' JSON files found in ``out_dir`` (for docs/performance.md)."""
+    out: list[str] = []
+
+    def load(part: str) -> dict[str, Any] | None:
+        path = out_dir / f"{part}.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    if (d := load("commit")) is not None:
+        out += [
+            "| files | Lakegate, footers read ahead | Lakegate, cold | Spark rewrite | rewrite / Lakegate |",
+            "|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {r['files']:,} | {r['lakegate_read_ahead_s']:.2f} s | {r['lakegate_cold_s']:.2f} s | "
+            f"{r['spark_rewrite_s']:.2f} s | {r['rewrite_over_lakegate']}x |"
+            for r in d["results"]
+        ]
+        out.append("")
+    if (d := load("checkpoints")) is not None:
+        out += [f"| {d['commits']} commits of {d['files_per_commit']} files | p50 | p99 | max |", "|---|---|---|---|"]
+        out += [
+            f"| checkpoints {m} | {d[m]['p50_s']:.2f} s | {d[m]['p99_s']:.2f} s | {d[m]['max_s']:.2f} s |"
+            for m in ("inline", "background")
+        ]
+        out.append("")
+    if (d := load("history")) is not None:
+        out += ["| table version | p50 | p99 |", "|---|---|---|"]
+        out += [f"| v{r['version']:,} | {r['p50_s']:.2f} s | {r['p99_s']:.2f} s |" for r in d["results"]]
+        out.append("")
+    if (d := load("jsonl")) is not None:
+        out += ["| gzip JSON-lines files | commit |", "|---|---|"]
+        out += [f"| {r['files']:,} x {r['lines_per_file']:,} lines | {r['commit_s']:.2f} s |" for r in d["results"]]
+        out.append("")
+    if (d := load("http")) is not None:
+        out += ["| clients | manifests/s | p50 | p90 | p99 | non-2xx |", "|---|---|---|---|---|---|"]
+        out += [
+            f"| {r['clients']} | {r['manifests_per_s']:,.0f} | {r.get('p50_ms')} ms | {r.get('p90_ms')} ms | "
+            f"{r.get('p99_ms')} ms | {r['non_2xx']} |"
+            for r in d["results"]
+        ]
+        out.append("")
+    if (d := load("pipeline")) is not None:
+        out += [
+            f"{d['rate']:,} records/s for {d['seconds']} s; Connect flushes every {d['connect_offset_flush_ms'] / 1000:g} s.",
+            "",
+            "| system | interval | freshness p50 | p99 | CPU-s per million records | of which service + sidecar |",
+            "|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {r['system']} | {r['interval_s']} s | {r['freshness_p50_s']} s | {r['freshness_p99_s']} s | "
+            f"{r['cpu_s_per_million']} | {r.get('marginal_cpu_s_per_million', '–')} |"
+            for r in d["results"]
+        ]
+        out.append("")
+    return "\n".join(out)
+
+
 def plot(part: str, data: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -500,7 +558,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipeline-seconds", type=int, default=60, help="pipeline: seconds of producing (default 60)")
     parser.add_argument("--out-dir", type=Path, default=Path(".lakegate/bench"))
     parser.add_argument("--no-plot", action="store_true", help="write no PNG")
+    parser.add_argument(
+        "--report", action="store_true", help="print Markdown tables of the JSON in --out-dir; run nothing"
+    )
     args = parser.parse_args(argv)
+    if args.report:
+        print(report(args.out_dir))
+        return 0
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
