@@ -1,0 +1,66 @@
+"""The benchmark's own parsing and reporting (scripts/bench.py): figures read from wrk's output."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+WRK = """Running 20s test @ http://127.0.0.1:40000
+  2 threads and 32 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency    27.26ms   62.17ms 545.53ms   92.90%
+  Latency Distribution
+     50%  850.00us
+     75%   16.84ms
+     90%   54.66ms
+     99%    1.20s
+  18546 requests in 20.09s, 5.00MB read
+  Non-2xx or 3xx responses: 7
+Requests/sec:    923.15
+Transfer/sec:    204.12KB
+"""
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    sys.path.insert(0, str(SCRIPTS))
+    spec = importlib.util.spec_from_file_location("bench_script", SCRIPTS / "bench.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_wrk_figures_in_milliseconds(bench: ModuleType) -> None:
+    got = bench.wrk_figures(WRK)
+    assert got["p50_ms"] == 0.85 and got["p90_ms"] == 54.66 and got["p99_ms"] == 1200.0
+    assert got["manifests_per_s"] == 923.1 and got["requests"] == 18546 and got["non_2xx"] == 7
+
+
+def test_wrk_output_without_figures_is_an_error(bench: ModuleType) -> None:
+    with pytest.raises(AssertionError):
+        bench.wrk_figures("unable to connect to 127.0.0.1:40000 Connection refused\n")
+
+
+def test_report_renders_what_was_measured(bench: ModuleType, tmp_path: Path) -> None:
+    (tmp_path / "checkpoints.json").write_text(
+        json.dumps(
+            {
+                "commits": 200,
+                "files_per_commit": 10,
+                "inline": {"p50_s": 0.3, "p99_s": 9.5, "max_s": 12.0},
+                "background": {"p50_s": 0.31, "p99_s": 0.6, "max_s": 0.9},
+            }
+        )
+    )
+    text = bench.report(tmp_path)
+    assert "| checkpoints inline | 0.30 s | 9.50 s | 12.00 s |" in text
+    assert "| checkpoints background | 0.31 s | 0.60 s | 0.90 s |" in text
+    assert "Spark rewrite" not in text  # no commit.json: no commit table
