@@ -352,8 +352,11 @@ class DeltaCommitter:
         per format that is written (one schema inference); only when that fails is each file
         merged alone, so the error names the file to blame."""
         schema = table
+        merged: list[dict[str, Any]] = []  # the in-place schemas merged (most files share one)
         for path, file_schema in self._file_schemas(in_place, facts):
-            schema = file_schema if schema is None else merge_schema(schema, file_schema, path)
+            if not any(file_schema is m for m in merged):
+                schema = file_schema if schema is None else merge_schema(schema, file_schema, path)
+                merged.append(file_schema)
         for fmt in FileFormat:
             group = [p for p in rewritten if p.file.format is fmt]
             if not group:
