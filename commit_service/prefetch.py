@@ -33,6 +33,7 @@ THREADS = 16
 CAPACITY = 200_000  # files; a FileFacts is well under 1 KiB
 
 FactsKey = tuple[str, int]  # the file's canonical URI and the size its manifest gave
+Entry = tuple["Future[list[FileFacts | Exception]]", int]  # a chunk's read and the file's place in it
 ReadFacts = Callable[[DataFile], "FileFacts"]
 
 
@@ -64,62 +65,64 @@ class FactsCache:
         self._threads = threads
         self._own_pool = pool is None
         self._pool = pool or ThreadPoolExecutor(threads, thread_name_prefix=f"lakegate-facts-{name}")
-        self._entries: OrderedDict[FactsKey, Future[FileFacts]] = OrderedDict()
+        self._entries: OrderedDict[FactsKey, Entry] = OrderedDict()
         self._lock = threading.Lock()
 
     def prefetch(self, files: Iterable[DataFile]) -> None:
         """Start reading each file's facts (unless already read or being read); returns at once."""
         with self._lock:
-            started = [self._track(f) for f in files if key_of(f) not in self._entries]
+            self._start([f for f in files if key_of(f) not in self._entries])
             while len(self._entries) > self._capacity:
                 self._entries.popitem(last=False)
-        self._start(started)
 
     def get_all(self, files: list[DataFile]) -> list[FileFacts]:
         """Each file's facts, in order: taken from the cache when read, waited for when being read,
         read now (in the pool, in parallel) when not prefetched or when its early read failed.
         Raises what the first failing read (in file order) raised."""
-        pending = []
-        started = []
         with self._lock:
-            for f in files:
-                fut = self._entries.get(key_of(f))
-                fresh = fut is None or (fut.done() and fut.exception() is not None)
-                if fresh:
-                    started.append(self._track(f))
-                    fut = started[-1][1]
-                assert fut is not None
-                pending.append((f, fut, fresh))
-        self._start(started)
-        return [self._result(f, fut, fresh) for f, fut, fresh in pending]
+            early = {key_of(f) for f in files if self._usable(self._entries.get(key_of(f)))}
+            self._start([f for f in files if key_of(f) not in early])
+            pending = [(f, self._entries[key_of(f)], key_of(f) not in early) for f in files]
+        return [self._result(f, entry, fresh) for f, entry, fresh in pending]
 
-    def _track(self, f: DataFile) -> tuple[DataFile, Future[FileFacts]]:
-        """A new entry for ``f`` whose read is yet to start (under the lock)."""
-        fut: Future[FileFacts] = Future()
-        self._entries[key_of(f)] = fut
-        return f, fut
+    @staticmethod
+    def _usable(entry: Entry | None) -> bool:
+        """An entry worth waiting for: being read, or read without an error."""
+        if entry is None:
+            return False
+        chunk, i = entry
+        return not chunk.done() or (chunk.exception() is None and not isinstance(chunk.result()[i], Exception))
 
-    def _start(self, reads: list[tuple[DataFile, Future[FileFacts]]]) -> None:
-        """Run ``reads`` on the pool in at most ``threads`` chunks: one task per file would cost the
-        HTTP thread more than the rest of accepting it."""
-        size = -(-len(reads) // self._threads)
-        for i in range(0, len(reads), size or 1):
-            self._pool.submit(self._read_chunk, reads[i : i + size])
+    def _start(self, files: list[DataFile]) -> None:
+        """Read ``files`` on the pool in at most ``threads`` chunks, one future per chunk (under the
+        lock): a task and a future per file would cost the HTTP thread more than accepting it."""
+        size = -(-len(files) // self._threads)
+        for i in range(0, len(files), size or 1):
+            chunk = files[i : i + size]
+            future = self._pool.submit(self._read_chunk, chunk)
+            for j, f in enumerate(chunk):
+                self._entries[key_of(f)] = (future, j)
 
-    def _read_chunk(self, reads: list[tuple[DataFile, Future[FileFacts]]]) -> None:
-        for f, fut in reads:
+    def _read_chunk(self, files: list[DataFile]) -> list[FileFacts | Exception]:
+        out: list[FileFacts | Exception] = []
+        for f in files:
             try:
-                fut.set_result(self._read(f))
-            except Exception as exc:  # kept in the future: the commit reads the file again
-                fut.set_exception(exc)
+                out.append(self._read(f))
+            except Exception as exc:  # kept: the commit reads the file again
+                out.append(exc)
+        return out
 
-    def _result(self, f: DataFile, fut: Future[FileFacts], fresh: bool) -> FileFacts:
+    def _result(self, f: DataFile, entry: Entry, fresh: bool) -> FileFacts:
+        chunk, i = entry
         try:
-            return fut.result()
-        except Exception:
-            self.forget([f])
-            if fresh:
-                raise
+            got = chunk.result()[i]
+        except Exception as exc:  # the chunk itself did not run (the pool was shut down)
+            got = exc
+        if not isinstance(got, Exception):
+            return got
+        self.forget([f])
+        if fresh:
+            raise got
         return self._read(f)  # its early read failed while the commit waited: once more, now
 
     def forget(self, files: Iterable[DataFile]) -> None:
