@@ -58,7 +58,7 @@ TOPIC = "bench"
 PARTITIONS = 3
 COLUMNS = 10
 PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline")
-DEFAULT_PARTS = ("commit", "checkpoints", "intake", "http")
+DEFAULT_PARTS = ("commit", "checkpoints", "jsonl", "intake", "http", "pipeline")
 WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
 
 
