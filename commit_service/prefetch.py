@@ -2,20 +2,21 @@
 
 One cache per table, made by the production committer factory. The table's coordinator hands it
 every file it accepts (:meth:`FactsCache.prefetch`, called from the HTTP thread that took the
-manifest; it only queues the reads), a pool of threads (one for all tables) reads them while the file waits in the
-buffer, and the table's :class:`~commit_service.delta_commit.DeltaCommitter` takes them at commit
+manifest; it only queues the reads), a pool of threads (one for all tables) reads them while the
+file waits in the buffer, and the table's :class:`~commit_service.delta_commit.DeltaCommitter` takes them at commit
 time (:meth:`FactsCache.get_all`): a commit reads only what is not ready yet, and never a footer a
 second time.
 
 Reading facts early is safe because a file is only ever sent once it is complete: Connect has
-committed an offset past its start, so the sink never writes that object again. A read that
-failed is not kept: the commit reads the file again (and raises what it gets then). The cache is
-bounded: past ``capacity`` files the oldest entries go (their commit reads them itself).
+committed an offset past its start, so the sink never writes that object again. (A file deleted
+by someone else while it waits is not noticed by the commit, as it would not be noticed between
+a commit's own read and its Delta commit.) A read that failed is not kept: the commit reads the
+file again (and raises what it gets then). The cache is bounded: past ``capacity`` files the
+oldest entries go (their commit reads them itself).
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -26,8 +27,6 @@ from lakegate_core.protocol import DataFile, FileFormat
 
 if TYPE_CHECKING:  # pyarrow is imported only where storage is really read
     from commit_service.storage import FileFacts, StorageReader
-
-logger = logging.getLogger(__name__)
 
 THREADS = 16
 CAPACITY = 200_000  # files; a FileFacts is well under 1 KiB
