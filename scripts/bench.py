@@ -71,36 +71,36 @@ class Landing:
         self.next: dict[int, int] = {}
         root.mkdir(parents=True, exist_ok=True)
 
-    def write_jsonl(self, n: int) -> list[DataFile]:
-        """N gzip JSON-lines files in the sink's envelope (``value`` + ``offset``), no extension."""
-        import gzip
-
+    def _files(self, n: int, fmt: FileFormat, write: Callable[[Path, int, int], None]) -> list[DataFile]:
+        """N files round-robin over the partitions, each written by ``write(path, partition, start)``."""
         files = []
         for i in range(n):
             partition = i % PARTITIONS
             start = self.next.get(partition, 0)
             self.next[partition] = start + self.rows
             path = self.root / f"{TOPIC}-{partition}-{start:020d}"
+            write(path, partition, start)
+            end = start + self.rows - 1
+            files.append(DataFile(f"file://{path}", TOPIC, partition, start, end, path.stat().st_size, fmt, self.rows))
+        return files
+
+    def write_jsonl(self, n: int) -> list[DataFile]:
+        """N gzip JSON-lines files in the sink's envelope (``value`` + ``offset``), no extension."""
+        import gzip
+
+        def write(path: Path, partition: int, start: int) -> None:
             lines = (
                 json.dumps({"value": {"id": f"{partition}-{o}", "amount": o * 0.25, "n": o}, "offset": o}) + "\n"
                 for o in range(start, start + self.rows)
             )
             path.write_bytes(gzip.compress("".join(lines).encode()))
-            size = path.stat().st_size
-            files.append(
-                DataFile(
-                    f"file://{path}", TOPIC, partition, start, start + self.rows - 1, size, FileFormat.JSONL, self.rows
-                )
-            )
-        return files
+
+        return self._files(n, FileFormat.JSONL, write)
 
     def write(self, n: int) -> list[DataFile]:
-        files = []
-        for i in range(n):
-            partition = i % PARTITIONS
-            start = self.next.get(partition, 0)
-            self.next[partition] = start + self.rows
-            path = self.root / f"{TOPIC}-{partition}-{start:020d}"
+        """N Parquet files of ``rows`` rows x 10 columns."""
+
+        def write(path: Path, partition: int, start: int) -> None:
             offsets = pa.array(range(start, start + self.rows), pa.int64())
             cols: dict[str, Any] = {
                 "id": pa.array([f"{partition}-{o}" for o in offsets.to_pylist()]),
@@ -109,20 +109,8 @@ class Landing:
             for c in range(COLUMNS - 2):
                 cols[f"m{c}"] = pc.multiply(offsets, c + 1) if c % 2 else pc.cast(offsets, pa.float64())
             pq.write_table(pa.table(cols), path)
-            size = path.stat().st_size
-            files.append(
-                DataFile(
-                    f"file://{path}",
-                    TOPIC,
-                    partition,
-                    start,
-                    start + self.rows - 1,
-                    size,
-                    FileFormat.PARQUET,
-                    self.rows,
-                )
-            )
-        return files
+
+        return self._files(n, FileFormat.PARQUET, write)
 
 
 def pending(files: list[DataFile]) -> list[PendingFile]:
