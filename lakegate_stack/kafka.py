@@ -28,8 +28,14 @@ logger = logging.getLogger(__name__)
 
 
 def random_cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (as kafka-storage)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (as kafka-storage).
+
+    One in 64 of those starts with ``-``, which ``kafka-storage format -t <id>`` reads as an
+    option ("expected one argument"); like Kafka's own ``Uuid.randomUuid``, draw again then."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 class KafkaBroker:

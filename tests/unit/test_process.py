@@ -59,3 +59,15 @@ def test_readiness_timeout_raises(tmp_path: Path) -> None:
     finally:
         proc.stop(timeout=5)
     assert not proc.running()
+
+
+def test_a_kafka_cluster_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kafka-storage reads ``-t -xyz`` as an option: such an id is drawn again (seen failing the demo)."""
+    import uuid
+
+    from lakegate_stack import kafka
+
+    draws = iter([uuid.UUID(bytes=b"\xf8" + b"\x01" * 15), uuid.UUID(bytes=b"\x10" * 16)])
+    monkeypatch.setattr(kafka.uuid, "uuid4", lambda: next(draws))
+    cluster_id = kafka.random_cluster_id()
+    assert cluster_id == "EBAQEBAQEBAQEBAQEBAQEA" and len(cluster_id) == 22
