@@ -36,7 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -378,53 +378,64 @@ def report(out_dir: Path) -> str:
         path = out_dir / f"{part}.json"
         return json.loads(path.read_text()) if path.is_file() else None
 
+    def table(header: list[str], rows: Iterable[list[Any]]) -> None:
+        out.extend(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)])
+        out.extend("| " + " | ".join(str(c) for c in row) + " |" for row in rows)
+        out.append("")
+
     if (d := load("commit")) is not None:
-        out += [
-            "| files | Lakegate, footers read ahead | Lakegate, cold | Spark rewrite | rewrite / Lakegate |",
-            "|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {r['files']:,} | {r['lakegate_read_ahead_s']:.2f} s | {r['lakegate_cold_s']:.2f} s | "
-            f"{r['spark_rewrite_s']:.2f} s | {r['rewrite_over_lakegate']}x |"
-            for r in d["results"]
-        ]
-        out.append("")
+        table(
+            ["files", "Lakegate, footers read ahead", "Lakegate, cold", "Spark rewrite", "rewrite / Lakegate"],
+            [
+                [f"{r['files']:,}", f"{r['lakegate_read_ahead_s']:.2f} s", f"{r['lakegate_cold_s']:.2f} s"]
+                + [f"{r['spark_rewrite_s']:.2f} s", f"{r['rewrite_over_lakegate']}x"]
+                for r in d["results"]
+            ],
+        )
     if (d := load("checkpoints")) is not None:
-        out += [f"| {d['commits']} commits of {d['files_per_commit']} files | p50 | p99 | max |", "|---|---|---|---|"]
-        out += [
-            f"| checkpoints {m} | {d[m]['p50_s']:.2f} s | {d[m]['p99_s']:.2f} s | {d[m]['max_s']:.2f} s |"
-            for m in ("inline", "background")
-        ]
-        out.append("")
+        table(
+            [f"{d['commits']} commits of {d['files_per_commit']} files", "p50", "p99", "max"],
+            [
+                [f"checkpoints {m}", *(f"{d[m][k]:.2f} s" for k in ("p50_s", "p99_s", "max_s"))]
+                for m in ("inline", "background")
+            ],
+        )
     if (d := load("history")) is not None:
-        out += ["| table version | p50 | p99 |", "|---|---|---|"]
-        out += [f"| v{r['version']:,} | {r['p50_s']:.2f} s | {r['p99_s']:.2f} s |" for r in d["results"]]
-        out.append("")
+        table(
+            ["table version", "p50", "p99"],
+            [[f"v{r['version']:,}", f"{r['p50_s']:.2f} s", f"{r['p99_s']:.2f} s"] for r in d["results"]],
+        )
     if (d := load("jsonl")) is not None:
-        out += ["| gzip JSON-lines files | commit |", "|---|---|"]
-        out += [f"| {r['files']:,} x {r['lines_per_file']:,} lines | {r['commit_s']:.2f} s |" for r in d["results"]]
-        out.append("")
+        table(
+            ["gzip JSON-lines files", "commit"],
+            [[f"{r['files']:,} x {r['lines_per_file']:,} lines", f"{r['commit_s']:.2f} s"] for r in d["results"]],
+        )
     if (d := load("http")) is not None:
-        out += ["| clients | manifests/s | p50 | p90 | p99 | non-2xx |", "|---|---|---|---|---|---|"]
-        out += [
-            f"| {r['clients']} | {r['manifests_per_s']:,.0f} | {r.get('p50_ms')} ms | {r.get('p90_ms')} ms | "
-            f"{r.get('p99_ms')} ms | {r['non_2xx']} |"
-            for r in d["results"]
-        ]
-        out.append("")
+        table(
+            ["clients", "manifests/s", "p50", "p90", "p99", "non-2xx"],
+            [
+                [
+                    r["clients"],
+                    f"{r['manifests_per_s']:,.0f}",
+                    *(f"{r.get(k)} ms" for k in ("p50_ms", "p90_ms", "p99_ms")),
+                ]
+                + [r["non_2xx"]]
+                for r in d["results"]
+            ],
+        )
     if (d := load("pipeline")) is not None:
         out += [
             f"{d['rate']:,} records/s for {d['seconds']} s; Connect flushes every {d['connect_offset_flush_ms'] / 1000:g} s.",
             "",
-            "| system | interval | freshness p50 | p99 | CPU-s per million records | of which service + sidecar |",
-            "|---|---|---|---|---|---|",
         ]
-        out += [
-            f"| {r['system']} | {r['interval_s']} s | {r['freshness_p50_s']} s | {r['freshness_p99_s']} s | "
-            f"{r['cpu_s_per_million']} | {r.get('marginal_cpu_s_per_million', '–')} |"
-            for r in d["results"]
-        ]
-        out.append("")
+        table(
+            ["system", "interval", "freshness p50", "p99", "CPU-s per million records", "of which service + sidecar"],
+            [
+                [r["system"], f"{r['interval_s']} s", f"{r['freshness_p50_s']} s", f"{r['freshness_p99_s']} s"]
+                + [r["cpu_s_per_million"], r.get("marginal_cpu_s_per_million", "–")]
+                for r in d["results"]
+            ],
+        )
     return "\n".join(out)
 
 
