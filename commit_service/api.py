@@ -16,7 +16,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from commit_service.config import Role
+from commit_service.config import Role, TokenConfig
 from commit_service.coordinator import Coordinator
 from commit_service.errors import (
     BadRequestError,
@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 bp = Blueprint("lakegate", __name__)
 OPEN_PATHS = {"/healthz", "/readyz", "/metrics", "/openapi.json"}
+PAGE_PATHS = {"/", "/status/panel", "/login", "/logout"}  # commit_service.web: bearer token or login cookie
 MAX_JSON_DEPTH = 32  # manifests and lease claims nest 3 deep; anything deeper is not ours
 
 
@@ -55,7 +56,7 @@ def _coordinator() -> Coordinator:
 
 @bp.before_app_request
 def authenticate() -> None:
-    if request.path in OPEN_PATHS:
+    if request.path in OPEN_PATHS or request.path in PAGE_PATHS:  # the page checks its viewer itself
         return
     if not runtime().ready:  # before the tables' offsets are loaded every answer would mislead
         raise NotReadyError("the service is starting (Spark and tables are loading); retry shortly")
@@ -67,16 +68,29 @@ def authenticate() -> None:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token:
         raise UnauthorizedError("missing bearer token (Authorization: Bearer <token>)")
-    for known in auth.tokens:
+    known = known_token(token)
+    if known is None:
+        raise UnauthorizedError("unknown token")
+    g.role, g.sidecar_id = known.role, known.sidecar_id
+
+
+def known_token(token: str) -> TokenConfig | None:
+    """The configured token equal to ``token`` (compared in constant time), or None."""
+    found = None
+    for known in runtime().config.auth.tokens:
         if hmac.compare_digest(known.token.encode(), token.encode()):
-            g.role, g.sidecar_id = known.role, known.sidecar_id
-            return
-    raise UnauthorizedError("unknown token")
+            found = known
+    return found
+
+
+RANK = {Role.READ: 0, Role.SIDECAR: 1, Role.ADMIN: 2}
 
 
 def _require(role: Role) -> None:
-    if role is Role.ADMIN and g.role is not Role.ADMIN:
-        raise ForbiddenError("this needs an admin token")
+    if RANK[g.role] < RANK[role]:
+        raise ForbiddenError(
+            f"this needs a{'n' if role is Role.ADMIN else ''} {role.value} token, not a {g.role.value} one"
+        )
 
 
 def _speaks_for(sidecar_id: str) -> None:
@@ -126,6 +140,7 @@ def _query_int(name: str, default: int, low: int, high: int) -> int:
 @bp.post("/v1/manifests")
 def post_manifest() -> tuple[Response, int]:
     try:
+        _require(Role.SIDECAR)
         manifest = Manifest.from_dict(_json_body())
     except ProtocolError:
         runtime().metrics.rejected("invalid")
@@ -137,6 +152,7 @@ def post_manifest() -> tuple[Response, int]:
 
 @bp.post("/v1/leases")
 def post_leases() -> Response:
+    _require(Role.SIDECAR)
     claim = LeaseRequest.from_dict(_json_body())
     _speaks_for(claim.sidecar.id)
     coordinator = _coordinator()

@@ -25,9 +25,11 @@ from commit_service.coordinator import Coordinator
 from commit_service.dead_letters import DeadLetterStore, ObjectDeadLetterStore
 from commit_service.errors import LakegateError
 from commit_service.fencing import ConnectGroups
+from commit_service.lag import LagSampler, LogEnds
 from commit_service.metrics import ServiceMetrics
 from commit_service.request_body import ServiceRequest
 from commit_service.runtime import ServiceRuntime, SparkHandle
+from commit_service.web import init_sessions, ui
 from lakegate_core.connect_group import GroupReader
 from lakegate_core.status import ErrorInfo
 
@@ -121,8 +123,12 @@ def create_app(
     metrics = ServiceMetrics(coordinator.summaries)
     coordinator.listener = metrics
     rt = ServiceRuntime(config, coordinator, metrics, spark)
+    ends = LogEnds.for_kafka(config.kafka) if config.kafka is not None else None
+    rt.lag = LagSampler(coordinator.summaries, ends, rt.lag_history)
     rt.init_app(app)
     app.register_blueprint(bp)
+    app.register_blueprint(ui)
+    init_sessions(app, config.auth.session_hours, config.auth.secure_cookie)
     register_error_handlers(app)
     if not config.auth.enabled:
         logger.warning(
@@ -179,4 +185,6 @@ def _start(rt: ServiceRuntime) -> None:
 
         thread_factory = InheritableThread
     rt.coordinator.start(thread_factory)
+    if rt.lag is not None:
+        rt.lag.start()
     logger.info("ready: %d table(s) loaded", len(rt.coordinator.tables))

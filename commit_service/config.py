@@ -39,8 +39,9 @@ class Placement(str, Enum):
 
 
 class Role(str, Enum):
-    SIDECAR = "sidecar"  # may POST manifests and read status
-    ADMIN = "admin"  # may also force commits
+    READ = "read"  # may read status: the status page and the GET endpoints
+    SIDECAR = "sidecar"  # may also POST manifests and lease claims
+    ADMIN = "admin"  # may also force commits, run maintenance, retry and release dead letters
 
 
 @dataclass(frozen=True)
@@ -88,10 +89,14 @@ class TokenConfig:
 class AuthConfig:
     enabled: bool = True
     tokens: tuple[TokenConfig, ...] = ()
+    session_hours: float = 12.0  # how long a status-page login lasts (the cookie; a restart ends it too)
+    secure_cookie: bool = False  # mark the login cookie Secure: set it when the page is served over HTTPS
 
     def __post_init__(self) -> None:
         if self.enabled and not self.tokens:
             raise ConfigError("auth.tokens: at least one token is required while auth.enabled is true")
+        if not 0 < self.session_hours <= 24 * 30:
+            raise ConfigError("auth.session_hours: must be more than 0 and at most 720 (30 days)")
 
 
 @dataclass(frozen=True)
@@ -127,10 +132,15 @@ class SparkConfig:
     ui_port: int = 4040
     ui_host: str | None = None  # default: server.host
     ui_enabled: bool = True
+    ui_url: str | None = None  # how a browser reaches the Spark UI (the status page's job links); default: Spark's own
     driver_memory: str = "2g"
     jars_dir: Path | None = None
     local_dir: Path | None = None
     conf: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.ui_url is not None and not re.match(r"^https?://[^\s\"'<>]+$", self.ui_url):
+            raise ConfigError(f"spark.ui_url: {self.ui_url!r} is not an http(s) URL")
 
 
 CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")

@@ -19,7 +19,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from commit_service.committer import CommitListener, Committer
 from commit_service.config import Placement, ServiceConfig, TableConfig
@@ -61,6 +61,16 @@ from lakegate_core.types import PartitionOffsets
 logger = logging.getLogger(__name__)
 
 TICK_SECONDS = 0.5
+MAX_SIDECARS_SEEN = 1000  # the status page's list of sidecars forgets the longest-silent beyond this
+
+
+@dataclass(frozen=True)
+class SidecarSeen:
+    """A sidecar's last call (manifest or lease claim), read by the status page."""
+
+    sidecar_id: str
+    worker: str
+    at: float  # the service's clock (epoch seconds)
 
 
 class Coordinator:
@@ -86,6 +96,7 @@ class Coordinator:
         self.tables: dict[str, TableCoordinator] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._seen: dict[str, SidecarSeen] = {}  # sidecar id -> its last manifest or lease claim
         self.ready = False
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -149,6 +160,7 @@ class Coordinator:
     def submit(self, manifest: Manifest) -> ManifestReceipt:
         """Check every file against the roots first (any failure: 400, nothing buffered), then
         route each to its table and let the table's state judge it."""
+        self._note_seen(manifest.sidecar.id, manifest.sidecar.worker)
         normalized = [self._checked(i, f) for i, f in enumerate(manifest.files)]
         self._check_id(manifest, normalized)
         self._check_capacity(normalized)
@@ -234,12 +246,24 @@ class Coordinator:
 
     def claim(self, request: LeaseRequest) -> list[LeaseGrant]:
         """Lease the claimed partitions (see :class:`Fencing`) and note the sender's watermarks."""
+        self._note_seen(request.sidecar.id, request.sidecar.worker)
         grants, leased = self.fencing.claim(request)
         granted = {g.tp for g in grants if g.granted}
         marks = [w for w in request.watermarks if w.tp in granted]
         for tc in self.tables.values():
             tc.claim(leased, marks)
         return grants
+
+    def _note_seen(self, sidecar_id: str, worker: str) -> None:
+        with self._manifests_lock:
+            self._seen[sidecar_id] = SidecarSeen(sidecar_id, worker, self.clock())
+            if len(self._seen) > MAX_SIDECARS_SEEN:
+                del self._seen[min(self._seen.values(), key=lambda s: s.at).sidecar_id]
+
+    def sidecars(self) -> list[SidecarSeen]:
+        """Every sidecar heard from since this process started, most recently seen first."""
+        with self._manifests_lock:
+            return sorted(self._seen.values(), key=lambda s: s.at, reverse=True)
 
     def _rejected(self, reason: str) -> None:
         if self.listener:

@@ -189,16 +189,28 @@ class DeltaCommitter:
         whatever Delta, py4j or storage raise reaches the coordinator as a :class:`CommitError`.
         """
         started = time.monotonic()
+        commit_id = str(uuid.uuid4())
+        group = f"lakegate-{self.table}-{commit_id}"  # one Spark job group per commit: its jobs are findable
         try:
-            with job_label(self.spark, f"lakegate-{self.table}", f"lakegate commit {self.table}: {plan.reason}"):
-                record = self._commit(plan, now_ms)
+            with job_label(self.spark, group, f"lakegate commit {self.table}: {plan.reason} [{commit_id[:8]}]"):
+                record = self._commit(plan, now_ms, commit_id)
         except CommitError:
             raise
         except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
             raise self._translate(exc) from exc
-        return replace(record, duration_ms=int((time.monotonic() - started) * 1000))
+        duration_ms = int((time.monotonic() - started) * 1000)
+        return replace(record, duration_ms=duration_ms, spark_jobs=self._job_ids(group))
 
-    def _commit(self, plan: CommitPlan, now_ms: int | None) -> CommitRecord:
+    def _job_ids(self, group: str) -> tuple[int, ...]:
+        """The Spark UI's ids of the jobs run under ``group``, oldest first (empty if Spark forgot
+        them: it keeps ``spark.ui.retainedJobs``)."""
+        try:
+            return tuple(sorted(int(j) for j in self.spark.sparkContext.statusTracker().getJobIdsForGroup(group)))
+        except Exception as exc:  # only the status page's links depend on it
+            logger.warning("table %s: cannot list the Spark jobs of %s: %s", self.table, group, exc)
+            return ()
+
+    def _commit(self, plan: CommitPlan, now_ms: int | None, commit_id: str) -> CommitRecord:
         reader = FrameReader(self.spark, self.storage, self.unwrap)
         facts = self._facts(plan.files)
         for p in plan.files:
@@ -211,7 +223,10 @@ class DeltaCommitter:
         read_version = int(txn.readVersion())
         self._check_offsets(txn, plan, read_version)
         expected_version = read_version + 1
-        label = f"lakegate commit {self.table} v{expected_version}: {len(plan.files)} files, {plan.records} records"
+        label = (
+            f"lakegate commit {self.table} v{expected_version}: {len(plan.files)} files, {plan.records} records "
+            f"[{commit_id[:8]}]"
+        )
         self.spark.sparkContext.setLocalProperty("spark.job.description", label)
         table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
         new_schema = self._merged_schema(table_schema, in_place, facts, rewritten, reader)
@@ -234,13 +249,14 @@ class DeltaCommitter:
         record = CommitRecord(
             table=self.table,
             version=expected_version,
-            commit_id=str(uuid.uuid4()),
+            commit_id=commit_id,
             files=len(plan.files),
             records=plan.records,
             offsets=plan.offsets,
             vtts=int(plan.vtts * 1000) if plan.vtts is not None else None,
             sidecars=tuple(sorted({p.sidecar_id for p in plan.files})),
             released=plan.released or None,
+            committed_at_ms=millis,
         )
         op = self._delta.DeltaOperations.StreamingUpdate(
             self._jvm.org.apache.spark.sql.streaming.OutputMode.Append(),

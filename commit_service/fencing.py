@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from commit_service.errors import KafkaUnavailableError
-from commit_service.leases import LeaseTable
+from commit_service.leases import Lease, LeaseTable
 from lakegate_core.connect_group import Assignment, GroupReadError
 from lakegate_core.protocol import DataFile, LeaseGrant, LeaseRequest
 from lakegate_core.types import PartitionOffsets, TopicPartition
@@ -84,6 +84,11 @@ class Fencing:
         """The partitions with a live lease (renewed within the TTL): what commit rounds wait for."""
         with self._lock:
             return self.leases.live(self.clock(), self.ttl_seconds)
+
+    def leases_now(self) -> dict[TopicPartition, Lease]:
+        """Every partition's lease (renewed or lapsed), for the status page."""
+        with self._lock:
+            return self.leases.all()
 
     def check(self, file: DataFile, sidecar_id: str) -> str | None:
         """None if ``sidecar_id`` may send ``file`` now; else why not (always None when off)."""

@@ -64,6 +64,10 @@ class LeaseTable:
     def get(self, tp: TopicPartition) -> Lease | None:
         return self._leases.get(tp)
 
+    def all(self) -> dict[TopicPartition, Lease]:
+        """A copy of every lease, live or lapsed (the status page shows both)."""
+        return dict(self._leases)
+
     def live(self, now: float, ttl: float) -> set[TopicPartition]:
         """The partitions whose lease was renewed within ``ttl`` of ``now``: what a complete commit
         round waits for."""

@@ -16,6 +16,7 @@ from flask import Flask, current_app
 
 from commit_service.config import ServiceConfig
 from commit_service.coordinator import Coordinator
+from commit_service.lag import LagHistory, LagSampler
 from commit_service.metrics import ServiceMetrics
 from commit_service.spark import SparkSettings, create_session, spark_conf
 from lakegate_core.status import ErrorInfo
@@ -61,6 +62,8 @@ class ServiceRuntime:
     metrics: ServiceMetrics
     spark: SparkHandle = field(default_factory=SparkHandle)
     start_error: ErrorInfo | None = None  # set when start-up failed; shown (code, short message) on /readyz
+    lag_history: LagHistory = field(default_factory=LagHistory)  # the status page's plots
+    lag: LagSampler | None = None  # fills lag_history; started with the commit loop
 
     def init_app(self, app: Flask) -> None:
         app.extensions[EXTENSION] = self

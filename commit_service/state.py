@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from lakegate_core.protocol import DataFile, FileStatus, OffsetSpan
@@ -68,6 +68,7 @@ class PendingFile:
     file: DataFile
     manifest_id: str
     sidecar_id: str
+    arrived_at: float = 0.0  # when the table first buffered it (set by TableState.offer)
 
     @property
     def tp(self) -> TopicPartition:
@@ -146,6 +147,7 @@ class TableState:
         self._pending_bytes = 0  # the sum of the buffered files' sizes, kept as files come and go
         self.expected: set[TopicPartition] = set()
         self.reported_at: dict[TopicPartition, float] = {}
+        self.connect_at: dict[TopicPartition, int] = {}  # Connect's committed offset, as a sidecar last read it
         self.version: int = -1
         self.round_started = now
         self.last_commit = now
@@ -191,7 +193,7 @@ class TableState:
                 f"offsets {f.start_offset}..{f.end_offset} overlap buffered file "
                 f"{other.file.path} ({other.file.start_offset}..{other.file.end_offset})"
             )
-        self._add(pending)
+        self._add(replace(pending, arrived_at=now))
         self._track(pending.manifest_id).pending.add((tp, f.start_offset))
         return FileStatus.ACCEPTED, None
 
@@ -308,6 +310,7 @@ class TableState:
         """A sidecar read Connect's committed offset ``connect_offset`` at ``read_at`` and has sent
         every file below it: if the table holds or buffers all of that, ``tp`` counts as reported
         at ``read_at``. Returns whether it counted."""
+        self.connect_at[tp] = connect_offset
         if self.buffered_through(tp) >= connect_offset:
             self.note_reported(tp, read_at)
             return True
@@ -422,6 +425,10 @@ class TableState:
 
     def pending_bytes(self) -> int:
         return self._pending_bytes
+
+    def oldest_arrival(self) -> float | None:
+        """When the longest-waiting buffered file arrived; None with nothing buffered."""
+        return min((p.arrived_at for fs in self.pending.values() for p in fs.values()), default=None)
 
     def pending_offsets(self) -> PartitionOffsets:
         """Per partition with buffered files, the end of the furthest one + 1."""

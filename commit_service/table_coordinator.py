@@ -174,8 +174,11 @@ class TableCoordinator:
             err = UnexpectedCommitError(f"table {self.config.name}: unexpected {type(exc).__name__} in the commit path")
             self._failed(err, plan, cause=exc)
             raise err from exc
+        now = self.clock()
+        if record.committed_at_ms is None:
+            record = replace(record, committed_at_ms=int(now * 1000))
         with self._lock:
-            self._state.committed_plan(plan, record.version, self.clock())
+            self._state.committed_plan(plan, record.version, now)
         if record.version == 0:  # the commit created the table
             self._register()
         self._maybe_checkpoint(record.version)
@@ -183,7 +186,8 @@ class TableCoordinator:
         self._failures.succeeded(plan)
         self._last_error = None
         logger.info(
-            "commit table=%s version=%d commit_id=%s files=%d records=%d offsets=%s vtts=%s duration_ms=%s reason=%s",
+            "commit table=%s version=%d commit_id=%s files=%d records=%d offsets=%s vtts=%s duration_ms=%s "
+            "spark_jobs=%s reason=%s",
             record.table,
             record.version,
             record.commit_id,
@@ -192,6 +196,7 @@ class TableCoordinator:
             record.offsets.to_json(),
             record.vtts,
             record.duration_ms,
+            list(record.spark_jobs),
             plan.reason,
         )
         return record
@@ -448,6 +453,8 @@ class TableCoordinator:
                 pending_offsets=st.pending_offsets(),
                 last_error=self._last_error,
                 dead_letters=sum(1 for d in self._letters.values() if d.state is DeadLetterState.QUARANTINED),
+                connect_offsets=PartitionOffsets(st.connect_at),
+                oldest_pending_ms=None if (oldest := st.oldest_arrival()) is None else int(oldest * 1000),
             )
 
     def offsets(self) -> PartitionOffsets:

@@ -60,12 +60,15 @@ class CommitRecord(WireModel):
     duration_ms: int | None = field(default=None, metadata=KEEP_NULL)
     sidecars: tuple[str, ...] = ()
     released: tuple[str, ...] | None = None  # dead letters whose ranges this commit skipped (admin release)
+    committed_at_ms: int | None = None  # when this service made it (the status page's freshness plot)
+    spark_jobs: tuple[int, ...] = ()  # the Spark UI's ids of the jobs this commit ran (this process's UI)
 
     def user_metadata(self) -> dict[str, Any]:
-        """What goes into the Delta commit's ``userMetadata``: all but table, version, duration."""
+        """What goes into the Delta commit's ``userMetadata``: all but what the log already holds
+        (table, version, the commit's time) and what only this process knows (duration, Spark jobs)."""
         out = self.to_dict()
-        for key in ("table", "version", "duration_ms"):
-            del out[key]
+        for key in ("table", "version", "duration_ms", "committed_at_ms", "spark_jobs"):
+            out.pop(key, None)
         return out
 
     @classmethod
@@ -97,6 +100,8 @@ class TableSummary(WireModel):
     pending_offsets: PartitionOffsets  # per partition, the end of the buffered files + 1
     last_error: str | None  # the last failed commit round's message, until a round succeeds
     dead_letters: int = 0  # quarantined files still waiting for an admin (GET /v1/dead-letters)
+    connect_offsets: PartitionOffsets = field(default_factory=PartitionOffsets)  # Connect's, as sidecars last said
+    oldest_pending_ms: int | None = None  # when the oldest buffered file arrived (epoch ms); None: nothing buffered
 
 
 @dataclass(frozen=True)
