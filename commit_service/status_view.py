@@ -103,13 +103,13 @@ def build_view(
     sidecars = tuple(SidecarView(s, max(0.0, now - s.at), held.get(s.sidecar_id, 0)) for s in coordinator.sidecars())
     letters = tuple(coordinator.dead_letters(None, DeadLetterState.QUARANTINED)[:DEAD_LETTERS_SHOWN])
     if not kafka_configured:
-        kafka = "lag is measured against Connect's committed offsets (no kafka section: Kafka's log ends not read)"
+        kafka = "Lag is measured against Connect's committed offsets (no kafka section: Kafka's log ends not read)"
     elif ends is None:
         kafka = "Kafka's log ends: not read yet"
     elif ends.error is not None:
         kafka = f"{ends.error}; lag falls back to Connect's committed offsets"
     else:
-        kafka = "lag is measured against Kafka's log ends"
+        kafka = "Lag is measured against Kafka's log ends"
     return StatusView(now_ms, True, tables, commits, sidecars, letters, spark_ui, kafka)
 
 

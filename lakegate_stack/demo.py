@@ -26,7 +26,7 @@ from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import s3_sink_config
 from lakegate_stack.errors import StackError
 from lakegate_stack.kafka import create_topic
-from lakegate_stack.services import ServiceProcess, SidecarProcess
+from lakegate_stack.services import READ_TOKEN, ServiceProcess, SidecarProcess
 from lakegate_stack.stack import LocalStack
 
 TOPIC, TABLE, CONNECTOR, BUCKET, PREFIX = "orders", "orders", "orders-sink", "lake", "orders/data/"
@@ -154,7 +154,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             ).start()
             say(
                 f"ready in {time.monotonic() - started:.0f}s.\n"
-                f"  lakegate API  {service.url}   (token in {service.config_path})\n"
+                f"  status page   {service.url}/   (open it in a browser; sign in with the read token {READ_TOKEN})\n"
+                f"  lakegate API  {service.url}   (tokens in {service.config_path})\n"
                 f"  Spark UI      {service.spark_ui()}   (jobs named 'lakegate commit orders v<N>: ...')\n"
                 f"  Connect REST  {worker.url}   Kafka {stack.kafka.bootstrap_servers}   S3 {stack.s3.endpoint}\n"
                 f"  logs          {workdir}"
@@ -186,7 +187,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             say(f"all {args.records} records committed exactly once, in {len(seen)} Delta commits.")
             if args.exit_when_done:
                 return 0
-            say(f"Spark UI: {service.spark_ui()} -- press Ctrl-C to stop everything.")
+            say(f"status page: {service.url}/  Spark UI: {service.spark_ui()} -- press Ctrl-C to stop everything.")
             while True:
                 time.sleep(3600)
         finally:

@@ -19,6 +19,7 @@ from lakegate_stack.process import ManagedProcess, free_port
 
 SIDECAR_TOKEN = "sidecar-token-for-tests-0001"
 ADMIN_TOKEN = "admin-token-for-tests-000001"
+READ_TOKEN = "read-token-for-tests-0000001"  # the status page's viewer
 
 
 class ServiceProcess:
@@ -50,7 +51,11 @@ class ServiceProcess:
             "server": {"host": "127.0.0.1", "port": self.port, "threads": 4, **(server or {})},
             "auth": {
                 "enabled": True,
-                "tokens": [{"token": SIDECAR_TOKEN, "role": "sidecar"}, {"token": ADMIN_TOKEN, "role": "admin"}],
+                "tokens": [
+                    {"token": SIDECAR_TOKEN, "role": "sidecar"},
+                    {"token": ADMIN_TOKEN, "role": "admin"},
+                    {"token": READ_TOKEN, "role": "read"},
+                ],
             },
             "storage": {"allowed_roots": roots, **({"s3": s3} if s3 else {})},
             "spark": {

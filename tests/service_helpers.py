@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from lakegate_stack.datafiles import write_parquet
-from lakegate_stack.services import ADMIN_TOKEN, SIDECAR_TOKEN, ServiceProcess
+from lakegate_stack.services import ADMIN_TOKEN, READ_TOKEN, SIDECAR_TOKEN, ServiceProcess
 
-__all__ = ["ADMIN_TOKEN", "SIDECAR_TOKEN", "ServiceProcess", "manifest", "write_parquet"]
+__all__ = ["ADMIN_TOKEN", "READ_TOKEN", "SIDECAR_TOKEN", "ServiceProcess", "manifest", "write_parquet"]
 
 
 def manifest(mid: str, files: list[dict[str, Any]]) -> dict[str, Any]:

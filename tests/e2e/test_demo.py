@@ -28,3 +28,4 @@ def test_demo_commits_every_record_once(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "all 900 records committed exactly once" in out.stdout
     assert "Spark UI" in out.stdout and "commit v0:" in out.stdout
+    assert "status page   http://127.0.0.1:" in out.stdout
