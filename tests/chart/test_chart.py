@@ -37,7 +37,7 @@ VALIDATE = BIN / "k8s-validate"
 RELEASE, NAMESPACE = "lg", "data"
 SCENARIOS = [None, *CI_VALUES]  # None: the chart's defaults
 SCENARIO_IDS = ["defaults", *(p.name for p in CI_VALUES)]
-TOKENS_ENV = {"LAKEGATE_SIDECAR_TOKEN": "s" * 32, "LAKEGATE_ADMIN_TOKEN": "a" * 32}
+TOKENS_ENV = {"LAKEGATE_SIDECAR_TOKEN": "s" * 32, "LAKEGATE_ADMIN_TOKEN": "a" * 32, "LAKEGATE_READ_TOKEN": "r" * 32}
 
 
 def pinned_helm_version() -> str:
@@ -264,11 +264,8 @@ def test_rendered_service_config_is_accepted_by_the_service(values: Path | None,
     assert "emptyDir" in volumes["spark-local"] and "emptyDir" in volumes["tmp"]
     if config.auth.enabled:
         env = env_of(c)
-        assert {t.role.value for t in config.auth.tokens} == {"sidecar", "admin"}
-        assert [t.token for t in config.auth.tokens] == [
-            TOKENS_ENV["LAKEGATE_SIDECAR_TOKEN"],
-            TOKENS_ENV["LAKEGATE_ADMIN_TOKEN"],
-        ]
+        assert {t.role.value for t in config.auth.tokens} == {"sidecar", "admin", "read"}
+        assert [t.token for t in config.auth.tokens] == list(TOKENS_ENV.values())
         for var in TOKENS_ENV:
             assert "secretKeyRef" in env[var]["valueFrom"], f"{var} must come from the Secret"
     values_tables = yaml.safe_load(values.read_text()).get("config", {}).get("tables") if values else None
@@ -278,7 +275,11 @@ def test_rendered_service_config_is_accepted_by_the_service(values: Path | None,
 
 def test_tokens_are_env_references_in_the_config_not_values() -> None:
     raw = service_config(render())
-    assert [t["token"] for t in raw["auth"]["tokens"]] == ["${LAKEGATE_SIDECAR_TOKEN}", "${LAKEGATE_ADMIN_TOKEN}"]
+    assert [(t["token"], t["role"]) for t in raw["auth"]["tokens"]] == [
+        ("${LAKEGATE_SIDECAR_TOKEN}", "sidecar"),
+        ("${LAKEGATE_ADMIN_TOKEN}", "admin"),
+        ("${LAKEGATE_READ_TOKEN}", "read"),
+    ]
     assert "access_key" not in (raw["storage"].get("s3") or {})
 
 
@@ -286,6 +287,7 @@ def test_no_token_or_secret_value_appears_in_any_configmap() -> None:
     secrets = {
         "tokens.sidecar": "SIDECAR-TOKEN-recognizable-0001",
         "tokens.admin": "ADMIN-TOKEN-recognizable-0002",
+        "tokens.read": "READ-TOKEN-recognizable-0005",
         "s3Credentials.accessKeyId": "AKIARECOGNIZABLE0003",
         "s3Credentials.secretAccessKey": "SECRET-ACCESS-KEY-recognizable-0004",
     }
@@ -310,8 +312,8 @@ def test_no_token_or_secret_value_appears_in_any_configmap() -> None:
 
 def test_generated_tokens_are_long_enough_and_distinct() -> None:
     data = find(render(), "Secret")["data"]
-    tokens = [base64.b64decode(data[k]).decode() for k in ("sidecar-token", "admin-token")]
-    assert all(len(t) >= 16 for t in tokens) and tokens[0] != tokens[1]
+    tokens = [base64.b64decode(data[k]).decode() for k in ("sidecar-token", "admin-token", "read-token")]
+    assert all(len(t) >= 16 for t in tokens) and len(set(tokens)) == 3
 
 
 def test_existing_secret_replaces_the_chart_secret() -> None:
@@ -326,7 +328,7 @@ def test_existing_secret_replaces_the_chart_secret() -> None:
     chart_refs = [r for r in refs if r["key"] != "password"]  # full-values' own Kafka password
     assert chart_refs and all(r["name"] == "lakegate-credentials" for r in chart_refs)
     keys = {r["key"] for r in chart_refs}
-    assert keys == {"sidecar", "admin", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+    assert keys == {"sidecar", "admin", "read", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
 
 
 def test_s3_credentials_need_both_keys() -> None:
@@ -500,6 +502,16 @@ def test_sidecar_config_follows_the_contract_and_loads(values: Path | None, tmp_
     assert config.service.token == "s" * 32 and config.service.url == raw["service"]["url"]
     assert bool(config.connect.connectors) != bool(config.connect.connectors_regex)
     assert config.http.port == 9464
+
+
+def test_service_config_passes_the_status_page_settings() -> None:
+    raw = service_config(
+        render(
+            None, "config.auth.session_hours=2", "config.auth.secure_cookie=true", "config.spark.ui_url=https://ui.x"
+        )
+    )
+    assert raw["auth"]["session_hours"] == 2 and raw["auth"]["secure_cookie"] is True
+    assert raw["spark"]["ui_url"] == "https://ui.x"
 
 
 def test_service_config_passes_an_optional_kafka_section() -> None:
@@ -692,6 +704,8 @@ def test_service_monitor_and_ingress_point_at_the_http_port() -> None:
         "metrics.serviceMonitor.enabeld=true",
         "grafana.dashboard.enabeld=true",
         "grafana.dashboard.label=not a label key",
+        "config.spark.ui_url=javascript:alert(1)",
+        "config.auth.session_hours=0",
     ],
 )
 def test_values_schema_rejects_typos_and_bad_values(bad: str) -> None:
@@ -725,6 +739,7 @@ def test_notes_explain_the_api_and_the_spark_ui(tmp_path: Path) -> None:
     assert f"kubectl -n {NAMESPACE} port-forward svc/{RELEASE}-lakegate 8080:http" in notes
     assert f"kubectl -n {NAMESPACE} port-forward svc/{RELEASE}-lakegate 4040:spark-ui" in notes
     assert "sidecar-snippet" in notes and "/v1/tables" in notes
+    assert "status page" in notes and "{.data.read-token}" in notes
 
 
 def test_every_value_is_documented() -> None:

@@ -138,10 +138,17 @@ The service's config file (service.yaml, docs/configuration.md) from .Values.con
 {{- $c := .Values.config -}}
 {{- $server := merge (dict "host" "0.0.0.0") (deepCopy $c.server) -}}
 {{- $auth := dict "enabled" $c.auth.enabled -}}
+{{- if hasKey $c.auth "session_hours" -}}
+{{- $_ := set $auth "session_hours" $c.auth.session_hours -}}
+{{- end -}}
+{{- if hasKey $c.auth "secure_cookie" -}}
+{{- $_ := set $auth "secure_cookie" $c.auth.secure_cookie -}}
+{{- end -}}
 {{- if $c.auth.enabled -}}
 {{- $_ := set $auth "tokens" (list
       (dict "token" "${LAKEGATE_SIDECAR_TOKEN}" "role" "sidecar")
-      (dict "token" "${LAKEGATE_ADMIN_TOKEN}" "role" "admin")) -}}
+      (dict "token" "${LAKEGATE_ADMIN_TOKEN}" "role" "admin")
+      (dict "token" "${LAKEGATE_READ_TOKEN}" "role" "read")) -}}
 {{- end -}}
 {{- $storage := dict "allowed_roots" $c.storage.allowed_roots -}}
 {{- if $c.storage.s3 -}}
