@@ -86,6 +86,12 @@ def log_snapshot(storage: StorageReader, table: str, root: str) -> TableSnapshot
     return TableSnapshot(state.version, PartitionOffsets(offsets))
 
 
+def job_group(table: str, commit_id: str, version: int | None = None) -> str:
+    """The Spark job group of one commit: ``lakegate-<table>-<commit id>`` until the commit knows
+    its version, then ``lakegate-<table>-v<version>-<commit id>`` (the Spark UI's Jobs page shows it)."""
+    return f"lakegate-{table}-{commit_id}" if version is None else f"lakegate-{table}-v{version}-{commit_id}"
+
+
 class DeltaCommitter:
     """Commits plans into one Delta table; owned by that table's coordinator."""
 
@@ -190,7 +196,7 @@ class DeltaCommitter:
         """
         started = time.monotonic()
         commit_id = str(uuid.uuid4())
-        group = f"lakegate-{self.table}-{commit_id}"  # one Spark job group per commit: its jobs are findable
+        group = job_group(self.table, commit_id)
         try:
             with job_label(self.spark, group, f"lakegate commit {self.table}: {plan.reason} [{commit_id[:8]}]"):
                 record = self._commit(plan, now_ms, commit_id)
@@ -199,15 +205,17 @@ class DeltaCommitter:
         except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
             raise self._translate(exc) from exc
         duration_ms = int((time.monotonic() - started) * 1000)
-        return replace(record, duration_ms=duration_ms, spark_jobs=self._job_ids(group))
+        jobs = self._job_ids(group, job_group(self.table, commit_id, record.version))
+        return replace(record, duration_ms=duration_ms, spark_jobs=jobs)
 
-    def _job_ids(self, group: str) -> tuple[int, ...]:
-        """The Spark UI's ids of the jobs run under ``group``, oldest first (empty if Spark forgot
+    def _job_ids(self, *groups: str) -> tuple[int, ...]:
+        """The Spark UI's ids of the jobs run under ``groups``, oldest first (empty if Spark forgot
         them: it keeps ``spark.ui.retainedJobs``)."""
         try:
-            return tuple(sorted(int(j) for j in self.spark.sparkContext.statusTracker().getJobIdsForGroup(group)))
+            tracker = self.spark.sparkContext.statusTracker()
+            return tuple(sorted(int(j) for g in groups for j in tracker.getJobIdsForGroup(g)))
         except Exception as exc:  # only the status page's links depend on it
-            logger.warning("table %s: cannot list the Spark jobs of %s: %s", self.table, group, exc)
+            logger.warning("table %s: cannot list the Spark jobs of %s: %s", self.table, groups, exc)
             return ()
 
     def _commit(self, plan: CommitPlan, now_ms: int | None, commit_id: str) -> CommitRecord:
@@ -228,6 +236,9 @@ class DeltaCommitter:
             f"[{commit_id[:8]}]"
         )
         self.spark.sparkContext.setLocalProperty("spark.job.description", label)
+        self.spark.sparkContext.setLocalProperty(
+            "spark.jobGroup.id", job_group(self.table, commit_id, expected_version)
+        )
         table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
         new_schema = self._merged_schema(table_schema, in_place, facts, rewritten, reader)
         if read_version < 0:

@@ -29,7 +29,8 @@ from lakegate_core.types import PartitionOffsets, TopicPartition
 
 logger = logging.getLogger(__name__)
 
-SAMPLE_SECONDS = 10.0
+SAMPLE_SECONDS = 10.0  # one point of the plot
+ENDS_SECONDS = 2.0  # how often Kafka's log ends are read: a stale end would hide the newest records
 WINDOW_MS = 3_600_000  # the plot's hour
 KAFKA_TIMEOUT_MS = 5_000
 
@@ -67,12 +68,16 @@ class LagSample:
 
 def partition_lags(summary: TableSummary, ends: PartitionOffsets | None) -> dict[TopicPartition, PartitionLag]:
     """Per partition of ``summary``, records not yet committed: against Kafka's log end when read,
-    else against Connect's committed offset. A partition with neither is left out."""
+    else against Connect's committed offset. A partition with neither is left out.
+
+    The log end was read up to ``ENDS_SECONDS`` ago, Connect's offset a sidecar round ago: each only
+    rises, and Connect's never passes the log end, so the greater of the two is the truer end."""
     lags: dict[TopicPartition, PartitionLag] = {}
     for tp in set(summary.offsets) | set(summary.connect_offsets) | set(ends or {}):
         committed = summary.offsets.get(tp, 0)
         if ends is not None and tp in ends:
-            lags[tp] = PartitionLag(max(0, ends[tp] - committed), LagSource.KAFKA)
+            end = max(ends[tp], summary.connect_offsets.get(tp, 0))
+            lags[tp] = PartitionLag(max(0, end - committed), LagSource.KAFKA)
         elif tp in summary.connect_offsets:
             lags[tp] = PartitionLag(max(0, summary.connect_offsets[tp] - committed), LagSource.CONNECT)
     return lags
@@ -155,8 +160,9 @@ class LogEnds:
 
 
 class LagSampler:
-    """Every ``every`` seconds: read Kafka's log ends (if configured) for the tables' partitions,
-    then record a :class:`LagSample` per table. Its thread is a daemon; :meth:`stop` ends it."""
+    """Every ``every`` seconds read Kafka's log ends (if configured) for the tables' partitions;
+    every ``record_every`` seconds record a :class:`LagSample` per table. Its thread is a daemon;
+    :meth:`stop` ends it."""
 
     def __init__(
         self,
@@ -164,14 +170,17 @@ class LagSampler:
         ends: LogEnds | None,
         history: LagHistory,
         clock: Callable[[], float] = time.time,
-        every: float = SAMPLE_SECONDS,
+        every: float = ENDS_SECONDS,
+        record_every: float = SAMPLE_SECONDS,
     ) -> None:
         self._summaries = summaries
         self.ends = ends
         self.history = history
         self.clock = clock
         self.every = every
+        self.record_every = record_every
         self.last_ends: EndsReading | None = None  # the page shows these, and their error
+        self._recorded_at: float | None = None
         self._stop = threading.Event()
 
     def sample(self) -> None:
@@ -179,10 +188,14 @@ class LagSampler:
         if self.ends is not None:
             partitions = {tp for s in summaries for tp in (*s.offsets, *s.connect_offsets, *s.pending_offsets)}
             self.last_ends = self.ends.read(partitions)
+        now = self.clock()
+        if self._recorded_at is not None and now - self._recorded_at < self.record_every:
+            return
+        self._recorded_at = now
         known = self.last_ends.offsets if self.last_ends and self.last_ends.error is None else None
-        now_ms = int(self.clock() * 1000)
         for s in summaries:
-            self.history.record(s.table, LagSample(now_ms, total_lag(partition_lags(s, known)), s.pending_files))
+            lag = total_lag(partition_lags(s, known))
+            self.history.record(s.table, LagSample(int(now * 1000), lag, s.pending_files))
 
     def start(self) -> None:
         threading.Thread(target=self._run, name="lakegate-lag", daemon=True).start()

@@ -109,7 +109,7 @@ def build_view(
     elif ends.error is not None:
         kafka = f"{ends.error}; lag falls back to Connect's committed offsets"
     else:
-        kafka = "Lag is measured against Kafka's log ends"
+        kafka = f"Lag is measured against Kafka's log ends (read {max(0, now_ms - ends.read_at_ms) / 1000:.1f} s ago)"
     return StatusView(now_ms, True, tables, commits, sidecars, letters, spark_ui, kafka)
 
 

@@ -137,6 +137,10 @@ def test_the_status_page_in_chromium(
     link = row.find_element(By.CSS_SELECTOR, "a.job")
     href, job = link.get_attribute("href"), link.get_attribute("data-job")
     assert href == f"{spark_ui}/jobs/job/?id={job}"
+    commit_id = svc.call("GET", "/v1/commits?table=orders", READ_TOKEN).json()["commits"][0]["commit_id"]
+    app_id = requests.get(f"{spark_ui}/api/v1/applications", timeout=10).json()[0]["id"]
+    spark_job = requests.get(f"{spark_ui}/api/v1/applications/{app_id}/jobs/{job}", timeout=10).json()
+    assert spark_job["jobGroup"] in (f"lakegate-orders-v0-{commit_id}", f"lakegate-orders-{commit_id}")
     browser.save_screenshot(str(tmp_path / "status.png"))
     if os.environ.get("LAKEGATE_SCREENSHOT"):
         browser.save_screenshot(os.environ["LAKEGATE_SCREENSHOT"])

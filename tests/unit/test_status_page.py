@@ -178,9 +178,10 @@ def test_lag_prefers_kafka_s_log_end_and_falls_back_to_connect() -> None:
     assert lags[TP0].offsets == 30
     assert lags[TP1].offsets == 0  # Connect's offset read before our commit: never negative
     assert lags[TP2].offsets == 5  # nothing committed yet: all of it
-    with_kafka = partition_lags(s, PartitionOffsets({TP0: 180}))
+    with_kafka = partition_lags(s, PartitionOffsets({TP0: 180, TP2: 3}))
     assert (with_kafka[TP0].offsets, with_kafka[TP0].source) == (80, LagSource.KAFKA)
     assert with_kafka[TP1].source is LagSource.CONNECT
+    assert with_kafka[TP2].offsets == 5  # a log end read before Connect's offset: never below Connect's
 
 
 class FakeConsumer:
@@ -217,10 +218,12 @@ def test_the_sampler_records_each_table_s_lag_and_the_history_keeps_an_hour() ->
     history = LagHistory(window_ms=60_000, every_seconds=10)
     now = [1000.0]
     s = summary(connect_offsets=PartitionOffsets({TP0: 110}), pending_files=2)
-    sampler = LagSampler(lambda: [s], None, history, clock=lambda: now[0])
+    sampler = LagSampler(lambda: [s], None, history, clock=lambda: now[0], every=2, record_every=10)
     sampler.sample()
     now[0] += 61
     sampler.sample()
+    now[0] += 5
+    sampler.sample()  # within record_every of the last point: not recorded
     assert history.samples("orders", int(now[0] * 1000)) == [LagSample(1_061_000, 10, 2)]
 
 
