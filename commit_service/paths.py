@@ -106,6 +106,11 @@ class StorageUri:
             raise UnsafePathError("path must not contain empty, '.' or '..' segments (also not percent-encoded)")
         if not root and segments[-1].startswith(("_", ".")):
             raise UnsafePathError("file name starts with '_' or '.': Spark's readers skip such files as hidden")
+        if scheme == "file" and not root and _object_store_part(segments[-1]):
+            raise UnsafePathError(
+                "local file name ends in '#<digits>' after its first '#': delta-rs (Rust object_store) takes such "
+                "names for its own upload parts on local disks and cannot read a table holding one"
+            )
         return cls(scheme, bucket, ("/" if scheme == "file" else "") + body)
 
     @property
@@ -124,6 +129,13 @@ class StorageUri:
         """The text for Hadoop's ``Path(String)`` (Spark readers, ``DeltaLog.forTable``): decoded,
         since that constructor quotes every character itself (``%`` included)."""
         return f"s3a://{self.bucket}/{self.key}" if self.scheme == "s3a" else self.key
+
+
+def _object_store_part(name: str) -> bool:
+    """object_store's LocalFileSystem refuses a file name whose text after the first '#' is all
+    digits (``a#12``, ``#1``): it names the parts of its multipart uploads so."""
+    _, hash_sign, suffix = name.partition("#")
+    return bool(hash_sign and suffix and suffix.isascii() and suffix.isdigit())
 
 
 def normalize_uri(uri: str) -> str:

@@ -77,8 +77,28 @@ def send(svc: ServiceProcess, root: Path, topic: str, starts: range, count: int,
     assert r.status_code == 202 and {f["status"] for f in r.json()["files"]} == {"accepted"}, r.text
 
 
-def section(browser: WebDriver, table: str) -> Any:
-    return browser.find_element(By.CSS_SELECTOR, f'section.table[data-table="{table}"]')
+# The page's panel is replaced every few seconds, so an element found now may be gone a moment
+# later: every read of the page is one script, which runs between two refreshes, never across one.
+SNAPSHOT = """
+const tables = {};
+for (const el of document.querySelectorAll("section.table")) {
+  const partitions = {};
+  for (const row of el.querySelectorAll("table.partitions tbody tr[data-topic]")) {
+    partitions[row.dataset.topic + "-" + row.dataset.partition] = row.dataset.committed ?? null;
+  }
+  tables[el.dataset.table] = {version: el.dataset.version, pendingFiles: el.dataset.pendingFiles,
+    pendingBytes: el.dataset.pendingBytes, lag: el.dataset.lag ?? null, partitions: partitions,
+    text: el.innerText, plots: el.querySelectorAll("svg.plot").length};
+}
+const commits = [...document.querySelectorAll("tr.commit")].map(row => ({table: row.dataset.table,
+  version: row.dataset.version, records: row.dataset.records,
+  jobs: [...row.querySelectorAll("a.job")].map(a => [a.dataset.job, a.href])}));
+return {tables: tables, commits: commits};
+"""
+
+
+def snapshot(browser: WebDriver) -> dict[str, Any]:
+    return dict(browser.execute_script(SNAPSHOT))
 
 
 def test_the_status_page_in_chromium(
@@ -106,7 +126,8 @@ def test_the_status_page_in_chromium(
     assert browser.current_url.endswith("/login")
     browser.find_element(By.ID, "token").send_keys("wrong-token-0000000000")
     browser.find_element(By.ID, "sign-in").click()
-    assert browser.find_element(By.ID, "login-error").text == "unknown token"
+    error = WebDriverWait(browser, WAIT_SECONDS).until(lambda b: b.find_elements(By.ID, "login-error"))
+    assert error[0].text == "unknown token"
     browser.find_element(By.ID, "token").send_keys(READ_TOKEN)
     browser.find_element(By.ID, "sign-in").click()
     WebDriverWait(browser, WAIT_SECONDS).until(lambda b: b.find_elements(By.CSS_SELECTOR, "section.table"))
@@ -115,27 +136,24 @@ def test_the_status_page_in_chromium(
     # every table, with the numbers the API gives
     api = {t["table"]: t for t in svc.call("GET", "/v1/tables", READ_TOKEN).json()["tables"]}
     assert sorted(api) == sorted(TABLES)
+    page = snapshot(browser)
+    assert sorted(page["tables"]) == sorted(TABLES)
     for name, summary in api.items():
-        el = section(browser, name)
-        assert el.get_attribute("data-version") == str(summary["version"]) == "0"
-        assert el.get_attribute("data-pending-files") == str(summary["pending_files"])
-        assert el.get_attribute("data-pending-bytes") == str(summary["pending_bytes"])
-        shown = {
-            (row.get_attribute("data-topic"), row.get_attribute("data-partition")): row.get_attribute("data-committed")
-            for row in el.find_elements(By.CSS_SELECTOR, "table.partitions tbody tr[data-topic]")
-        }
-        expected = {(topic, p): str(n) for topic, parts in summary["offsets"].items() for p, n in parts.items()}
-        assert {k: v for k, v in shown.items() if v is not None} == expected
+        shown = page["tables"][name]
+        assert shown["version"] == str(summary["version"]) == "0"
+        assert shown["pendingFiles"] == str(summary["pending_files"])
+        assert shown["pendingBytes"] == str(summary["pending_bytes"])
+        expected = {f"{topic}-{p}": str(n) for topic, parts in summary["offsets"].items() for p, n in parts.items()}
+        assert {k: v for k, v in shown["partitions"].items() if v is not None} == expected
+        assert shown["plots"] == 1
     assert api["payments"]["pending_files"] == 2
-    assert section(browser, "orders").get_attribute("data-lag") == "60"  # Connect at 260, committed 200
-    assert "sidecar-a, 127.0.0.1:8083" in section(browser, "orders").text
-    assert section(browser, "orders").find_element(By.CSS_SELECTOR, "svg.plot")
+    assert page["tables"]["orders"]["lag"] == "60"  # Connect at 260, committed 200
+    assert "sidecar-a, 127.0.0.1:8083" in page["tables"]["orders"]["text"]
 
     # the commit's Spark job link opens that job in the Spark UI
-    row = browser.find_element(By.CSS_SELECTOR, 'tr.commit[data-table="orders"][data-version="0"]')
-    assert row.get_attribute("data-records") == "400"
-    link = row.find_element(By.CSS_SELECTOR, "a.job")
-    href, job = link.get_attribute("href"), link.get_attribute("data-job")
+    (row,) = [c for c in page["commits"] if (c["table"], c["version"]) == ("orders", "0")]
+    assert row["records"] == "400" and row["jobs"]
+    job, href = row["jobs"][0]
     assert href == f"{spark_ui}/jobs/job/?id={job}"
     commit_id = svc.call("GET", "/v1/commits?table=orders", READ_TOKEN).json()["commits"][0]["commit_id"]
     app_id = requests.get(f"{spark_ui}/api/v1/applications", timeout=10).json()[0]["id"]
@@ -154,9 +172,9 @@ def test_the_status_page_in_chromium(
     browser.execute_script("window.lakegateMarker = 'same page';")
     send(svc, roots["orders"], "orders", range(200, 300, 100), 100, "o2")
     assert svc.commit_now("orders")["version"] == 1
-    WebDriverWait(browser, WAIT_SECONDS).until(lambda b: section(b, "orders").get_attribute("data-version") == "1")
+    WebDriverWait(browser, WAIT_SECONDS).until(lambda b: snapshot(b)["tables"]["orders"]["version"] == "1")
     assert browser.execute_script("return window.lakegateMarker;") == "same page"
-    assert browser.find_elements(By.CSS_SELECTOR, 'tr.commit[data-table="orders"][data-version="1"]')
+    assert ("orders", "1") in {(c["table"], c["version"]) for c in snapshot(browser)["commits"]}
 
     # signing out ends it
     browser.find_element(By.ID, "sign-out").click()

@@ -109,11 +109,19 @@ def test_canonical_form(raw: str, canonical: str) -> None:
         ("s3a://bucket/landing/.part-0.crc", "hidden"),
         ("s3a://user@bucket/landing/x", "bucket"),
         ("s3a://bucket/" + "k" * 1025, "1024"),
+        ("file:///lake/t/data/%231", "object_store"),
+        ("file:///lake/t/data/a%2312", "object_store"),
     ],
 )
 def test_refused_with_a_reason(bad: str, why: str) -> None:
     with pytest.raises(UnsafePathError, match=why.replace("[", r"\[").replace("?", r"\?")):
         normalize_uri(bad)
+
+
+def test_hash_digit_names_are_refused_only_on_local_disks() -> None:
+    assert normalize_uri("s3a://bucket/landing/a%231") == "s3a://bucket/landing/a%231"  # S3 stores it as is
+    assert normalize_uri("file:///lake/t/%2312/a") == "file:///lake/t/%2312/a"  # a folder, not the file name
+    assert normalize_uri("file:///lake/t/a%231%232") == "file:///lake/t/a%231%232"  # '1#2' is not all digits
 
 
 def test_root_prefix_and_table_forms() -> None:
