@@ -67,6 +67,7 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: 
                 offset_check=table.offset_check,
                 checkpoint_in_commit=not table.maintenance.background_checkpoints,
                 facts=facts,
+                upsert=table.upsert,
             )
 
         return DeferredCommitter(

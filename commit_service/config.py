@@ -23,6 +23,7 @@ from commit_service.maintenance import MaintenancePolicy
 from commit_service.paths import UnsafePathError, root_prefix
 from commit_service.spark import S3Settings, SparkSettings
 from commit_service.state import CommitPolicy
+from commit_service.upsert import OFFSET_COLUMN, Cdc, TableMode, UpsertSpec
 from lakegate_core import configfile
 from lakegate_core.connect_group import KafkaSettings
 
@@ -143,6 +144,7 @@ class SparkConfig:
             raise ConfigError(f"spark.ui_url: {self.ui_url!r} is not an http(s) URL")
 
 
+COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
 
 
@@ -171,8 +173,14 @@ class TableConfig:
     offset_check: OffsetCheck = OffsetCheck.AUTO
     maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
     catalog: CatalogConfig | None = None
+    mode: TableMode = TableMode.APPEND
+    key: tuple[str, ...] = ()  # upsert: the columns identifying a row
+    ordering: str = OFFSET_COLUMN  # upsert: which of two changes of a key in one round wins (the greater)
+    cdc: Cdc = Cdc.NONE
+    delete_on_tombstone: bool = False
 
     def __post_init__(self) -> None:
+        self._check_upsert()
         if not TABLE_NAME.match(self.name):
             raise ConfigError(f"tables[].name: {self.name!r} must be 1-128 of A-Z a-z 0-9 _ . -")
         try:
@@ -191,6 +199,41 @@ class TableConfig:
                 re.compile(self.topics_regex)
             except re.error as exc:
                 raise ConfigError(f"tables[{self.name}].topics_regex: {exc}") from None
+
+    def _check_upsert(self) -> None:
+        where = f"tables[{self.name}]"
+        if self.mode is TableMode.APPEND:
+            for name, value, default in (
+                ("key", self.key, ()),
+                ("cdc", self.cdc, Cdc.NONE),
+                ("delete_on_tombstone", self.delete_on_tombstone, False),
+                ("ordering", self.ordering, OFFSET_COLUMN),
+            ):
+                if value != default:
+                    raise ConfigError(f"{where}.{name}: only for mode: upsert (this table appends)")
+            return
+        if not self.key:
+            raise ConfigError(f"{where}.key: mode: upsert needs the key column(s), e.g. key: [id]")
+        for column in self.key:
+            if not COLUMN.match(column) or "." in column:
+                raise ConfigError(f"{where}.key: {column!r} is not a top-level column name (letters, digits, _)")
+        if not COLUMN.match(self.ordering):
+            raise ConfigError(f"{where}.ordering: {self.ordering!r} is not a column name (a.b for a nested field)")
+        if len(set(self.key)) != len(self.key):
+            raise ConfigError(f"{where}.key: a column is named twice in {list(self.key)}")
+
+    @property
+    def adds_in_place(self) -> bool:
+        """Whether Parquet files are added where they lie (``placement: in_place``, append tables;
+        an upsert table rewrites every record)."""
+        return self.placement is Placement.IN_PLACE and self.mode is TableMode.APPEND
+
+    @property
+    def upsert(self) -> UpsertSpec | None:
+        """How an upsert table reads changes; None for an append table."""
+        if self.mode is TableMode.APPEND:
+            return None
+        return UpsertSpec(self.key, self.ordering, self.cdc, self.delete_on_tombstone)
 
     @functools.cached_property
     def root(self) -> str:
@@ -241,7 +284,7 @@ class ServiceConfig:
         for t in self.tables:
             roots = [root_prefix(r) for r in self.storage.allowed_roots]
             overlaps = any(r.startswith(t.root) or t.root.startswith(r) for r in roots)
-            if t.placement is Placement.IN_PLACE and not overlaps:
+            if t.adds_in_place and not overlaps:
                 raise ConfigError(
                     f"tables[{t.name}].placement: in_place adds Parquet files where the sink wrote them, so they "
                     f"must lie under the table root {t.root}, but no storage.allowed_roots reaches into it "

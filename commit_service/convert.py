@@ -97,6 +97,11 @@ class FrameReader:
                 self._groups[key] = self._unwrapped(self._read(files))
         return self._groups[key]
 
+    def raw_frame(self, files: list[PendingFile]) -> Any:
+        """``files`` (one format) as the sink wrote them, envelope kept: an upsert table reads its
+        changes from the envelope (:mod:`commit_service.upsert`)."""
+        return self._read(files)
+
     def _read(self, files: list[PendingFile]) -> Any:
         fmt = files[0].file.format
         if fmt is FileFormat.PARQUET:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from commit_service.committer import CommitListener, Committer
-from commit_service.config import Placement, ServiceConfig, TableConfig
+from commit_service.config import ServiceConfig, TableConfig
 from commit_service.dead_letters import DeadLetterStore
 from commit_service.errors import (
     BadRequestError,
@@ -172,7 +172,7 @@ class Coordinator:
                 self._rejected("no_table")
                 receipts.append(FileReceipt(f.path, FileStatus.REJECTED, f"no table takes topic {f.topic!r}"))
                 continue
-            if table.placement is Placement.IN_PLACE and f.format is FileFormat.PARQUET and not table.holds(f.path):
+            if table.adds_in_place and f.format is FileFormat.PARQUET and not table.holds(f.path):
                 self._rejected("outside_table")
                 outside = (
                     f"placement in_place adds Parquet files where they are, but this one is not under the table "

@@ -35,6 +35,7 @@ from commit_service.convert import FrameReader
 from commit_service.coverage import OffsetCheck
 from commit_service.delta_log import LogReadError, read_log
 from commit_service.delta_maintenance import DeltaMaintainer
+from commit_service.delta_upsert import UpsertWriter
 from commit_service.errors import (
     CommitError,
     DataFileError,
@@ -53,6 +54,7 @@ from commit_service.schema import merge_schema
 from commit_service.spark import job_label
 from commit_service.state import CommitPlan, PendingFile
 from commit_service.storage import FileFacts, StorageReader
+from commit_service.upsert import UpsertSpec
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
 from lakegate_core.types import PartitionOffsets, TopicPartition
@@ -108,6 +110,7 @@ class DeltaCommitter:
         offset_check: OffsetCheck = OffsetCheck.AUTO,
         checkpoint_in_commit: bool = True,
         facts: FactsCache | None = None,
+        upsert: UpsertSpec | None = None,
     ) -> None:
         self.spark = spark
         self.table = table
@@ -125,6 +128,7 @@ class DeltaCommitter:
         self._maintainer = DeltaMaintainer(spark, table, self.location, self._log)
         self._spark_schemas: dict[str, dict[str, Any]] = {}  # footer schema (Arrow text) -> Spark's schema
         self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
+        self._upsert = UpsertWriter(spark, self.location, upsert) if upsert is not None else None
 
     # -- reading --------------------------------------------------------------------------
 
@@ -240,15 +244,19 @@ class DeltaCommitter:
             "spark.jobGroup.id", job_group(self.table, commit_id, expected_version)
         )
         table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
-        new_schema = self._merged_schema(table_schema, in_place, facts, rewritten, reader)
-        if read_version < 0:
-            txn.updateMetadataForNewTable(self._metadata_action(new_schema, created=int(self.clock() * 1000)))
-        elif new_schema != table_schema or not self._configured(txn.metadata()):
-            txn.updateMetadata(self._metadata_action(new_schema, like=txn.metadata()), False)
-        adds = self._actions.many(
-            ActionKind.ADD, [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
-        )
-        written = self._rewrite(txn, rewritten, reader)
+        if self._upsert is not None:  # every file is read as changes and merged by key
+            merged = self._upsert.round(
+                txn, plan.files, reader, read_version, lambda s: self._set_schema(txn, read_version, table_schema, s)
+            )
+            data = merged.actions
+        else:
+            self._set_schema(
+                txn, read_version, table_schema, self._merged_schema(table_schema, in_place, facts, rewritten, reader)
+            )
+            adds = self._actions.many(
+                ActionKind.ADD, [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
+            )
+            data = [adds, *self._rewrite(txn, rewritten, reader)]
         millis = now_ms if now_ms is not None else int(self.clock() * 1000)
         txns = self._actions.many(
             ActionKind.TXN,
@@ -275,12 +283,21 @@ class DeltaCommitter:
             expected_version,
             self._jvm.scala.Option.apply(json.dumps(record.user_metadata())),
         )
-        actions = self._actions.seq(adds, *written, txns)
+        actions = self._actions.seq(*data, txns)
         faults.point(faults.BEFORE_DELTA_COMMIT)
         version = int(txn.commit(actions, op))
         faults.point(faults.AFTER_DELTA_COMMIT)
         self.facts.forget(p.file for p in plan.files)
         return replace(record, version=version)
+
+    def _set_schema(
+        self, txn: Any, read_version: int, table_schema: dict[str, Any] | None, new_schema: dict[str, Any]
+    ) -> None:
+        """Create the table's metadata, or widen it to ``new_schema``."""
+        if read_version < 0:
+            txn.updateMetadataForNewTable(self._metadata_action(new_schema, created=int(self.clock() * 1000)))
+        elif new_schema != table_schema or not self._configured(txn.metadata()):
+            txn.updateMetadata(self._metadata_action(new_schema, like=txn.metadata()), False)
 
     def prefetch(self, files: list[DataFile]) -> None:
         self.facts.prefetch(files)

@@ -5,7 +5,9 @@ path names the two moments that matter and the chaos harness arms one of them:
 
 - ``commit.before_delta``: footers read, files placed, actions built; the Delta commit not made;
 - ``commit.after_delta``: the Delta commit landed; the service has not updated its state nor
-  answered anyone.
+  answered anyone;
+- ``commit.mid_merge``: an upsert round wrote its new files into the table's folder; the Delta
+  commit that would add them (and remove the files they replace) is not made.
 
 Armed only through the environment variable ``LAKEGATE_TEST_FAULT_DIR`` (read once at import;
 never set in production, where :func:`point` is one ``None`` check). When the file
@@ -26,6 +28,7 @@ logger = logging.getLogger(__name__)
 ENV = "LAKEGATE_TEST_FAULT_DIR"
 BEFORE_DELTA_COMMIT = "commit.before_delta"
 AFTER_DELTA_COMMIT = "commit.after_delta"
+MID_MERGE = "commit.mid_merge"
 
 _DIR = Path(os.environ[ENV]) if os.environ.get(ENV) else None
 

@@ -1,0 +1,204 @@
+"""Upsert and CDC tables: what one round's files change, by key, as Spark DataFrames.
+
+Read by :class:`~commit_service.delta_commit.DeltaCommitter` for a table with ``mode: upsert``.
+A round's files become *changes* (:func:`changes`): per record, the row image, whether it deletes
+its key, and the value that orders two changes of one key. :func:`latest` keeps each key's last
+change. The committer then rewrites the table files holding those keys and commits them, the new
+rows and the partitions' ``txn`` actions as one Delta transaction (``docs/design.md``, "Upserts").
+
+What a record means:
+
+- ``cdc: none`` — the record's value is the row; ``delete_on_tombstone: true`` makes a record
+  whose value is null (a Kafka tombstone) delete its key, read from the record's Kafka key (a JSON
+  object holding the key columns, or for a one-column key the bare value).
+- ``cdc: debezium`` — the value is Debezium's envelope ``{before, after, source, op, ts_ms}``:
+  ``c``, ``u`` and ``r`` upsert ``after``; ``d`` deletes ``before``'s key; a tombstone (Debezium
+  sends one after each delete) is skipped unless ``delete_on_tombstone``.
+
+The sink must write the envelope fields this needs (``format.output.fields``): ``value``, plus
+``offset`` for the default ordering and ``key`` for tombstones. :func:`required_fields` says which;
+the pure parts here are unit-tested, the Spark parts run in the integration tests.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from commit_service.content import KAFKA_COLUMNS
+
+OFFSET_COLUMN = KAFKA_COLUMNS["offset"]  # "_kafka_offset": the default ordering
+DELETE = "__lakegate_delete"  # internal columns of a change; never written to the table
+ORDER = "__lakegate_order"
+INTERNAL = (DELETE, ORDER)
+DEBEZIUM_UPSERTS = ("c", "u", "r")  # create, update, read (snapshot)
+
+
+class TableMode(str, Enum):
+    APPEND = "append"  # every record is a new row (the default)
+    UPSERT = "upsert"  # one row per key: the last change wins, deletes remove it
+
+
+class Cdc(str, Enum):
+    NONE = "none"  # the record's value is the row
+    DEBEZIUM = "debezium"  # the value is Debezium's change envelope
+
+
+class ChangeError(ValueError):
+    """A round's records cannot be read as changes (a key column missing, a null key, ...)."""
+
+
+@dataclass(frozen=True)
+class UpsertSpec:
+    """How an upsert table reads changes: ``tables[].key``, ``ordering``, ``cdc``,
+    ``delete_on_tombstone`` (built by :class:`~commit_service.config.TableConfig`)."""
+
+    key: tuple[str, ...]
+    ordering: str = OFFSET_COLUMN
+    cdc: Cdc = Cdc.NONE
+    delete_on_tombstone: bool = False
+
+    def required_fields(self) -> tuple[str, ...]:
+        """The sink envelope's fields (``format.output.fields``) this table needs."""
+        fields = ["value"]
+        if self.ordering == OFFSET_COLUMN:
+            fields.append("offset")
+        if self.delete_on_tombstone:
+            fields.append("key")
+        return tuple(fields)
+
+    def check_envelope(self, columns: Mapping[str, Any]) -> None:
+        """Raise :class:`ChangeError` unless a round's raw columns hold the envelope fields this
+        table needs."""
+        missing = [f for f in self.required_fields() if f not in columns]
+        if missing:
+            raise ChangeError(
+                f"upsert needs the sink to write the fields {list(self.required_fields())} "
+                f"(format.output.fields); these files lack {missing}"
+            )
+
+    def check_image(self, columns: Mapping[str, Any]) -> None:
+        """Raise :class:`ChangeError` unless the row images hold every key column (and the ordering,
+        when it is a row column)."""
+        missing = [k for k in self.key if k not in columns]
+        if missing:
+            raise ChangeError(f"the records lack the key column(s) {missing} (tables[].key)")
+
+
+def changes(raw: Any, spec: UpsertSpec, table_type: Any | None = None) -> Any:
+    """One change per record of ``raw`` (the sink's envelope, as Spark read it): the row image's
+    columns, ``_kafka_*`` columns from the envelope, and :data:`DELETE` / :data:`ORDER`.
+    ``table_type`` (the table's Spark schema) is the row type of a round holding only tombstones,
+    whose values Spark cannot type (without a table yet, the Kafka keys' type is)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    structs = {f.name: f.dataType for f in raw.schema.fields}
+    spec.check_envelope(structs)
+    value_type = raw.schema["value"].dataType
+    kafka = [F.col(name).alias(alias) for name, alias in KAFKA_COLUMNS.items() if name in structs]
+    tombstone = F.col("value").isNull()
+    if spec.cdc is Cdc.DEBEZIUM:
+        if not isinstance(value_type, StructType) or not {"op", "after", "before"} <= set(value_type.names):
+            raise ChangeError("cdc: debezium needs each value to be Debezium's envelope {before, after, op, ...}")
+        op = F.col("value.op")
+        image_type = _image_type(value_type)
+        image = F.when(op == "d", F.col("value.before")).otherwise(F.col("value.after"))
+        deletes = op == "d"
+        keep = op.isin(*DEBEZIUM_UPSERTS) | deletes
+    else:
+        only_tombstones = spec.delete_on_tombstone and raw.where(F.col("value").isNotNull()).limit(1).count() == 0
+        if only_tombstones:
+            image_type = _without_kafka(table_type) if table_type is not None else _key_type(raw, spec)
+            image = None
+        elif isinstance(value_type, StructType):
+            image_type, image = value_type, F.col("value")
+        else:
+            raise ChangeError("upsert needs each record's value to be a JSON object or struct (the row)")
+        deletes = F.lit(False)
+        keep = ~tombstone
+    spec.check_image({f.name: f.dataType for f in image_type.fields})
+    if spec.delete_on_tombstone:
+        key_image = _key_image(raw, spec, image_type)
+        image = key_image if image is None else F.when(tombstone, key_image).otherwise(image)
+        deletes = deletes | tombstone
+        keep = keep | tombstone
+    if image is None:
+        raise ChangeError("cannot read the rows of these records")
+    staged = raw.where(keep).select(image.alias("__image"), deletes.alias(DELETE), *kafka)
+    order = F.col(spec.ordering if spec.ordering.startswith("_kafka_") else f"__image.{spec.ordering}")
+    names = [f.name for f in image_type.fields]
+    out = staged.select(
+        *[F.col(f"__image.{n}").alias(n) for n in names],
+        *[F.col(c) for c in staged.columns if c.startswith("_kafka_")],
+        F.col(DELETE),
+        order.alias(ORDER),
+    )
+    any_null = functools.reduce(lambda a, b: a | b, [F.col(k).isNull() for k in spec.key])
+    null_key = out.where(any_null).limit(1).count()
+    if null_key:
+        raise ChangeError(f"a record has no value for the key column(s) {list(spec.key)}")
+    return out
+
+
+def _key_type(raw: Any, spec: UpsertSpec) -> Any:
+    """The row type a table gets from a first round of tombstones only: its key columns, typed as
+    the Kafka keys are (a later round widens it)."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    key_type = raw.schema["key"].dataType
+    if isinstance(key_type, StructType):
+        missing = [k for k in spec.key if k not in key_type.names]
+        if missing:
+            raise ChangeError(f"the tombstones' Kafka keys lack the key column(s) {missing}")
+        return StructType([key_type[k] for k in spec.key])
+    if len(spec.key) != 1:
+        raise ChangeError(f"a tombstone's Kafka key must be an object holding the key columns {list(spec.key)}")
+    return StructType([StructField(spec.key[0], StringType())])
+
+
+def _without_kafka(table_type: Any) -> Any:
+    from pyspark.sql.types import StructType
+
+    return StructType([f for f in table_type.fields if f.name not in KAFKA_COLUMNS.values()])
+
+
+def _image_type(envelope: Any) -> Any:
+    """Debezium's row type: ``after``'s, or ``before``'s when every record of the round deletes."""
+    after = envelope["after"].dataType
+    from pyspark.sql.types import StructType
+
+    return after if isinstance(after, StructType) else envelope["before"].dataType
+
+
+def _key_image(raw: Any, spec: UpsertSpec, image_type: Any) -> Any:
+    """A tombstone's row image: the key columns from the record's Kafka key, the rest null."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    key_type = raw.schema["key"].dataType
+    fields = []
+    for f in image_type.fields:
+        if f.name not in spec.key:
+            fields.append(F.lit(None).cast(f.dataType).alias(f.name))
+        elif isinstance(key_type, StructType) and f.name in key_type.names:
+            fields.append(F.col(f"key.{f.name}").cast(f.dataType).alias(f.name))
+        elif isinstance(key_type, StructType) and len(spec.key) == 1 and "payload" in key_type.names:
+            fields.append(F.col(f"key.payload.{f.name}").cast(f.dataType).alias(f.name))
+        elif len(spec.key) == 1:
+            fields.append(F.col("key").cast(f.dataType).alias(f.name))
+        else:
+            raise ChangeError(f"a tombstone's Kafka key must be an object holding the key columns {list(spec.key)}")
+    return F.struct(*fields)
+
+
+def latest(changes_df: Any, spec: UpsertSpec) -> Any:
+    """Each key's last change in the round: the greatest :data:`ORDER` (ties: any one of them)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    rank = F.row_number().over(Window.partitionBy(*spec.key).orderBy(F.col(ORDER).desc_nulls_last()))
+    return changes_df.withColumn("__rank", rank).where(F.col("__rank") == 1).drop("__rank")

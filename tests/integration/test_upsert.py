@@ -1,0 +1,185 @@
+"""Upsert and Debezium CDC tables on real Spark + Delta, read back with delta-rs.
+
+Each test lands files as the S3 sink writes them (``format.output.fields=key,value,offset``: JSON
+lines and Parquet), commits them in rounds through :class:`DeltaCommitter` with ``upsert=``, and
+compares the table after every round with a model computed here, independently, from the records:
+one row per live key holding its latest value. The partitions' ``txn`` versions must equal the
+offsets committed, and a round sent again must change nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+
+from commit_service.delta_commit import DeltaCommitter, app_id
+from commit_service.errors import CommitError, DataFileError
+from commit_service.state import PendingFile, TableState
+from commit_service.storage import StorageReader
+from commit_service.upsert import Cdc, UpsertSpec
+from lakegate_core.protocol import DataFile, FileFormat
+from lakegate_core.types import TopicPartition
+from tests.delta_helpers import commit_all
+
+Record = dict[str, Any]  # one Kafka record as the sink's envelope: key, value, offset
+
+
+class Landing:
+    """Writes a partition's records as sink files, one file per call, offsets running on."""
+
+    def __init__(self, root: Path, topic: str) -> None:
+        self.root, self.topic = root, topic
+        self.next: dict[int, int] = {}
+
+    def write(
+        self, partition: int, records: list[tuple[Any, Any]], fmt: FileFormat
+    ) -> tuple[PendingFile, list[Record]]:
+        start = self.next.get(partition, 0)
+        envelopes = [{"key": k, "value": v, "offset": start + i} for i, (k, v) in enumerate(records)]
+        self.next[partition] = start + len(records)
+        path = self.root / "landing" / f"{self.topic}-{partition}-{start}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if fmt is FileFormat.JSONL:
+            path.write_text("".join(json.dumps(e) + "\n" for e in envelopes))
+        else:
+            pq.write_table(pa.Table.from_pylist(envelopes), path)
+        f = DataFile(f"file://{path}", self.topic, partition, start, start + len(records) - 1, path.stat().st_size, fmt)
+        return PendingFile(f, f"m-{partition}-{start}", "sc-1"), envelopes
+
+
+def rows(table: Path) -> dict[int, dict[str, Any]]:
+    """The table as delta-rs reads it: key -> row (the _kafka_* columns left out)."""
+    out = {}
+    for r in DeltaTable(str(table)).to_pyarrow_table().to_pylist():
+        assert r["id"] not in out, f"key {r['id']} is in the table twice"
+        out[r["id"]] = {k: v for k, v in r.items() if not k.startswith("_kafka_") and v is not None}
+    return out
+
+
+def upsert_model(records: list[Record], tombstones_delete: bool) -> dict[int, dict[str, Any]]:
+    """One row per live key, latest value: records applied in offset order per partition (each key
+    lives in one partition, as Kafka's default partitioner puts it)."""
+    model: dict[int, dict[str, Any]] = {}
+    for r in sorted(records, key=lambda r: r["offset"]):
+        if r["value"] is None:
+            if tombstones_delete:
+                model.pop(r["key"]["id"], None)
+        else:
+            model[r["value"]["id"]] = r["value"]
+    return model
+
+
+def debezium_model(records: list[Record]) -> dict[int, dict[str, Any]]:
+    model: dict[int, dict[str, Any]] = {}
+    for r in sorted(records, key=lambda r: r["offset"]):
+        v = r["value"]
+        if v is None:
+            continue  # Debezium's tombstone after a delete: compaction's, not a change
+        if v["op"] == "d":
+            model.pop(v["before"]["id"], None)
+        else:
+            model[v["after"]["id"]] = v["after"]
+    return model
+
+
+def check_txn(table: Path, topic: str, landing: Landing) -> None:
+    t = DeltaTable(str(table))
+    for partition, end in landing.next.items():
+        assert t.transaction_version(app_id("t", TopicPartition(topic, partition))) == end
+
+
+@pytest.mark.parametrize("fmt", [FileFormat.JSONL, FileFormat.PARQUET])
+def test_upserts_and_tombstones_equal_the_model_round_after_round(spark: Any, tmp_path: Path, fmt: FileFormat) -> None:
+    table = tmp_path / "t"
+    spec = UpsertSpec(("id",), delete_on_tombstone=True)
+    committer = DeltaCommitter(spark, "t", str(table), StorageReader(local_roots=[str(tmp_path)]), upsert=spec)
+    landing, state, sent = Landing(tmp_path, "users"), TableState("t"), []
+    rng = random.Random(7)
+    for round_no in range(4):
+        files = []
+        for partition in (0, 1):
+            records: list[tuple[Any, Any]] = []
+            for _ in range(40):
+                key = rng.randrange(30) * 2 + partition  # even keys in partition 0, odd in 1
+                if rng.random() < 0.2:
+                    records.append(({"id": key}, None))
+                else:
+                    records.append(({"id": key}, {"id": key, "name": f"r{round_no}-{rng.randrange(1000)}"}))
+            pending, envelopes = landing.write(partition, records, fmt)
+            files.append(pending)
+            sent.extend(envelopes)
+        record = commit_all(committer, state, files)
+        assert record.version == round_no
+        assert rows(table) == upsert_model(sent, tombstones_delete=True), f"round {round_no}"
+        check_txn(table, "users", landing)
+    replay = state.plan(now=0, force=True)
+    assert replay is None  # nothing is pending: the coordinator would not commit again
+    version = DeltaTable(str(table)).version()
+    # a service whose memory is one round behind the table, offered the last round again
+    stale = TableState("t", {TopicPartition("users", p): landing.next[p] - 40 for p in (0, 1)})
+    with pytest.raises(CommitError, match="offset"):
+        commit_all(committer, stale, files)
+    assert DeltaTable(str(table)).version() == version
+    assert rows(table) == upsert_model(sent, tombstones_delete=True)
+
+
+def test_debezium_creates_updates_deletes_and_skips_tombstones(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    spec = UpsertSpec(("id",), cdc=Cdc.DEBEZIUM)
+    committer = DeltaCommitter(spark, "t", str(table), StorageReader(local_roots=[str(tmp_path)]), upsert=spec)
+    landing, state, sent = Landing(tmp_path, "db.users"), TableState("t"), []
+    live: dict[int, dict[str, Any]] = {}
+    rng = random.Random(11)
+    for round_no in range(3):
+        records: list[tuple[Any, Any]] = []
+        for _ in range(60):
+            key = rng.randrange(25)
+            source = {"lsn": rng.randrange(10**9), "table": "users"}
+            if key in live and rng.random() < 0.3:
+                records.append(({"id": key}, {"before": live.pop(key), "after": None, "op": "d", "source": source}))
+                records.append(({"id": key}, None))  # the tombstone Debezium sends after a delete
+            else:
+                after = {"id": key, "email": f"u{key}@r{round_no}.example", "score": rng.randrange(100)}
+                op = "u" if key in live else ("r" if round_no == 0 else "c")
+                records.append(({"id": key}, {"before": live.get(key), "after": after, "op": op, "source": source}))
+                live[key] = after
+        pending, envelopes = landing.write(0, records, FileFormat.JSONL)
+        sent.extend(envelopes)
+        commit_all(committer, state, [pending])
+        assert rows(table) == debezium_model(sent) == live, f"round {round_no}"
+        check_txn(table, "db.users", landing)
+
+
+def test_a_round_touches_only_the_files_holding_its_keys(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    spec = UpsertSpec(("id",))
+    committer = DeltaCommitter(spark, "t", str(table), StorageReader(local_roots=[str(tmp_path)]), upsert=spec)
+    landing, state = Landing(tmp_path, "users"), TableState("t")
+    for block in range(4):  # four rounds of new keys: four files
+        records = [({"id": k}, {"id": k, "name": "v1"}) for k in range(block * 100, block * 100 + 100)]
+        commit_all(committer, state, [landing.write(0, records, FileFormat.JSONL)[0]])
+    before = set(DeltaTable(str(table)).file_uris())
+    assert len(before) == 4
+    commit_all(committer, state, [landing.write(0, [({"id": 150}, {"id": 150, "name": "v2"})], FileFormat.JSONL)[0]])
+    after = set(DeltaTable(str(table)).file_uris())
+    assert len(before - after) == 1 and len(after - before) == 1  # one file rewritten, three untouched
+    assert rows(table)[150]["name"] == "v2" and len(rows(table)) == 400
+
+
+def test_records_without_the_key_are_refused_naming_the_file(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    spec = UpsertSpec(("id",))
+    committer = DeltaCommitter(spark, "t", str(table), StorageReader(local_roots=[str(tmp_path)]), upsert=spec)
+    landing, state = Landing(tmp_path, "users"), TableState("t")
+    good, _ = landing.write(0, [({"id": 1}, {"id": 1, "name": "a"})], FileFormat.JSONL)
+    bad, _ = landing.write(1, [({"id": 2}, {"name": "no id"})], FileFormat.JSONL)
+    with pytest.raises(DataFileError, match="key") as err:
+        commit_all(committer, state, [good, bad])
+    assert err.value.path == bad.file.path
