@@ -1,6 +1,6 @@
 """Benchmarks of the commit service's Delta side (real Spark + Delta), in selectable parts.
 
-Parts (``--parts``, default all but ``history``):
+Parts (``--parts``, default all but ``history`` and ``upsert``):
 
 - ``commit``: one commit of N Parquet files (1,000 rows x 10 columns each), N in ``--files``.
   The same files are committed three ways, each into its own table that already exists:
@@ -21,6 +21,9 @@ Parts (``--parts``, default all but ``history``):
   records, at each of ``--intervals`` (``scripts/bench_pipeline.py``).
 - ``http``: the real service (gunicorn, Spark started and idle) under ``wrk``: one-file manifests
   from ``--clients`` concurrent connections for ``--seconds`` each; manifests/s, p50/p90/p99.
+- ``upsert``: one upsert round of each of ``--upsert-keys`` changed keys into a table of
+  ``--upsert-rows`` rows, keys clustered and random, against Delta's own MERGE with deletion
+  vectors on the same changes (``scripts/bench_upsert.py``).
 
 Prints progress and tables, writes ``<part>.json`` and a PNG plot per part to ``--out-dir``
 (default ``.lakegate/bench``). Run through ``scripts/bench``.
@@ -57,7 +60,7 @@ from lakegate_core.protocol import DataFile, FileFormat
 TOPIC = "bench"
 PARTITIONS = 3
 COLUMNS = 10
-PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline")
+PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline", "upsert")
 DEFAULT_PARTS = ("commit", "checkpoints", "jsonl", "intake", "http", "pipeline")
 WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
 
@@ -286,6 +289,12 @@ class Bench:
             print(f"  at v{target}: p50 {rows[-1]['p50_s']:.3f} s  p99 {rows[-1]['p99_s']:.3f} s", flush=True)
         return {"results": rows}
 
+    def part_upsert(self, rows: int, files: int, sizes: list[int]) -> dict[str, Any]:
+        sys.path.insert(0, str(Path(__file__).parent))
+        import bench_upsert
+
+        return dict(bench_upsert.run(self.spark, self.work, rows, files, sizes))
+
 
 def wrk_figures(output: str) -> dict[str, Any]:
     """Requests/s, latency percentiles (ms) and non-2xx answers from ``wrk --latency`` output."""
@@ -410,6 +419,17 @@ def report(out_dir: Path) -> str:
             ["gzip JSON-lines files", "commit"],
             [[f"{r['files']:,} x {r['lines_per_file']:,} lines", f"{r['commit_s']:.2f} s"] for r in d["results"]],
         )
+    if (d := load("upsert")) is not None:
+        out += [f"A table of {d['table_rows']:,} rows in {d['table_files']} files; one round of changes.", ""]
+        table(
+            ["changed keys", "keys", "Lakegate (copy-on-write, one commit with the txns)", "files rewritten"]
+            + ["Delta MERGE, deletion vectors"],
+            [
+                [f"{r['changed_keys']:,}", r["keys"], f"{r['lakegate_s']:.2f} s"]
+                + [f"{r['files_rewritten']}/{r['table_files']}", f"{r['delta_merge_dv_s']:.2f} s"]
+                for r in d["results"]
+            ],
+        )
     if (d := load("http")) is not None:
         table(
             ["clients", "manifests/s", "p50", "p90", "p99", "non-2xx"],
@@ -496,6 +516,17 @@ def plot(part: str, data: dict[str, Any], path: Path) -> None:
         p99 = ax.twinx()
         p99.plot(labels, [r.get("p99_ms", 0) for r in rows], color="tab:red", marker="o", label="p99 ms")
         p99.set_ylabel("p99 latency, ms")
+    elif part == "upsert":
+        rows = data["results"]
+        for kind, style in (("clustered", "-"), ("random", "--")):
+            mine = [r for r in rows if r["keys"] == kind]
+            sizes = [r["changed_keys"] for r in mine]
+            ax.plot(sizes, [r["lakegate_s"] for r in mine], style, marker="o", color="C0", label=f"Lakegate, {kind}")
+            merge = [r["delta_merge_dv_s"] for r in mine]
+            ax.plot(sizes, merge, style, marker="s", color="C1", label=f"Delta MERGE + DV, {kind}")
+        ax.set_xscale("log")
+        ax.set_xlabel(f"changed keys per round (table of {data['table_rows']:,} rows)")
+        ax.set_ylabel("seconds")
     else:
         plt.close(fig)
         return
@@ -555,6 +586,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rate", type=int, default=2000, help="pipeline: records per second (default 2000)")
     parser.add_argument("--pipeline-seconds", type=int, default=60, help="pipeline: seconds of producing (default 60)")
+    parser.add_argument(
+        "--upsert-rows", type=int, default=10_000_000, help="upsert: rows of the table (default 10000000)"
+    )
+    parser.add_argument("--upsert-files", type=int, default=40, help="upsert: files of the table (default 40)")
+    parser.add_argument(
+        "--upsert-keys",
+        type=int,
+        nargs="+",
+        default=[1000, 10000, 100000],
+        help="upsert: changed keys per round (default 1000 10000 100000)",
+    )
     parser.add_argument("--out-dir", type=Path, default=Path(".lakegate/bench"))
     parser.add_argument("--no-plot", action="store_true", help="write no PNG")
     parser.add_argument(
@@ -598,6 +640,7 @@ def main(argv: list[str] | None = None) -> int:
         "checkpoints": lambda: bench.part_checkpoints(args.commits),
         "history": lambda: bench.part_history(args.history, args.window),
         "jsonl": lambda: bench.part_jsonl(args.jsonl_files),
+        "upsert": lambda: bench.part_upsert(args.upsert_rows, args.upsert_files, args.upsert_keys),
     }
     for part in in_process:
         write_part(part, machine, runs[part], args)
