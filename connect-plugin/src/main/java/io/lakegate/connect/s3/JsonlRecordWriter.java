@@ -26,7 +26,8 @@ import org.xerial.snappy.SnappyFramedOutputStream;
  * format, {@link SnappyFramedOutputStream}), zstd (one zstd frame, {@link ZstdOutputStream}) or none.
  *
  * <p>With the envelope (the default) a line is an object with the configured fields in order:
- * {@code key} (string or null), {@code value} (nested JSON), {@code offset} (number),
+ * {@code key} (nested JSON, as Aiven writes it: a string key is a string, a map or struct key an
+ * object; null without a key), {@code value} (nested JSON), {@code offset} (number),
  * {@code timestamp} (epoch millis or null), {@code headers} (list of {@code {"key", "value"}}); so
  * with the default fields a line is {@code {"value": {...}}}. Without it
  * ({@code format.output.envelope=false}, exactly one field) the line is that field's JSON alone.
@@ -84,8 +85,9 @@ final class JsonlRecordWriter implements RecordFileWriter {
         JsonNodeFactory nodes = JsonNodeFactory.instance;
         switch (field) {
             case KEY:
-                String key = JsonValues.asString(record.key(), record.keySchema());
-                return key == null ? nodes.nullNode() : nodes.textNode(key);
+                // as Aiven's JSON writers: the key as JSON (a string key stays a string, a map or
+                // struct key, e.g. Debezium's {"id": 1}, is an object), null for no key
+                return JsonValues.toJson(record.key(), record.keySchema());
             case VALUE:
                 return JsonValues.toJson(record.value(), record.valueSchema());
             case OFFSET:
