@@ -97,6 +97,7 @@ class Coordinator:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._seen: dict[str, SidecarSeen] = {}  # sidecar id -> its last manifest or lease claim
+        self._seen_lock = threading.Lock()
         self.ready = False
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -255,14 +256,14 @@ class Coordinator:
         return grants
 
     def _note_seen(self, sidecar_id: str, worker: str) -> None:
-        with self._manifests_lock:
+        with self._seen_lock:
             self._seen[sidecar_id] = SidecarSeen(sidecar_id, worker, self.clock())
             if len(self._seen) > MAX_SIDECARS_SEEN:
                 del self._seen[min(self._seen.values(), key=lambda s: s.at).sidecar_id]
 
     def sidecars(self) -> list[SidecarSeen]:
         """Every sidecar heard from since this process started, most recently seen first."""
-        with self._manifests_lock:
+        with self._seen_lock:
             return sorted(self._seen.values(), key=lambda s: s.at, reverse=True)
 
     def _rejected(self, reason: str) -> None:

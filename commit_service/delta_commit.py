@@ -245,10 +245,9 @@ class DeltaCommitter:
         )
         table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
         if self._upsert is not None:  # every file is read as changes and merged by key
-            merged = self._upsert.round(
+            data = self._upsert.round(
                 txn, plan.files, reader, read_version, lambda s: self._set_schema(txn, read_version, table_schema, s)
             )
-            data = merged.actions
         else:
             self._set_schema(
                 txn, read_version, table_schema, self._merged_schema(table_schema, in_place, facts, rewritten, reader)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from commit_service import faults
@@ -40,17 +39,8 @@ from lakegate_core.protocol import FileFormat
 FILE_COLUMN = "__lakegate_file"
 
 
-@dataclass(frozen=True)
-class UpsertRound:
-    """What one round does to the table: its actions (Java lists) and how much it touched."""
-
-    actions: list[Any]  # Java lists of RemoveFile and AddFile actions
-    files_rewritten: int
-    keys_changed: int
-
-
 class UpsertWriter:
-    """Builds one :class:`UpsertRound` per commit of one table (owned by its DeltaCommitter)."""
+    """Builds each upsert round's actions for one table (owned by its DeltaCommitter)."""
 
     def __init__(self, spark: Any, location: str, spec: UpsertSpec) -> None:
         self.spark = spark
@@ -65,8 +55,8 @@ class UpsertWriter:
         reader: FrameReader,
         read_version: int,
         set_schema: Callable[[dict[str, Any]], None],
-    ) -> UpsertRound:
-        """The round's actions; ``set_schema`` puts the table's new schema into ``txn`` before any
+    ) -> list[Any]:
+        """The round's actions (Java lists: the RemoveFiles, then the AddFiles); ``set_schema`` puts the table's new schema into ``txn`` before any
         file is written (``txn.writeFiles`` collects statistics by the transaction's schema)."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
@@ -109,7 +99,7 @@ class UpsertWriter:
         out = out.coalesce(max(1, len(touched)))  # no more files than it replaces (one for new keys only)
         written = self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(txn.writeFiles(out._jdf))
         faults.point(faults.MID_MERGE)
-        return UpsertRound([removes, written], len(touched), keys.count())
+        return [removes, written]
 
     def _changes(self, files: Sequence[PendingFile], reader: FrameReader, table_type: Any) -> Any:
         """The round's changes; a file that cannot be read as changes is named (read alone)."""

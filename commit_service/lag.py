@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from lakegate_core.connect_group import KafkaSettings
+from lakegate_core.connect_group import GroupReadError, KafkaSettings, LazyClient
 from lakegate_core.status import TableSummary
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
@@ -105,13 +105,12 @@ class LagHistory:
             return [s for s in self._samples.get(table, ()) if now_ms - s.at_ms <= self.window_ms]
 
 
-class LogEnds:
+class LogEnds(LazyClient):
     """Kafka's log-end offsets, read with one kafka-python consumer made on first use and dropped
     after any error (the next read makes a new one)."""
 
     def __init__(self, consumer_factory: Callable[[], Any], clock: Callable[[], float] = time.time) -> None:
-        self._factory = consumer_factory
-        self._consumer: Any = None
+        super().__init__(consumer_factory)
         self.clock = clock
 
     @classmethod
@@ -137,26 +136,14 @@ class LogEnds:
         now_ms = int(self.clock() * 1000)
         if not wanted:
             return EndsReading(PartitionOffsets(), now_ms)
+        kafka_partitions = [KafkaPartition(tp.topic, tp.partition) for tp in wanted]
         try:
-            if self._consumer is None:
-                self._consumer = self._factory()
-            ends = self._consumer.end_offsets(
-                [KafkaPartition(tp.topic, tp.partition) for tp in wanted], timeout_ms=KAFKA_TIMEOUT_MS
-            )
-        except Exception as exc:  # kafka-python raises many types; a new consumer next time
-            self.close()
-            return EndsReading(PartitionOffsets(), now_ms, f"cannot read Kafka's log ends: {exc}")
+            ends = self._call("log ends", lambda c: c.end_offsets(kafka_partitions, timeout_ms=KAFKA_TIMEOUT_MS))
+        except GroupReadError as exc:
+            return EndsReading(PartitionOffsets(), now_ms, str(exc))
         return EndsReading(
             PartitionOffsets({TopicPartition(k.topic, k.partition): int(v) for k, v in ends.items()}), now_ms
         )
-
-    def close(self) -> None:
-        if self._consumer is not None:
-            try:
-                self._consumer.close()
-            except Exception:  # a broken consumer may fail to close; it is dropped either way
-                pass
-            self._consumer = None
 
 
 class LagSampler:

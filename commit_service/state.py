@@ -427,11 +427,13 @@ class TableState:
         return self._pending_bytes
 
     def oldest_arrival(self) -> float | None:
-        """When the longest-waiting buffered file arrived; None with nothing buffered."""
-        return min((p.arrived_at for fs in self.pending.values() for p in fs.values()), default=None)
+        """When the longest-waiting buffered file arrived; None with nothing buffered. A partition's
+        files are kept in arrival order (a dict), so its first is its oldest: O(partitions)."""
+        return min((next(iter(fs.values())).arrived_at for fs in self.pending.values() if fs), default=None)
 
     def pending_offsets(self) -> PartitionOffsets:
-        """Per partition with buffered files, the end of the furthest one + 1."""
+        """Per partition with buffered files, the end of the furthest one + 1: the file with the
+        greatest start (buffered files never overlap), O(partitions)."""
         return PartitionOffsets(
-            {tp: max(p.file.next_offset for p in fs.values()) for tp, fs in self.pending.items() if fs}
+            {tp: self.pending[tp][starts[-1]].file.next_offset for tp, starts in self._starts.items() if starts}
         )

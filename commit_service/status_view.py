@@ -8,6 +8,7 @@ last reading, so a page view never waits on Kafka or Spark.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from markupsafe import Markup
@@ -97,10 +98,8 @@ def build_view(
         _table(s, leases, known_ends, history, records, now_ms) for s in sorted(coordinator.summaries(), key=_name)
     )
     commits = tuple(_commit(r, spark_ui) for r in sorted(records, key=_at, reverse=True)[:RECENT_COMMITS])
-    held: dict[str, int] = {}
-    for lease in leases.values():
-        held[lease.holder] = held.get(lease.holder, 0) + 1
-    sidecars = tuple(SidecarView(s, max(0.0, now - s.at), held.get(s.sidecar_id, 0)) for s in coordinator.sidecars())
+    held = Counter(lease.holder for lease in leases.values())
+    sidecars = tuple(SidecarView(s, max(0.0, now - s.at), held[s.sidecar_id]) for s in coordinator.sidecars())
     letters = tuple(coordinator.dead_letters(None, DeadLetterState.QUARANTINED)[:DEAD_LETTERS_SHOWN])
     if not kafka_configured:
         kafka = "Lag is measured against Connect's committed offsets (no kafka section: Kafka's log ends not read)"

@@ -69,21 +69,36 @@ def assignments(members: Iterable[dict[str, Any]], connector: str) -> dict[Topic
     return out
 
 
-class GroupReader:
-    """Describes ``connect-<connector>`` and reads its committed offsets."""
+class LazyClient:
+    """One kafka-python client (admin or consumer) from an injected factory, made on first use and
+    dropped after any error, so the next call makes a new one. Base of :class:`GroupReader` and of
+    the service's log-end reader (:class:`commit_service.lag.LogEnds`)."""
 
-    def __init__(self, admin_factory: Callable[[], Any]) -> None:
-        self._factory = admin_factory
-        self._admin: Any = None
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._client: Any = None
 
     def _call(self, what: str, fn: Callable[[Any], Any]) -> Any:
+        """``fn(client)``; any failure drops the client and raises :class:`GroupReadError`."""
         try:
-            if self._admin is None:
-                self._admin = self._factory()
-            return fn(self._admin)
+            if self._client is None:
+                self._client = self._factory()
+            return fn(self._client)
         except Exception as exc:  # kafka-python raises many types; reconnect next time
             self.close()
             raise GroupReadError(f"Kafka {what}: {exc}") from exc
+
+    def close(self) -> None:
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception:  # closing a broken client may fail too; it is dropped either way
+                pass
+            self._client = None
+
+
+class GroupReader(LazyClient):
+    """Describes ``connect-<connector>`` and reads its committed offsets."""
 
     def assignments(self, connector: str) -> dict[TopicPartition, Assignment]:
         group = f"connect-{connector}"
@@ -104,11 +119,3 @@ class GroupReader:
             for tp, meta in offsets.get(group, {}).items()
             if meta.offset is not None and meta.offset >= 0
         )
-
-    def close(self) -> None:
-        if self._admin is not None:
-            try:
-                self._admin.close()
-            except Exception:  # closing a broken client may fail too; it is dropped either way
-                pass
-            self._admin = None

@@ -48,7 +48,7 @@ from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import KafkaBroker, create_topic
 from lakegate_stack.proxy import FaultProxy
 from lakegate_stack.s3 import S3Server
-from lakegate_stack.services import SIDECAR_TOKEN, ServiceProcess, SidecarProcess
+from lakegate_stack.services import SIDECAR_TOKEN, ServiceProcess, SidecarProcess, sidecar_config
 
 logger = logging.getLogger(__name__)
 
@@ -327,21 +327,19 @@ class ChaosRun:
         return SidecarProcess(
             self.workdir,
             f"chaos-sidecar-{i}",
-            {
-                "worker_id": worker.worker_id,
-                "connect": {"url": worker.url, "connectors": list(self.connectors)},
-                "kafka": {"bootstrap_servers": self.kafka.bootstrap_servers},
-                "storage": {
+            sidecar_config(
+                worker,
+                list(self.connectors),
+                self.kafka.bootstrap_servers,
+                {
                     "kind": "s3",
                     "bucket": self.landing,
                     "prefix": "landing/",
                     "endpoint": self.s3_proxy.url,
                     "naming": "aiven",
                 },
-                "service": {"url": self.service_proxy.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
-                "poll_interval_seconds": 1,
-                "resend_after_seconds": 5,
-            },
+                self.service_proxy.url,
+            ),
             env=S3_ENV,
         )
 

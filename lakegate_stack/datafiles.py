@@ -23,6 +23,11 @@ def write_parquet(path: Path, topic: str, partition: int, start: int, count: int
         ),
         path,
     )
+    return {**manifest_entry(path, topic, partition, start, count, "parquet"), "record_count": count}
+
+
+def manifest_entry(path: Path, topic: str, partition: int, start: int, count: int, fmt: str) -> dict[str, Any]:
+    """A manifest's entry for the local file ``path`` holding ``count`` records from ``start``."""
     return {
         "path": f"file://{path}",
         "topic": topic,
@@ -30,6 +35,5 @@ def write_parquet(path: Path, topic: str, partition: int, start: int, count: int
         "start_offset": start,
         "end_offset": start + count - 1,
         "size_bytes": path.stat().st_size,
-        "format": "parquet",
-        "record_count": count,
+        "format": fmt,
     }

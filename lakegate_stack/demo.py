@@ -26,7 +26,7 @@ from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import s3_sink_config
 from lakegate_stack.errors import StackError
 from lakegate_stack.kafka import create_topic
-from lakegate_stack.services import READ_TOKEN, ServiceProcess, SidecarProcess
+from lakegate_stack.services import READ_TOKEN, ServiceProcess, SidecarProcess, sidecar_config
 from lakegate_stack.stack import LocalStack
 
 TOPIC, TABLE, CONNECTOR, BUCKET, PREFIX = "orders", "orders", "orders-sink", "lake", "orders/data/"
@@ -141,15 +141,14 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             sidecar = SidecarProcess(
                 workdir,
                 "sidecar",
-                {
-                    "worker_id": worker.worker_id,
-                    "connect": {"url": worker.url, "connectors": [CONNECTOR]},
-                    "kafka": {"bootstrap_servers": stack.kafka.bootstrap_servers},
-                    "storage": {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": stack.s3.endpoint},
-                    "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
-                    "poll_interval_seconds": 1,
-                    "resend_after_seconds": 10,
-                },
+                sidecar_config(
+                    worker,
+                    [CONNECTOR],
+                    stack.kafka.bootstrap_servers,
+                    {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": stack.s3.endpoint},
+                    service.url,
+                    resend_after_seconds=10,
+                ),
                 env=S3_ENV,
             ).start()
             say(

@@ -14,6 +14,7 @@ from typing import Any
 import requests
 import yaml
 
+from lakegate_stack.connect import ConnectWorker
 from lakegate_stack.errors import ServiceStartError
 from lakegate_stack.process import ManagedProcess, free_port
 
@@ -144,6 +145,28 @@ class ServiceProcess:
         r = self.call("POST", f"/v1/tables/{table}/commit", ADMIN_TOKEN)
         assert r.status_code == 200, r.text
         return dict(r.json())
+
+
+def sidecar_config(
+    worker: ConnectWorker,
+    connectors: list[str],
+    kafka: str,
+    storage: dict[str, Any],
+    service_url: str,
+    resend_after_seconds: float = 5,
+) -> dict[str, Any]:
+    """A sidecar config for the local stack: follows ``connectors`` on ``worker``, lists ``storage``
+    (the config's ``storage`` section), sends to ``service_url`` with the sidecar token, polls every
+    second."""
+    return {
+        "worker_id": worker.worker_id,
+        "connect": {"url": worker.url, "connectors": connectors},
+        "kafka": {"bootstrap_servers": kafka},
+        "storage": storage,
+        "service": {"url": service_url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
+        "poll_interval_seconds": 1,
+        "resend_after_seconds": resend_after_seconds,
+    }
 
 
 class SidecarProcess:

@@ -22,7 +22,7 @@ from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
-from lakegate_stack.services import ServiceProcess, SidecarProcess
+from lakegate_stack.services import ServiceProcess, SidecarProcess, sidecar_config
 from tests.kafka_helpers import committed_offsets, create_topic, end_offsets, produce_json
 
 BUCKET, TABLE, PARTITIONS, PER_TOPIC = "lake-aiven", "events", 3, 1_500
@@ -62,16 +62,14 @@ def test_aiven_defaults_land_exactly_once_as_top_level_columns(
             )
             client.put_connector(name, config)
             client.wait_running(name, tasks=1)
-            sidecar_config = {
-                "worker_id": connect_worker.worker_id,
-                "connect": {"url": connect_worker.url, "connectors": [name]},  # no format given: learned
-                "kafka": {"bootstrap_servers": kafka_broker.bootstrap_servers},
-                "storage": {"kind": "s3", "bucket": BUCKET, "prefix": prefix or "", "endpoint": s3_server.endpoint},
-                "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
-                "poll_interval_seconds": 1,
-                "resend_after_seconds": 5,
-            }
-            sidecars.append(SidecarProcess(tmp_path, f"sidecar-{name}", sidecar_config, env=S3_ENV).start())
+            config = sidecar_config(  # no format given: the sidecar learns it from the connector
+                connect_worker,
+                [name],
+                kafka_broker.bootstrap_servers,
+                {"kind": "s3", "bucket": BUCKET, "prefix": prefix or "", "endpoint": s3_server.endpoint},
+                service.url,
+            )
+            sidecars.append(SidecarProcess(tmp_path, f"sidecar-{name}", config, env=S3_ENV).start())
         for n, topic in enumerate(topics):
             records = [
                 (i % PARTITIONS, f"k{i}", {"id": n * 100_000 + i, "src": topic, "amount": i / 4})

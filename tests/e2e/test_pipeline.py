@@ -20,7 +20,7 @@ from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
-from lakegate_stack.services import ServiceProcess, SidecarProcess
+from lakegate_stack.services import ServiceProcess, SidecarProcess, sidecar_config
 from tests.kafka_helpers import committed_offsets, create_topic, end_offsets
 
 logger = logging.getLogger(__name__)
@@ -38,15 +38,13 @@ def start_sidecar(
     return SidecarProcess(
         workdir,
         name,
-        {
-            "worker_id": worker.worker_id,
-            "connect": {"url": worker.url, "connectors": [CONNECTOR]},
-            "kafka": {"bootstrap_servers": kafka.bootstrap_servers},
-            "storage": {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": s3.endpoint, "naming": "aiven"},
-            "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
-            "poll_interval_seconds": 1,
-            "resend_after_seconds": 5,
-        },
+        sidecar_config(
+            worker,
+            [CONNECTOR],
+            kafka.bootstrap_servers,
+            {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": s3.endpoint, "naming": "aiven"},
+            service.url,
+        ),
         env=S3_ENV,
     ).start()
 

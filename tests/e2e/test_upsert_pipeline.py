@@ -24,7 +24,7 @@ from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
-from lakegate_stack.services import ServiceProcess, SidecarProcess
+from lakegate_stack.services import ServiceProcess, SidecarProcess, sidecar_config
 from tests.kafka_helpers import committed_offsets, create_topic, end_offsets
 
 BUCKET, PARTITIONS, KEYS, BATCHES, PER_BATCH = "lake-upsert", 3, 60, 4, 150
@@ -140,21 +140,9 @@ def test_upsert_and_debezium_tables_equal_the_model_through_the_pipeline(
             )
             client.put_connector(connector, config)
             client.wait_running(connector, tasks=1)
-            sidecar_config = {
-                "worker_id": connect_worker.worker_id,
-                "connect": {"url": connect_worker.url, "connectors": [connector]},
-                "kafka": {"bootstrap_servers": bootstrap},
-                "storage": {
-                    "kind": "s3",
-                    "bucket": BUCKET,
-                    "prefix": f"landing/{name}/",
-                    "endpoint": s3_server.endpoint,
-                },
-                "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
-                "poll_interval_seconds": 1,
-                "resend_after_seconds": 5,
-            }
-            sidecars.append(SidecarProcess(tmp_path, f"sidecar-{name}", sidecar_config, env=S3_ENV).start())
+            landing = {"kind": "s3", "bucket": BUCKET, "prefix": f"landing/{name}/", "endpoint": s3_server.endpoint}
+            config = sidecar_config(connect_worker, [connector], bootstrap, landing, service.url)
+            sidecars.append(SidecarProcess(tmp_path, f"sidecar-{name}", config, env=S3_ENV).start())
 
         rng, live = random.Random(5), {}
         for batch in range(BATCHES):

@@ -21,6 +21,7 @@ from deltalake import DeltaTable
 from commit_service import faults
 from commit_service.delta_commit import app_id
 from lakegate_core.types import TopicPartition
+from lakegate_stack.datafiles import manifest_entry
 from tests.service_helpers import ADMIN_TOKEN, ServiceProcess, manifest
 
 TOPIC, TABLE = "users", "users"
@@ -38,16 +39,7 @@ def land(root: Path, partition: int, start: int, round_no: int) -> tuple[dict[st
     path = root / "landing" / f"{TOPIC}-{partition}-{start}"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(e) + "\n" for e in envelopes))
-    f = {
-        "path": f"file://{path}",
-        "topic": TOPIC,
-        "partition": partition,
-        "start_offset": start,
-        "end_offset": start + PER_ROUND - 1,
-        "size_bytes": path.stat().st_size,
-        "format": "jsonl",
-    }
-    return f, envelopes
+    return manifest_entry(path, TOPIC, partition, start, PER_ROUND, "jsonl"), envelopes
 
 
 def model(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:

@@ -208,9 +208,9 @@ def test_log_ends_read_and_a_failed_read_drops_the_consumer() -> None:
     ends = LogEnds(factory, clock=lambda: 1.0)
     ok = ends.read([TP1, TP0])
     assert ok.error is None and dict(ok.offsets) == {TP0: 7, TP1: 9} and ok.read_at_ms == 1000
-    ends._consumer = None  # the next read makes a consumer that fails
+    ends._client = None  # the next read makes a consumer that fails
     failed = ends.read([TP0])
-    assert failed.error is not None and "no broker" in failed.error and made[1].closed and ends._consumer is None
+    assert failed.error is not None and "no broker" in failed.error and made[1].closed and ends._client is None
     assert ends.read([]).error is None and len(made) == 2  # nothing to ask: Kafka is not called
 
 
