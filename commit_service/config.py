@@ -178,6 +178,7 @@ class TableConfig:
     ordering: str = OFFSET_COLUMN  # upsert: which of two changes of a key in one round wins (the greater)
     cdc: Cdc = Cdc.NONE
     delete_on_tombstone: bool = False
+    deletion_vectors: bool = True  # upsert: replaced rows are marked deleted, their files kept
 
     def __post_init__(self) -> None:
         self._check_upsert()
@@ -208,6 +209,7 @@ class TableConfig:
                 ("cdc", self.cdc, Cdc.NONE),
                 ("delete_on_tombstone", self.delete_on_tombstone, False),
                 ("ordering", self.ordering, OFFSET_COLUMN),
+                ("deletion_vectors", self.deletion_vectors, True),
             ):
                 if value != default:
                     raise ConfigError(f"{where}.{name}: only for mode: upsert (this table appends)")
@@ -233,7 +235,7 @@ class TableConfig:
         """How an upsert table reads changes; None for an append table."""
         if self.mode is TableMode.APPEND:
             return None
-        return UpsertSpec(self.key, self.ordering, self.cdc, self.delete_on_tombstone)
+        return UpsertSpec(self.key, self.ordering, self.cdc, self.delete_on_tombstone, self.deletion_vectors)
 
     @functools.cached_property
     def root(self) -> str:

@@ -65,6 +65,7 @@ APP_ID_PREFIX = "lakegate"
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 SCHEMA_CACHE = 256  # distinct footer schemas remembered
 NO_CHECKPOINT_IN_COMMIT = str(2**31 - 1)  # Delta checkpoints every N commits inside the commit: never
+ENABLE_DELETION_VECTORS = "delta.enableDeletionVectors"  # upsert tables: MERGE-style deletes without rewrites
 
 
 def app_id(table: str, tp: TopicPartition) -> str:
@@ -227,8 +228,11 @@ class DeltaCommitter:
         facts = self._facts(plan.files)
         for p in plan.files:
             coverage.check(p.file, self._coverage(p, facts[p.file.path], reader), self.offset_check)
-        in_place = [p for p in plan.files if not reader.rewrites(p, facts[p.file.path])]
-        rewritten = [p for p in plan.files if reader.rewrites(p, facts[p.file.path])]
+        in_place: list[PendingFile] = []
+        rewritten: list[PendingFile] = []
+        for p in plan.files:  # an upsert table rewrites every record: nothing is added in place (or copied)
+            rewrites = self._upsert is not None or reader.rewrites(p, facts[p.file.path])
+            (rewritten if rewrites else in_place).append(p)
         placed = self._place(in_place)
 
         txn = self._log().startTransaction()
@@ -467,8 +471,12 @@ class DeltaCommitter:
         }
 
     def _table_properties(self) -> dict[str, str]:
-        """Table properties this committer needs: with background checkpoints, none in the commit."""
-        return {} if self.checkpoint_in_commit else {CHECKPOINT_INTERVAL: NO_CHECKPOINT_IN_COMMIT}
+        """Table properties this committer needs: with background checkpoints, none in the commit;
+        for an upsert table with deletion vectors, the feature (Delta upgrades the protocol)."""
+        props = {} if self.checkpoint_in_commit else {CHECKPOINT_INTERVAL: NO_CHECKPOINT_IN_COMMIT}
+        if self._upsert is not None and self._upsert.spec.deletion_vectors:
+            props[ENABLE_DELETION_VECTORS] = "true"
+        return props
 
     def _configured(self, metadata: Any) -> bool:
         have = json.loads(metadata.json())["metaData"].get("configuration") or {}

@@ -37,6 +37,15 @@ from commit_service.upsert import INTERNAL, ChangeError, UpsertSpec
 from lakegate_core.protocol import FileFormat
 
 FILE_COLUMN = "__lakegate_file"
+ROW_COLUMN = "__lakegate_row_index"
+
+
+def _has_vectors(snapshot: Any) -> bool:
+    """Whether the table's protocol has deletion vectors: a table that turns them on in this
+    round (created, or written copy-on-write before) rewrites once more, as its scan has no row
+    indexes yet."""
+    protocol = json.loads(snapshot.protocol().json())["protocol"]
+    return "deletionVectors" in (protocol.get("readerFeatures") or [])
 
 
 class UpsertWriter:
@@ -56,8 +65,10 @@ class UpsertWriter:
         read_version: int,
         set_schema: Callable[[dict[str, Any]], None],
     ) -> list[Any]:
-        """The round's actions (Java lists: the RemoveFiles, then the AddFiles); ``set_schema`` puts the table's new schema into ``txn`` before any
-        file is written (``txn.writeFiles`` collects statistics by the transaction's schema)."""
+        """The round's actions as Java lists: the changes to existing files (re-added with deletion
+        vectors, or removed), then the written rows' AddFiles. ``set_schema`` puts the table's new
+        schema into ``txn`` before any file is written (``txn.writeFiles`` collects statistics by
+        the transaction's schema)."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
@@ -71,35 +82,77 @@ class UpsertWriter:
             schema = merge_schema(table_schema, schema, f"this round's {len(files)} files")
         set_schema(schema)
         keys = last.select(*self.spec.key).distinct()
-        removes = self._jvm.java.util.ArrayList()
-        out = rows
-        touched: list[str] = []
-        if read_version >= 0:
-            txn.filterFiles()  # the transaction read every file: a writer changing one makes ours conflict
-            table = (
-                self.spark.read.format("delta")
-                .option("versionAsOf", read_version)
-                .load(self.location)
-                .withColumn(FILE_COLUMN, F.element_at(F.split(F.col("_metadata.file_path"), "/"), -1))
-            )
-            touched = [
-                r[0]
-                for r in table.join(keys, list(self.spec.key), "left_semi").select(FILE_COLUMN).distinct().collect()
-            ]
-            if touched:
-                kept = (
-                    table.where(F.col(FILE_COLUMN).isin(touched))
-                    .join(keys, list(self.spec.key), "left_anti")
-                    .drop(FILE_COLUMN)
-                )
-                out = kept.unionByName(rows, allowMissingColumns=True)
-                adds = txn.snapshot().allFiles().filter(F.element_at(F.split(F.col("path"), "/"), -1).isin(touched)._jc)
-                for add in adds.collectAsList():
-                    removes.add(add.remove())
-        out = out.coalesce(max(1, len(touched)))  # no more files than it replaces (one for new keys only)
-        written = self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(txn.writeFiles(out._jdf))
+        if read_version < 0:  # a new table: every row is new
+            return [self._write(txn, rows, 1)]
+        candidates = txn.filterFiles()  # the transaction read every file: a writer changing one conflicts
+        table = self.spark.read.format("delta").option("versionAsOf", read_version).load(self.location)
+        if self.spec.deletion_vectors and _has_vectors(txn.snapshot()):
+            applied = self._mark_deleted(txn, table, keys, candidates)
+            touched = 0
+        else:
+            applied, rows, touched = self._rewrite(txn, table, keys, rows)
+        return [applied, self._write(txn, rows, max(1, touched))]
+
+    def _write(self, txn: Any, rows: Any, files: int) -> Any:
+        """The AddFiles of ``rows`` written by the transaction, in at most ``files`` files."""
+        written = self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(txn.writeFiles(rows.coalesce(files)._jdf))
         faults.point(faults.MID_MERGE)
-        return [removes, written]
+        return written
+
+    def _mark_deleted(self, txn: Any, table: Any, keys: Any, candidates: Any) -> Any:
+        """The file actions marking the table's rows of ``keys`` deleted: per touched file a new
+        deletion vector (merged with the one it had) and the file re-added with it, the old
+        entry removed. Delta's own DML helpers (those its DELETE, UPDATE and MERGE use) aggregate
+        the row indexes into bitmaps and write the vectors in Spark tasks; only the actions
+        reach the driver."""
+        from pyspark.sql import functions as F
+
+        jvm, commands = self._jvm, self._jvm.org.apache.spark.sql.delta.commands
+        session = self.spark._jsparkSession
+        matched = table.select(
+            *self.spec.key,
+            F.col("_metadata.file_path").alias(FILE_COLUMN),
+            F.col("_metadata.row_index").alias(ROW_COLUMN),
+        ).join(keys, list(self.spec.key), "left_semi")
+        vectors = commands.DeletionVectorBitmapGenerator.buildRowIndexSetsForFilesMatchingCondition(
+            session,
+            txn,
+            True,  # files may have vectors already: the new rows are merged into them
+            matched._jdf,
+            candidates,
+            jvm.org.apache.spark.sql.catalyst.expressions.Literal.TrueLiteral(),
+            jvm.scala.Option.apply(F.col(FILE_COLUMN)._jc),
+            jvm.scala.Option.apply(F.col(ROW_COLUMN)._jc),
+        )
+        data_path = txn.deltaLog().dataPath()
+        touched = commands.DMLWithDeletionVectorsHelper.findFilesWithMatchingRows(
+            txn, commands.DMLWithDeletionVectorsHelper.generateCandidateFileMap(data_path, candidates), vectors
+        )
+        prefix = jvm.org.apache.spark.sql.delta.stats.StatsCollectionUtils.getDataSkippingStringPrefixLength(
+            session, txn.metadata()
+        )
+        actions = commands.DMLWithDeletionVectorsHelper.processUnmodifiedData(session, touched, txn.snapshot(), prefix)
+        return jvm.scala.jdk.javaapi.CollectionConverters.asJava(actions._1())
+
+    def _rewrite(self, txn: Any, table: Any, keys: Any, rows: Any) -> tuple[Any, Any, int]:
+        """Copy-on-write: the RemoveFiles of the files holding ``keys``, the rows to write (those
+        files' other rows and ``rows``), and how many files were touched."""
+        from pyspark.sql import functions as F
+
+        table = table.withColumn(FILE_COLUMN, F.element_at(F.split(F.col("_metadata.file_path"), "/"), -1))
+        removes = self._jvm.java.util.ArrayList()
+        touched = [
+            r[0] for r in table.join(keys, list(self.spec.key), "left_semi").select(FILE_COLUMN).distinct().collect()
+        ]
+        if not touched:
+            return removes, rows, 0
+        kept = (
+            table.where(F.col(FILE_COLUMN).isin(touched)).join(keys, list(self.spec.key), "left_anti").drop(FILE_COLUMN)
+        )
+        adds = txn.snapshot().allFiles().filter(F.element_at(F.split(F.col("path"), "/"), -1).isin(touched)._jc)
+        for add in adds.collectAsList():
+            removes.add(add.remove())
+        return removes, kept.unionByName(rows, allowMissingColumns=True), len(touched)
 
     def _changes(self, files: Sequence[PendingFile], reader: FrameReader, table_type: Any) -> Any:
         """The round's changes; a file that cannot be read as changes is named (read alone)."""

@@ -3,8 +3,9 @@
 Read by :class:`~commit_service.delta_commit.DeltaCommitter` for a table with ``mode: upsert``.
 A round's files become *changes* (:func:`changes`): per record, the row image, whether it deletes
 its key, and the value that orders two changes of one key. :func:`latest` keeps each key's last
-change. The committer then rewrites the table files holding those keys and commits them, the new
-rows and the partitions' ``txn`` actions as one Delta transaction (``docs/design.md``, "Upserts").
+change. The committer then marks the rows holding those keys deleted (deletion vectors; or, with
+``deletion_vectors: false``, rewrites their files) and commits that, the new rows and the
+partitions' ``txn`` actions as one Delta transaction (``docs/design.md``, "Upserts").
 
 What a record means:
 
@@ -53,13 +54,14 @@ class ChangeError(ValueError):
 
 @dataclass(frozen=True)
 class UpsertSpec:
-    """How an upsert table reads changes: ``tables[].key``, ``ordering``, ``cdc``,
-    ``delete_on_tombstone`` (built by :class:`~commit_service.config.TableConfig`)."""
+    """How an upsert table reads and applies changes: ``tables[].key``, ``ordering``, ``cdc``,
+    ``delete_on_tombstone``, ``deletion_vectors`` (built by :class:`~commit_service.config.TableConfig`)."""
 
     key: tuple[str, ...]
     ordering: str = OFFSET_COLUMN
     cdc: Cdc = Cdc.NONE
     delete_on_tombstone: bool = False
+    deletion_vectors: bool = True  # mark replaced rows deleted, do not rewrite their files
 
     def required_fields(self) -> tuple[str, ...]:
         """The sink envelope's fields (``format.output.fields``) this table needs."""
@@ -81,8 +83,7 @@ class UpsertSpec:
             )
 
     def check_image(self, columns: Mapping[str, Any]) -> None:
-        """Raise :class:`ChangeError` unless the row images hold every key column (and the ordering,
-        when it is a row column)."""
+        """Raise :class:`ChangeError` unless the row images hold every key column."""
         missing = [k for k in self.key if k not in columns]
         if missing:
             raise ChangeError(f"the records lack the key column(s) {missing} (tables[].key)")
@@ -110,12 +111,12 @@ def changes(raw: Any, spec: UpsertSpec, table_type: Any | None = None) -> Any:
         deletes = op == "d"
         keep = op.isin(*DEBEZIUM_UPSERTS) | deletes
     else:
-        only_tombstones = spec.delete_on_tombstone and raw.where(F.col("value").isNotNull()).limit(1).count() == 0
-        if only_tombstones:
+        if isinstance(value_type, StructType):
+            image_type, image = value_type, F.col("value")
+        elif spec.delete_on_tombstone and raw.where(F.col("value").isNotNull()).limit(1).count() == 0:
+            # only tombstones: Spark could not type the values (a Spark job, only in this case)
             image_type = _without_kafka(table_type) if table_type is not None else _key_type(raw, spec)
             image = None
-        elif isinstance(value_type, StructType):
-            image_type, image = value_type, F.col("value")
         else:
             raise ChangeError("upsert needs each record's value to be a JSON object or struct (the row)")
         deletes = F.lit(False)

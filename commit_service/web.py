@@ -21,7 +21,18 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from flask import Blueprint, Flask, Response, make_response, redirect, render_template, request, session, url_for
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    current_app,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 
 from commit_service.api import known_token
 from commit_service.config import Role, TokenConfig
@@ -52,8 +63,6 @@ def _mark(token: str) -> str:
 
 
 def _secret() -> bytes:
-    from flask import current_app
-
     key = current_app.secret_key
     return key if isinstance(key, bytes) else str(key).encode()
 

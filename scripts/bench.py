@@ -22,8 +22,8 @@ Parts (``--parts``, default all but ``history`` and ``upsert``):
 - ``http``: the real service (gunicorn, Spark started and idle) under ``wrk``: one-file manifests
   from ``--clients`` concurrent connections for ``--seconds`` each; manifests/s, p50/p90/p99.
 - ``upsert``: one upsert round of each of ``--upsert-keys`` changed keys into a table of
-  ``--upsert-rows`` rows, keys clustered and random, against Delta's own MERGE with deletion
-  vectors on the same changes (``scripts/bench_upsert.py``).
+  ``--upsert-rows`` rows, keys clustered and random, with deletion vectors and copy-on-write,
+  against Delta's own MERGE with deletion vectors on the same changes (``scripts/bench_upsert.py``).
 
 Prints progress and tables, writes ``<part>.json`` and a PNG plot per part to ``--out-dir``
 (default ``.lakegate/bench``). Run through ``scripts/bench``.
@@ -422,10 +422,11 @@ def report(out_dir: Path) -> str:
     if (d := load("upsert")) is not None:
         out += [f"A table of {d['table_rows']:,} rows in {d['table_files']} files; one round of changes.", ""]
         table(
-            ["changed keys", "keys", "Lakegate (copy-on-write, one commit with the txns)", "files rewritten"]
-            + ["Delta MERGE, deletion vectors"],
+            ["changed keys", "keys", "Lakegate, deletion vectors", "files marked", "Lakegate, copy-on-write"]
+            + ["files rewritten", "Delta MERGE, deletion vectors"],
             [
-                [f"{r['changed_keys']:,}", r["keys"], f"{r['lakegate_s']:.2f} s"]
+                [f"{r['changed_keys']:,}", r["keys"], f"{r['lakegate_dv_s']:.2f} s"]
+                + [f"{r['files_with_new_vectors']}/{r['table_files']}", f"{r['lakegate_s']:.2f} s"]
                 + [f"{r['files_rewritten']}/{r['table_files']}", f"{r['delta_merge_dv_s']:.2f} s"]
                 for r in d["results"]
             ],

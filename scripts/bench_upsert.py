@@ -9,9 +9,11 @@ Lakegate's upsert path (:class:`~commit_service.delta_commit.DeltaCommitter`, ``
 - **clustered**: the changed ids are one contiguous run (recent rows updated again): few files hold them;
 - **random**: the changed ids are spread over the whole table: every file holds some.
 
-For comparison, the same changes go through Delta's own ``MERGE`` on a copy of the table with
-deletion vectors on: what Lakegate's copy-on-write round (which must carry the partitions' ``txn``
-actions in its own transaction) costs against Delta's merge-on-read.
+Lakegate's round runs twice, each on its own copy of the table: with deletion vectors (the
+default: replaced rows marked, files kept) and copy-on-write (``deletion_vectors: false``: files
+holding a changed key rewritten). For comparison, the same changes go through Delta's own
+``MERGE`` with deletion vectors on a third copy: what Lakegate's round, which must carry the
+partitions' ``txn`` actions in its own transaction, costs against Delta's.
 """
 
 from __future__ import annotations
@@ -105,65 +107,91 @@ def run(spark: Any, work: Path, rows: int, files: int, sizes: list[int]) -> dict
     started = time.perf_counter()
     _base(spark, base, rows, files)
     print(f"  base table written in {time.perf_counter() - started:.1f} s", flush=True)
-    spec = UpsertSpec(("id",), delete_on_tombstone=True)
     results = []
     print("  warm-up round (not counted) ...", flush=True)
-    _one(spark, work, base, spec, rows, 100, clustered=True, seed=99)
+    _one(spark, work, base, rows, 100, clustered=True, seed=99)
     for n, size in enumerate(sizes):
         for clustered in (True, False):
-            row = _one(spark, work, base, spec, rows, size, clustered, seed=n * 2 + clustered)
+            row = _one(spark, work, base, rows, size, clustered, seed=n * 2 + clustered)
             results.append(row)
     return {"table_rows": rows, "table_files": files, "results": results}
 
 
-def _one(
-    spark: Any, work: Path, base: Path, spec: UpsertSpec, rows: int, size: int, clustered: bool, seed: int
-) -> dict[str, Any]:
-    """One round of ``size`` changed keys, by Lakegate and by Delta's MERGE, each on a copy of ``base``."""
+def _one(spark: Any, work: Path, base: Path, rows: int, size: int, clustered: bool, seed: int) -> dict[str, Any]:
+    """One round of ``size`` changed keys by Lakegate (deletion vectors, then copy-on-write) and by
+    Delta's MERGE, each on its own copy of ``base`` with the same changes."""
     kind = "clustered" if clustered else "random"
     records = _changes(rows, size, clustered, seed)
-    ours = work / f"upsert-{size}-{kind}"
-    theirs = work / f"merge-{size}-{kind}"
-    shutil.copytree(base, ours)
-    shutil.copytree(base, theirs)
-    spark.sql(f"ALTER TABLE delta.`{theirs}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
-    committer = DeltaCommitter(spark, "bench", str(ours), StorageReader(local_roots=[str(work)]), upsert=spec)
-    state = TableState("bench")
     pending = _land(work / kind / str(size), f"{size}-{kind}", records, partition=0)
-    state.offer(pending, now=0)
-    plan = state.plan(now=0, force=True)
-    assert plan is not None
-    before = _file_names(spark, ours)
-    t0 = time.perf_counter()
-    committer.commit(plan)
-    lakegate_s = time.perf_counter() - t0
-    after = _file_names(spark, ours)
+    vectors = _lakegate(spark, work, base, pending, f"dv-{size}-{kind}", deletion_vectors=True)
+    rewrite = _lakegate(spark, work, base, pending, f"cow-{size}-{kind}", deletion_vectors=False)
+    theirs = _copy(spark, base, work / f"merge-{size}-{kind}", deletion_vectors=True)
     merge_s = _delta_merge(spark, theirs, records)
-    ours_rows, theirs_rows = _count(spark, ours), _count(spark, theirs)
-    assert ours_rows == theirs_rows, f"Lakegate {ours_rows} rows, Delta MERGE {theirs_rows}"
+    theirs_rows = _count(spark, theirs)
+    shutil.rmtree(theirs)
+    counts = {"Lakegate, deletion vectors": vectors["rows"], "Lakegate, copy-on-write": rewrite["rows"]}
+    assert set(counts.values()) == {theirs_rows}, f"{counts}, Delta MERGE {theirs_rows} rows"
     row = {
         "changed_keys": size,
         "keys": kind,
         "table_rows": rows,
-        "files_rewritten": len(before - after),
-        "table_files": len(before),
-        "lakegate_s": round(lakegate_s, 2),
+        "table_files": vectors["files"],
+        "lakegate_dv_s": vectors["seconds"],
+        "files_with_new_vectors": vectors["touched"],
+        "lakegate_s": rewrite["seconds"],
+        "files_rewritten": rewrite["touched"],
         "delta_merge_dv_s": round(merge_s, 2),
-        "rows_after": ours_rows,
+        "rows_after": theirs_rows,
     }
     print(
-        f"  {size:>7,} {kind:>9} keys: Lakegate {lakegate_s:6.2f} s ({row['files_rewritten']}/{len(before)} "
-        f"files rewritten), Delta MERGE with deletion vectors {merge_s:6.2f} s",
+        f"  {size:>7,} {kind:>9} keys: Lakegate with deletion vectors {vectors['seconds']:6.2f} s "
+        f"({vectors['touched']}/{vectors['files']} files marked), copy-on-write {rewrite['seconds']:6.2f} s "
+        f"({rewrite['touched']}/{rewrite['files']} rewritten), Delta MERGE with deletion vectors {merge_s:6.2f} s",
         flush=True,
     )
-    shutil.rmtree(ours)
-    shutil.rmtree(theirs)
     return row
 
 
-def _file_names(spark: Any, path: Path) -> set[str]:
-    """The table's live data files (their names)."""
-    return {Path(f).name for f in spark.read.format("delta").load(str(path)).inputFiles()}
+def _lakegate(
+    spark: Any, work: Path, base: Path, pending: PendingFile, name: str, *, deletion_vectors: bool
+) -> dict[str, Any]:
+    """One Lakegate upsert round of ``pending`` on a copy of ``base``: its seconds, the table's
+    files before, how many of them the round touched (marked or rewritten) and the rows after."""
+    path = _copy(spark, base, work / f"upsert-{name}", deletion_vectors=deletion_vectors)
+    spec = UpsertSpec(("id",), delete_on_tombstone=True, deletion_vectors=deletion_vectors)
+    committer = DeltaCommitter(spark, "bench", str(path), StorageReader(local_roots=[str(work)]), upsert=spec)
+    state = TableState("bench")
+    state.offer(pending, now=0)
+    plan = state.plan(now=0, force=True)
+    assert plan is not None
+    before = _files(spark, path)
+    started = time.perf_counter()
+    committer.commit(plan)
+    seconds = time.perf_counter() - started
+    after = _files(spark, path)
+    touched = len({name for name, dv in before.items() if after.get(name, "gone") != dv})
+    out = {"seconds": round(seconds, 2), "files": len(before), "touched": touched, "rows": _count(spark, path)}
+    shutil.rmtree(path)
+    return out
+
+
+def _copy(spark: Any, base: Path, path: Path, *, deletion_vectors: bool) -> Path:
+    shutil.copytree(base, path)
+    if deletion_vectors:
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    return path
+
+
+def _files(spark: Any, path: Path) -> dict[str, str | None]:
+    """The table's live data files from its Delta log: name -> its deletion vector (None without)."""
+    jvm = spark._jvm
+    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, str(path))
+    snapshot = log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+    out: dict[str, str | None] = {}
+    for add in snapshot.allFiles().collectAsList():
+        dv = add.deletionVector()
+        out[Path(add.path()).name] = None if dv is None else dv.json()
+    return out
 
 
 def _count(spark: Any, path: Path) -> int:

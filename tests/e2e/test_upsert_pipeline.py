@@ -25,6 +25,7 @@ from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
 from lakegate_stack.services import ServiceProcess, SidecarProcess, sidecar_config
+from tests.delta_helpers import read_rows
 from tests.kafka_helpers import committed_offsets, create_topic, end_offsets
 
 BUCKET, PARTITIONS, KEYS, BATCHES, PER_BATCH = "lake-upsert", 3, 60, 4, 150
@@ -88,7 +89,7 @@ def produce(bootstrap: str, topic: str, changes: list[tuple[int, Any]]) -> None:
 
 
 def table_rows(table: DeltaTable, columns: list[str]) -> dict[int, dict[str, Any]]:
-    rows = table.to_pyarrow_table().select(columns).to_pylist()
+    rows = read_rows(table, columns)
     assert len({r["id"] for r in rows}) == len(rows), "a key is in the table twice"
     return {r["id"]: r for r in rows}
 

@@ -26,7 +26,7 @@ from commit_service.storage import StorageReader
 from commit_service.upsert import Cdc, UpsertSpec
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.types import TopicPartition
-from tests.delta_helpers import commit_all
+from tests.delta_helpers import commit_all, read_rows
 
 Record = dict[str, Any]  # one Kafka record as the sink's envelope: key, value, offset
 
@@ -57,10 +57,23 @@ class Landing:
 def rows(table: Path) -> dict[int, dict[str, Any]]:
     """The table as delta-rs reads it: key -> row (the _kafka_* columns left out)."""
     out = {}
-    for r in DeltaTable(str(table)).to_pyarrow_table().to_pylist():
+    for r in read_rows(DeltaTable(str(table))):
         assert r["id"] not in out, f"key {r['id']} is in the table twice"
         out[r["id"]] = {k: v for k, v in r.items() if not k.startswith("_kafka_") and v is not None}
     return out
+
+
+def deletion_vectors(table: Path) -> dict[str, dict[str, Any]]:
+    """The table's live files that carry a deletion vector, read from the log's JSON: path -> vector."""
+    live: dict[str, dict[str, Any]] = {}
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        actions = [json.loads(line) for line in commit.read_text().splitlines()]
+        for action in actions:  # a commit re-adding a file with a vector removes its old entry too
+            live.pop(action.get("remove", {}).get("path"), None)
+        for action in actions:
+            if "add" in action:
+                live[action["add"]["path"]] = action["add"].get("deletionVector")
+    return {path: dv for path, dv in live.items() if dv}
 
 
 def upsert_model(records: list[Record], tombstones_delete: bool) -> dict[int, dict[str, Any]]:
@@ -95,10 +108,14 @@ def check_txn(table: Path, topic: str, landing: Landing) -> None:
         assert t.transaction_version(app_id("t", TopicPartition(topic, partition))) == end
 
 
-@pytest.mark.parametrize("fmt", [FileFormat.JSONL, FileFormat.PARQUET])
-def test_upserts_and_tombstones_equal_the_model_round_after_round(spark: Any, tmp_path: Path, fmt: FileFormat) -> None:
+@pytest.mark.parametrize(
+    ("fmt", "vectors"), [(FileFormat.JSONL, True), (FileFormat.PARQUET, True), (FileFormat.JSONL, False)]
+)
+def test_upserts_and_tombstones_equal_the_model_round_after_round(
+    spark: Any, tmp_path: Path, fmt: FileFormat, vectors: bool
+) -> None:
     table = tmp_path / "t"
-    spec = UpsertSpec(("id",), delete_on_tombstone=True)
+    spec = UpsertSpec(("id",), delete_on_tombstone=True, deletion_vectors=vectors)
     committer = DeltaCommitter(spark, "t", str(table), StorageReader(local_roots=[str(tmp_path)]), upsert=spec)
     landing, state, sent = Landing(tmp_path, "users"), TableState("t"), []
     rng = random.Random(7)
@@ -119,6 +136,7 @@ def test_upserts_and_tombstones_equal_the_model_round_after_round(spark: Any, tm
         assert record.version == round_no
         assert rows(table) == upsert_model(sent, tombstones_delete=True), f"round {round_no}"
         check_txn(table, "users", landing)
+    assert bool(deletion_vectors(table)) == vectors
     replay = state.plan(now=0, force=True)
     assert replay is None  # nothing is pending: the coordinator would not commit again
     version = DeltaTable(str(table)).version()
@@ -130,9 +148,10 @@ def test_upserts_and_tombstones_equal_the_model_round_after_round(spark: Any, tm
     assert rows(table) == upsert_model(sent, tombstones_delete=True)
 
 
-def test_debezium_creates_updates_deletes_and_skips_tombstones(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("vectors", [True, False])
+def test_debezium_creates_updates_deletes_and_skips_tombstones(spark: Any, tmp_path: Path, vectors: bool) -> None:
     table = tmp_path / "t"
-    spec = UpsertSpec(("id",), cdc=Cdc.DEBEZIUM)
+    spec = UpsertSpec(("id",), cdc=Cdc.DEBEZIUM, deletion_vectors=vectors)
     committer = DeltaCommitter(spark, "t", str(table), StorageReader(local_roots=[str(tmp_path)]), upsert=spec)
     landing, state, sent = Landing(tmp_path, "db.users"), TableState("t"), []
     live: dict[int, dict[str, Any]] = {}
@@ -157,20 +176,28 @@ def test_debezium_creates_updates_deletes_and_skips_tombstones(spark: Any, tmp_p
         check_txn(table, "db.users", landing)
 
 
-def test_a_round_touches_only_the_files_holding_its_keys(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("vectors", [True, False])
+def test_a_round_touches_only_the_files_holding_its_keys(spark: Any, tmp_path: Path, vectors: bool) -> None:
     table = tmp_path / "t"
-    spec = UpsertSpec(("id",))
+    spec = UpsertSpec(("id",), deletion_vectors=vectors)
     committer = DeltaCommitter(spark, "t", str(table), StorageReader(local_roots=[str(tmp_path)]), upsert=spec)
     landing, state = Landing(tmp_path, "users"), TableState("t")
     for block in range(4):  # four rounds of new keys: four files
         records = [({"id": k}, {"id": k, "name": "v1"}) for k in range(block * 100, block * 100 + 100)]
         commit_all(committer, state, [landing.write(0, records, FileFormat.JSONL)[0]])
     before = set(DeltaTable(str(table)).file_uris())
-    assert len(before) == 4
-    commit_all(committer, state, [landing.write(0, [({"id": 150}, {"id": 150, "name": "v2"})], FileFormat.JSONL)[0]])
+    assert len(before) == 4 and not deletion_vectors(table)
+    for name, keys in (("v2", (150, 160)), ("v3", (160, 170))):  # the second round merges into the first's vector
+        update = [({"id": k}, {"id": k, "name": name}) for k in keys]
+        commit_all(committer, state, [landing.write(0, update, FileFormat.JSONL)[0]])
     after = set(DeltaTable(str(table)).file_uris())
-    assert len(before - after) == 1 and len(after - before) == 1  # one file rewritten, three untouched
-    assert rows(table)[150]["name"] == "v2" and len(rows(table)) == 400
+    if vectors:  # nothing rewritten: the first file keeps 150, 160 and 170, marked deleted; v2's file 160
+        assert before < after and len(after - before) == 2
+        assert sorted(dv["cardinality"] for dv in deletion_vectors(table).values()) == [1, 3]
+    else:  # that file rewritten (twice), three untouched
+        assert len(before - after) == 1 and len(after - before) == 1
+    got = rows(table)
+    assert (got[150]["name"], got[160]["name"], got[170]["name"], len(got)) == ("v2", "v3", "v3", 400)
 
 
 def test_records_without_the_key_are_refused_naming_the_file(spark: Any, tmp_path: Path) -> None:
@@ -183,3 +210,19 @@ def test_records_without_the_key_are_refused_naming_the_file(spark: Any, tmp_pat
     with pytest.raises(DataFileError, match="key") as err:
         commit_all(committer, state, [good, bad])
     assert err.value.path == bad.file.path
+
+
+def test_a_copy_on_write_table_takes_deletion_vectors_when_they_are_turned_on(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    landing, state = Landing(tmp_path, "users"), TableState("t")
+    roots = StorageReader(local_roots=[str(tmp_path)])
+    for vectors, name in ((False, "v1"), (False, "v2"), (True, "v3"), (True, "v4")):
+        committer = DeltaCommitter(spark, "t", str(table), roots, upsert=UpsertSpec(("id",), deletion_vectors=vectors))
+        records = [({"id": k}, {"id": k, "name": name}) for k in range(0, 50, 1 if name == "v1" else 7)]
+        commit_all(committer, state, [landing.write(0, records, FileFormat.JSONL)[0]])
+        protocol = DeltaTable(str(table)).protocol()
+        assert ("deletionVectors" in (protocol.reader_features or [])) == vectors, name
+    # v3 still rewrote (the feature arrived with its commit) into one file; v4 marked 8 rows of it
+    assert [dv["cardinality"] for dv in deletion_vectors(table).values()] == [8]
+    got = rows(table)
+    assert len(got) == 50 and {got[k]["name"] for k in range(0, 50, 7)} == {"v4"} and got[1]["name"] == "v1"
