@@ -522,9 +522,12 @@ def plot(part: str, data: dict[str, Any], path: Path) -> None:
         for kind, style in (("clustered", "-"), ("random", "--")):
             mine = [r for r in rows if r["keys"] == kind]
             sizes = [r["changed_keys"] for r in mine]
-            ax.plot(sizes, [r["lakegate_s"] for r in mine], style, marker="o", color="C0", label=f"Lakegate, {kind}")
-            merge = [r["delta_merge_dv_s"] for r in mine]
-            ax.plot(sizes, merge, style, marker="s", color="C1", label=f"Delta MERGE + DV, {kind}")
+            for key, marker, color, label in (
+                ("lakegate_dv_s", "o", "C0", "Lakegate + DV"),
+                ("lakegate_s", "^", "C2", "Lakegate copy-on-write"),
+                ("delta_merge_dv_s", "s", "C1", "Delta MERGE + DV"),
+            ):
+                ax.plot(sizes, [r[key] for r in mine], style, marker=marker, color=color, label=f"{label}, {kind}")
         ax.set_xscale("log")
         ax.set_xlabel(f"changed keys per round (table of {data['table_rows']:,} rows)")
         ax.set_ylabel("seconds")

@@ -190,7 +190,7 @@ def _files(spark: Any, path: Path) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for add in snapshot.allFiles().collectAsList():
         dv = add.deletionVector()
-        out[Path(add.path()).name] = None if dv is None else dv.json()
+        out[Path(add.path()).name] = None if dv is None else dv.toString()
     return out
 
 

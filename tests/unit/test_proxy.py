@@ -181,13 +181,18 @@ def test_many_concurrent_keep_alive_clients(proxy: FaultProxy, upstream: _EchoSe
 
 
 def test_unreachable_upstream_drops_the_client() -> None:
-    with FaultProxy("127.0.0.1", free_port(), name="nowhere") as proxy:
-        conn = _connect(proxy)
-        with pytest.raises(OSError) as dropped:
-            _echo(conn, b"x")
-        conn.close()
-        assert not isinstance(dropped.value, TimeoutError)
-        _wait_until(lambda: proxy.stats().upstream_failures == 1)
+    # The upstream port stays bound (never listening) for the whole test: a connection to it is
+    # refused, and no other socket can take it meanwhile, not even the proxy's own upstream
+    # connection, which Linux could otherwise give that very port and connect to itself.
+    with socket.socket() as nowhere:
+        nowhere.bind(("127.0.0.1", 0))
+        with FaultProxy("127.0.0.1", nowhere.getsockname()[1], name="nowhere") as proxy:
+            conn = _connect(proxy)
+            with pytest.raises(OSError) as dropped:
+                _echo(conn, b"x")
+            conn.close()
+            assert not isinstance(dropped.value, TimeoutError)
+            _wait_until(lambda: proxy.stats().upstream_failures == 1)
 
 
 def test_stop_closes_everything_cleanly(upstream: _EchoServer, caplog: pytest.LogCaptureFixture) -> None:
