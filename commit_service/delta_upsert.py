@@ -1,23 +1,24 @@
-"""One upsert round inside the committer's Delta transaction: a copy-on-write MERGE by key.
+"""One upsert round inside the committer's Delta transaction: a MERGE by key.
 
 Called by :meth:`commit_service.delta_commit.DeltaCommitter._commit` for a ``mode: upsert`` table,
-between ``startTransaction`` and ``txn.commit``, so the round's removed files, its new files and
-the partitions' ``txn`` actions are one Delta commit. Why not Delta's ``MERGE``: its command opens
-and commits its own transaction, which carries at most one ``txn`` action (``txnAppId`` /
-``txnVersion``), not one per Kafka partition (``docs/design.md``, "Upserts").
+between ``startTransaction`` and ``txn.commit``, so the round's file actions and the partitions'
+``txn`` actions are one Delta commit. Why not Delta's ``MERGE``: its command opens and commits its
+own transaction, which carries at most one ``txn`` action (``txnAppId`` / ``txnVersion``), not one
+per Kafka partition (``docs/design.md``, "Upserts").
 
 The steps, all in Spark:
 
 1. the round's files, read raw (the sink's envelope), become changes
-   (:func:`commit_service.upsert.changes`), and each key keeps its last one (:func:`~commit_service.upsert.latest`);
-2. the table at the transaction's read version is joined with the changed keys to find the files
-   holding any of them (``_metadata.file_path``); the transaction reads every file first
-   (``txn.filterFiles``), so a concurrent writer touching them would fail our commit;
-3. those files' rows without a changed key, plus every upserted row, are written by
-   ``txn.writeFiles``; the files are removed (``AddFile.remove``).
+   (:func:`commit_service.upsert.changes`), and each key keeps its last one (:func:`~commit_service.upsert.latest`)
+   unless the table's row is newer by ``ordering`` (:func:`~commit_service.upsert.not_older`);
+2. the transaction reads every file (``txn.filterFiles``), so a concurrent writer touching one
+   fails our commit; the table at the transaction's read version is joined with the changed keys;
+3. with deletion vectors, the matching rows' file and row index become one vector per touched
+   file (Delta's DML helpers write them) and the file is re-added with it; copy-on-write instead
+   rewrites the touched files' other rows and removes the files;
+4. every upserted row is written by ``txn.writeFiles``.
 
-Files not holding a changed key are not touched, so a round costs the files it touches, not the
-table's size.
+Files not holding a changed key are not touched.
 """
 
 from __future__ import annotations
@@ -75,17 +76,22 @@ class UpsertWriter:
         table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
         table_type = StructType.fromJson(table_schema) if table_schema is not None else None
         changed = self._changes(files, reader, table_type)
-        last = changes_of.latest(changed, self.spec).localCheckpoint()  # read once, used three times
+        last = changes_of.latest(changed, self.spec)
+        table = None
+        if read_version >= 0:
+            table = self.spark.read.format("delta").option("versionAsOf", read_version).load(self.location)
+            if self.spec.orders_across_rounds:
+                last = changes_of.not_older(last, table, self.spec)
+        last = last.localCheckpoint()  # read once, used three times
         rows = last.where(~F.col(changes_of.DELETE)).drop(*INTERNAL)
         schema: dict[str, Any] = json.loads(rows.schema.json())
         if table_schema is not None:
             schema = merge_schema(table_schema, schema, f"this round's {len(files)} files")
         set_schema(schema)
         keys = last.select(*self.spec.key).distinct()
-        if read_version < 0:  # a new table: every row is new
+        if table is None:  # a new table: every row is new
             return [self._write(txn, rows, 1)]
         candidates = txn.filterFiles()  # the transaction read every file: a writer changing one conflicts
-        table = self.spark.read.format("delta").option("versionAsOf", read_version).load(self.location)
         if self.spec.deletion_vectors and _has_vectors(txn.snapshot()):
             applied = self._mark_deleted(txn, table, keys, candidates)
             touched = 0

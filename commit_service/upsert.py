@@ -34,6 +34,7 @@ from commit_service.content import KAFKA_COLUMNS
 OFFSET_COLUMN = KAFKA_COLUMNS["offset"]  # "_kafka_offset": the default ordering
 DELETE = "__lakegate_delete"  # internal columns of a change; never written to the table
 ORDER = "__lakegate_order"
+TABLE_ORDER = "__lakegate_table_order"  # the ordering of the row a change replaces
 INTERNAL = (DELETE, ORDER)
 DEBEZIUM_UPSERTS = ("c", "u", "r")  # create, update, read (snapshot)
 
@@ -62,6 +63,13 @@ class UpsertSpec:
     cdc: Cdc = Cdc.NONE
     delete_on_tombstone: bool = False
     deletion_vectors: bool = True  # mark replaced rows deleted, do not rewrite their files
+
+    @property
+    def orders_across_rounds(self) -> bool:
+        """Whether a change must also beat the row already in the table (by ``ordering``): true
+        for any ordering but the offset. Offsets of a key's partition only grow, so with them a
+        later round always holds the later change."""
+        return self.ordering != OFFSET_COLUMN
 
     def required_fields(self) -> tuple[str, ...]:
         """The sink envelope's fields (``format.output.fields``) this table needs."""
@@ -194,6 +202,22 @@ def _key_image(raw: Any, spec: UpsertSpec, image_type: Any) -> Any:
         else:
             raise ChangeError(f"a tombstone's Kafka key must be an object holding the key columns {list(spec.key)}")
     return F.struct(*fields)
+
+
+def not_older(last: Any, table: Any, spec: UpsertSpec) -> Any:
+    """``last`` without the changes whose ``ordering`` is below that of their key's row in
+    ``table`` (a late change arriving after a newer one was committed). Equal values apply (a
+    replay is idempotent); a change or row without a value applies (nothing to compare). A
+    deleted key has no row left to compare with, so an older change arriving after its delete
+    applies."""
+    from pyspark.sql import functions as F
+
+    root = spec.ordering.split(".", 1)[0]
+    if root not in table.columns:
+        return last
+    current = table.select(*spec.key, F.col(spec.ordering).alias(TABLE_ORDER))
+    stale = last.join(current, list(spec.key)).where(F.col(TABLE_ORDER) > F.col(ORDER)).select(*spec.key)
+    return last.join(stale, list(spec.key), "left_anti")
 
 
 def latest(changes_df: Any, spec: UpsertSpec) -> Any:

@@ -449,7 +449,7 @@ class ChaosRun:
 
     def _fault_sidecar_kill(self, record: FaultRecord, go: Callable[[], None]) -> None:
         i = self.rng.randrange(len(self.sidecars))
-        self.sidecars[i].process.kill()
+        self.sidecars[i].kill()
         go()
         self.sidecars[i].start()
         record.detail = f"sidecar {i + 1} SIGKILLed and restarted"

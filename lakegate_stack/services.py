@@ -195,3 +195,7 @@ class SidecarProcess:
 
     def stop(self) -> None:
         self.process.stop(timeout=30)
+
+    def kill(self) -> None:
+        """SIGKILL the sidecar: nothing it buffered is flushed, no file it was sending is finished."""
+        self.process.kill()

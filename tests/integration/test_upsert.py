@@ -226,3 +226,32 @@ def test_a_copy_on_write_table_takes_deletion_vectors_when_they_are_turned_on(sp
     assert [dv["cardinality"] for dv in deletion_vectors(table).values()] == [8]
     got = rows(table)
     assert len(got) == 50 and {got[k]["name"] for k in range(0, 50, 7)} == {"v4"} and got[1]["name"] == "v1"
+
+
+@pytest.mark.parametrize("vectors", [True, False])
+def test_an_ordering_column_keeps_a_newer_row_against_a_later_round(spark: Any, tmp_path: Path, vectors: bool) -> None:
+    table = tmp_path / "t"
+    spec = UpsertSpec(("id",), "version", delete_on_tombstone=True, deletion_vectors=vectors)
+    committer = DeltaCommitter(spark, "t", str(table), StorageReader(local_roots=[str(tmp_path)]), upsert=spec)
+    landing, state = Landing(tmp_path, "users"), TableState("t")
+
+    def row(key: int, version: int | None, name: str) -> tuple[Any, Any]:
+        return {"id": key}, {"id": key, "version": version, "name": name}
+
+    rounds: list[list[tuple[Any, Any]]] = [
+        [row(k, 10, "first") for k in (1, 2, 3, 4)],
+        # older (ignored), equal, newer, no version, a new key
+        [row(1, 5, "late"), row(2, 10, "same"), row(3, 20, "newer"), row(4, None, "unversioned"), row(5, 1, "new")],
+        [({"id": 3}, None)],  # a tombstone has no version: it applies
+        [row(3, 15, "after the delete")],  # nothing left to compare with: applies
+    ]
+    for records in rounds:
+        commit_all(committer, state, [landing.write(0, records, FileFormat.JSONL)[0]])
+    got = {k: (v.get("version"), v["name"]) for k, v in rows(table).items()}  # rows() leaves out nulls
+    assert got == {
+        1: (10, "first"),
+        2: (10, "same"),
+        3: (15, "after the delete"),
+        4: (None, "unversioned"),
+        5: (1, "new"),
+    }

@@ -56,3 +56,9 @@ def test_rows_without_a_key_column_are_named() -> None:
     UpsertSpec(("id", "region")).check_image({"id": 1, "region": 2, "name": 3})
     with pytest.raises(ChangeError, match=r"\['region'\]"):
         UpsertSpec(("id", "region")).check_image({"id": 1, "name": 3})
+
+
+def test_only_an_ordering_other_than_the_offset_compares_with_the_table() -> None:
+    assert not UpsertSpec(("id",)).orders_across_rounds
+    assert UpsertSpec(("id",), "updated_at").orders_across_rounds
+    assert UpsertSpec(("id",), "_kafka_timestamp").orders_across_rounds
