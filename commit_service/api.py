@@ -118,14 +118,16 @@ def _json_body() -> Any:
 
 def _depth(value: Any) -> int:
     """How deeply arrays and objects nest in ``value`` (iterative: no recursion on hostile input)."""
+    if not isinstance(value, (dict, list)):
+        return 0
     deepest, stack = 0, [(value, 1)]
-    while stack:
+    while stack:  # only containers are pushed: a manifest's 60,000 scalars are looked at once each
         item, level = stack.pop()
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, level)
-            if level > MAX_JSON_DEPTH:
-                break
-            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+        deepest = max(deepest, level)
+        if level > MAX_JSON_DEPTH:
+            break
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
     return deepest
 
 

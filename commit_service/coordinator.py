@@ -211,7 +211,7 @@ class Coordinator:
             raise BadRequestError(
                 f"{field}: {uri} is not under an allowed storage root", {"field": field, "allowed_roots": list(roots)}
             )
-        return replace(f, path=uri)
+        return f if uri == f.path else replace(f, path=uri)  # most paths arrive canonical
 
     def _check_id(self, manifest: Manifest, files: list[DataFile]) -> None:
         """A ``manifest_id`` names one set of files: sent again with other files it is a 409."""

@@ -29,6 +29,7 @@ resolved location of local files are checked where files are opened
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from lakegate_core.uri import encode_key
 MAX_KEY_BYTES = 1024  # S3's limit on a key
 GLOB_CHARS = frozenset("[]{}*?\\")  # Hadoop's globStatus would expand these in Spark's readers
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # one search per path: a manifest holds up to 10,000
 
 
 class UnsafePathError(ValueError):
@@ -57,7 +59,7 @@ class StorageUri:
     @classmethod
     def parse(cls, text: str, *, root: bool = False) -> StorageUri:
         """Parse (and percent-decode once) a URI; ``root`` allows a bucket or ``/`` with no key."""
-        if not text or any(ord(c) < 32 or ord(c) == 127 for c in text):
+        if not text or _CONTROL.search(text):
             raise UnsafePathError("path is empty or holds control characters")
         if text.startswith("/"):  # a bare local path: literal, nothing to decode
             return cls._checked("file", "", text, root)
@@ -87,7 +89,7 @@ class StorageUri:
 
     @classmethod
     def _checked(cls, scheme: str, bucket: str, key: str, root: bool) -> StorageUri:
-        if any(ord(c) < 32 or ord(c) == 127 for c in key):
+        if _CONTROL.search(key):
             raise UnsafePathError("path holds control characters (after percent-decoding)")
         if len(key.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
             raise UnsafePathError(f"path is longer than {MAX_KEY_BYTES} bytes")
@@ -152,8 +154,10 @@ def is_under(uri: str, roots: Iterable[str]) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=1024)
 def root_prefix(root: str) -> str:
-    """An allowed root or table path as the canonical prefix its files start with (ends in ``/``)."""
+    """An allowed root or table path as the canonical prefix its files start with (ends in ``/``);
+    cached: configured roots are few and each manifest file is checked against them."""
     uri = StorageUri.parse(root, root=True).uri
     return uri if uri.endswith("/") else uri + "/"
 

@@ -187,7 +187,7 @@ class TableState:
                 f"offsets {f.start_offset}..{f.end_offset} of {f.path} overlap buffered file "
                 f"{same.file.path} ({same.file.start_offset}..{same.file.end_offset})"
             )
-        other = self._overlapping(f)
+        other = self._overlapping(f, tp)
         if other is not None:
             return FileStatus.REJECTED, (
                 f"offsets {f.start_offset}..{f.end_offset} overlap buffered file "
@@ -197,15 +197,15 @@ class TableState:
         self._track(pending.manifest_id).pending.add((tp, f.start_offset))
         return FileStatus.ACCEPTED, None
 
-    def _overlapping(self, f: DataFile) -> PendingFile | None:
+    def _overlapping(self, f: DataFile, tp: TopicPartition) -> PendingFile | None:
         """A buffered file of ``f``'s partition overlapping ``f``, found in O(log n): buffered files
         never overlap each other, so only the one with the greatest start at or below ``f``'s end
         can (any earlier one ends before that one starts)."""
-        starts = self._starts.get(f.tp, [])
+        starts = self._starts.get(tp, [])
         i = bisect.bisect_right(starts, f.end_offset)
         if i == 0:
             return None
-        other = self.pending[f.tp][starts[i - 1]]
+        other = self.pending[tp][starts[i - 1]]
         return other if other.file.end_offset >= f.start_offset else None
 
     def _add(self, pending: PendingFile) -> None:

@@ -11,6 +11,7 @@ form, optional fields left out while unset).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from enum import Enum
 from typing import Any
 
@@ -88,22 +89,37 @@ class WireModel:
         return encode(self)  # type: ignore[no-any-return]
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+@functools.cache
+def _plan(cls: type) -> tuple[tuple[str, bool, bool], ...]:
+    """Per wire class, once: each field's name, whether an unset (None) value is left out, and
+    whether it is flattened into its parent (a manifest of 10,000 files encodes 10,000 receipts)."""
+    return tuple(
+        (f.name, f.default is None and not f.metadata.get("keep_null"), bool(f.metadata.get("flatten")))
+        for f in dataclasses.fields(cls)
+    )
+
+
 def encode(value: Any) -> Any:
     """JSON-ready data for a wire value (dataclass, enum, tuple, offsets, topic-partition)."""
+    if isinstance(value, _SCALARS) and not isinstance(value, Enum):
+        return value
     if isinstance(value, TopicPartition):
         return {"topic": value.topic, "partition": value.partition}
     if isinstance(value, PartitionOffsets):
         return value.to_json()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(value):
-            item = getattr(value, f.name)
-            if item is None and f.default is None and not f.metadata.get("keep_null"):
+        for name, drop_none, flatten in _plan(type(value)):
+            item = getattr(value, name)
+            if item is None and drop_none:
                 continue  # an optional field left unset is left out
-            if f.metadata.get("flatten"):
+            if flatten:
                 out.update(encode(item))
             else:
-                out[f.name] = encode(item)
+                out[name] = encode(item)
         return out
     if isinstance(value, Enum):
         return value.value
