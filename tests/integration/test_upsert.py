@@ -21,10 +21,12 @@ from deltalake import DeltaTable
 
 from commit_service.delta_commit import DeltaCommitter, app_id
 from commit_service.errors import CommitError, DataFileError
+from commit_service.maintenance import MaintenancePolicy
 from commit_service.state import PendingFile, TableState
 from commit_service.storage import StorageReader
 from commit_service.upsert import Cdc, UpsertSpec
 from lakegate_core.protocol import DataFile, FileFormat
+from lakegate_core.status import MaintenanceKind
 from lakegate_core.types import TopicPartition
 from tests.delta_helpers import commit_all, read_rows
 
@@ -255,3 +257,34 @@ def test_an_ordering_column_keeps_a_newer_row_against_a_later_round(spark: Any, 
         4: (None, "unversioned"),
         5: (1, "new"),
     }
+
+
+def test_compaction_and_vacuum_keep_an_upsert_table_with_vectors_equal_to_the_model(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    spec = UpsertSpec(("id",), delete_on_tombstone=True)
+    committer = DeltaCommitter(spark, "t", str(table), StorageReader(local_roots=[str(tmp_path)]), upsert=spec)
+    landing, state, sent = Landing(tmp_path, "users"), TableState("t"), []
+    rng = random.Random(3)
+
+    def round_of_changes(tag: str) -> None:
+        records = [
+            ({"id": k}, None if rng.random() < 0.15 else {"id": k, "name": f"{tag}-{rng.randrange(100)}"})
+            for k in rng.sample(range(80), 30)
+        ]
+        pending, envelopes = landing.write(0, records, FileFormat.JSONL)
+        sent.extend(envelopes)
+        commit_all(committer, state, [pending])
+
+    for n in range(4):
+        round_of_changes(f"r{n}")
+    assert deletion_vectors(table), "the rounds after the first marked rows"
+    policy = MaintenancePolicy(enabled=True, vacuum_retention_hours=0)
+    committer.maintain(MaintenanceKind.COMPACT, policy)  # OPTIMIZE rewrites the files, dropping marked rows
+    assert rows(table) == upsert_model(sent, tombstones_delete=True)
+    assert not deletion_vectors(table)
+    committer.maintain(MaintenanceKind.VACUUM, policy)
+    assert not list(table.glob("deletion_vector_*.bin")), "vacuum left vector files no file refers to"
+    round_of_changes("after")  # vectors again, on the compacted file
+    assert rows(table) == upsert_model(sent, tombstones_delete=True)
+    assert len(list(table.glob("deletion_vector_*.bin"))) == 1
+    check_txn(table, "users", landing)
