@@ -184,11 +184,16 @@ def _image_type(envelope: Any) -> Any:
 
 
 def _key_image(raw: Any, spec: UpsertSpec, image_type: Any) -> Any:
-    """A tombstone's row image: the key columns from the record's Kafka key, the rest null."""
+    """A tombstone's row image: the key columns from the record's Kafka key, the rest null. The
+    key is an object (JSON lines), or its JSON text (the sink's Parquet output writes a
+    schemaless key as a string), or for a one-column key the bare value."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import StringType, StructField, StructType
 
     key_type = raw.schema["key"].dataType
+    text = isinstance(key_type, StringType)
+    parsed = F.from_json(F.col("key"), StructType([StructField(k, image_type[k].dataType) for k in spec.key]))
+    is_object = F.ltrim(F.col("key")).startswith("{")
     fields = []
     for f in image_type.fields:
         if f.name not in spec.key:
@@ -197,6 +202,11 @@ def _key_image(raw: Any, spec: UpsertSpec, image_type: Any) -> Any:
             fields.append(F.col(f"key.{f.name}").cast(f.dataType).alias(f.name))
         elif isinstance(key_type, StructType) and len(spec.key) == 1 and "payload" in key_type.names:
             fields.append(F.col(f"key.payload.{f.name}").cast(f.dataType).alias(f.name))
+        elif text and len(spec.key) == 1:
+            bare = F.col("key").try_cast(f.dataType)  # a malformed key is a null key: refused, naming the file
+            fields.append(F.when(is_object, parsed[f.name]).otherwise(bare).alias(f.name))
+        elif text:
+            fields.append(parsed[f.name].alias(f.name))
         elif len(spec.key) == 1:
             fields.append(F.col("key").cast(f.dataType).alias(f.name))
         else:

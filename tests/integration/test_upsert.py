@@ -41,17 +41,20 @@ class Landing:
         self.next: dict[int, int] = {}
 
     def write(
-        self, partition: int, records: list[tuple[Any, Any]], fmt: FileFormat
+        self, partition: int, records: list[tuple[Any, Any]], fmt: FileFormat, key_text: bool = False
     ) -> tuple[PendingFile, list[Record]]:
+        """``key_text``: each key written as its JSON text, as the sink's Parquet output writes a
+        schemaless (JsonConverter) key."""
         start = self.next.get(partition, 0)
         envelopes = [{"key": k, "value": v, "offset": start + i} for i, (k, v) in enumerate(records)]
+        written = [{**e, "key": json.dumps(e["key"])} for e in envelopes] if key_text else envelopes
         self.next[partition] = start + len(records)
         path = self.root / "landing" / f"{self.topic}-{partition}-{start}"
         path.parent.mkdir(parents=True, exist_ok=True)
         if fmt is FileFormat.JSONL:
-            path.write_text("".join(json.dumps(e) + "\n" for e in envelopes))
+            path.write_text("".join(json.dumps(e) + "\n" for e in written))
         else:
-            pq.write_table(pa.Table.from_pylist(envelopes), path)
+            pq.write_table(pa.Table.from_pylist(written), path)
         f = DataFile(f"file://{path}", self.topic, partition, start, start + len(records) - 1, path.stat().st_size, fmt)
         return PendingFile(f, f"m-{partition}-{start}", "sc-1"), envelopes
 
@@ -111,10 +114,16 @@ def check_txn(table: Path, topic: str, landing: Landing) -> None:
 
 
 @pytest.mark.parametrize(
-    ("fmt", "vectors"), [(FileFormat.JSONL, True), (FileFormat.PARQUET, True), (FileFormat.JSONL, False)]
+    ("fmt", "vectors", "key_text"),
+    [
+        (FileFormat.JSONL, True, False),
+        (FileFormat.PARQUET, True, False),
+        (FileFormat.PARQUET, True, True),  # what the sink's Parquet output writes for JSON keys
+        (FileFormat.JSONL, False, False),
+    ],
 )
 def test_upserts_and_tombstones_equal_the_model_round_after_round(
-    spark: Any, tmp_path: Path, fmt: FileFormat, vectors: bool
+    spark: Any, tmp_path: Path, fmt: FileFormat, vectors: bool, key_text: bool
 ) -> None:
     table = tmp_path / "t"
     spec = UpsertSpec(("id",), delete_on_tombstone=True, deletion_vectors=vectors)
@@ -131,7 +140,7 @@ def test_upserts_and_tombstones_equal_the_model_round_after_round(
                     records.append(({"id": key}, None))
                 else:
                     records.append(({"id": key}, {"id": key, "name": f"r{round_no}-{rng.randrange(1000)}"}))
-            pending, envelopes = landing.write(partition, records, fmt)
+            pending, envelopes = landing.write(partition, records, fmt, key_text)
             files.append(pending)
             sent.extend(envelopes)
         record = commit_all(committer, state, files)
