@@ -158,7 +158,7 @@ def _key_type(raw: Any, spec: UpsertSpec) -> Any:
     the Kafka keys are (a later round widens it)."""
     from pyspark.sql.types import StringType, StructField, StructType
 
-    key_type = raw.schema["key"].dataType
+    key_type = _text_key_type(raw) or raw.schema["key"].dataType
     if isinstance(key_type, StructType):
         missing = [k for k in spec.key if k not in key_type.names]
         if missing:
@@ -167,6 +167,22 @@ def _key_type(raw: Any, spec: UpsertSpec) -> Any:
     if len(spec.key) != 1:
         raise ChangeError(f"a tombstone's Kafka key must be an object holding the key columns {list(spec.key)}")
     return StructType([StructField(spec.key[0], StringType())])
+
+
+def _text_key_type(raw: Any) -> Any | None:
+    """The object type of keys written as JSON text (inferred from the first such key: two Spark
+    jobs, only for a new table's first round of tombstones), else None."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DataType, StringType, StructType
+
+    if not isinstance(raw.schema["key"].dataType, StringType):
+        return None
+    first = raw.where(F.ltrim(F.col("key")).startswith("{")).select("key").first()
+    if first is None:
+        return None
+    ddl = raw.select(F.schema_of_json(F.lit(first[0]))).first()[0]
+    inferred = DataType.fromDDL(ddl)
+    return inferred if isinstance(inferred, StructType) else None
 
 
 def _without_kafka(table_type: Any) -> Any:

@@ -1,26 +1,31 @@
 """The chaos run: the real pipeline under seeded faults, checked for exactly-once at quiesce.
 
 Used by ``scripts/chaos`` (the command) and ``tests/e2e/test_chaos.py`` (a short fixed-seed run in
-CI). The stack is all real: Kafka, three Kafka Connect workers in one group running two S3 sink
-connectors (the stand-in for Aiven's sink: ``chaos-parquet`` writes Parquet, ``chaos-jsonl`` gzip
-JSON lines, both with the ``offset`` field), the S3 server, one ``lakegate-sidecar`` per worker and
-the ``lakegate-service`` with fencing on. Two topics of six partitions route to two Delta tables.
-Two :class:`~lakegate_stack.proxy.FaultProxy` sit in the way: sidecars -> service, and everyone ->
-S3.
+CI). The stack is all real: Kafka, three Kafka Connect workers in one group running three S3 sink
+connectors (the stand-in for Aiven's sink: ``chaos-parquet`` writes Parquet, ``chaos-jsonl`` and
+``chaos-upsert`` gzip JSON lines, all with the ``offset`` field), the S3 server, one
+``lakegate-sidecar`` per worker and the ``lakegate-service`` with fencing on. Three topics of six
+partitions route to three Delta tables: two append tables and one ``mode: upsert`` table (key
+``id``, deletion vectors). Two :class:`~lakegate_stack.proxy.FaultProxy` sit in the way: sidecars
+-> service, and everyone -> S3.
 
-A producer thread writes ``records`` records with unique ids at a paced rate and stops at each
-fault's *gate* (a record count drawn from the seed) until the fault is injected: where a fault
-falls is decided by progress, never by racing the producer. Each fault then waits for an observed
-outcome (the service process died at its crash point, the tasks moved, the sink logged its split)
-within a bounded deadline, and recovers. At the end every fault is undone, the harness waits for
-both tables to hold Kafka's log end, and checks, with delta-rs and (when given) delta-spark:
+A producer thread writes ``records`` records with unique ids at a paced rate (every
+:data:`UPSERT_EVERY`-th one also changes one of :data:`UPSERT_KEYS` keys of the upsert topic) and
+stops at each fault's *gate* (a record count drawn from the seed) until the fault is injected:
+where a fault falls is decided by progress, never by racing the producer. Each fault then waits
+for an observed outcome (the service process died at its crash point, the tasks moved, the sink
+logged its split) within a bounded deadline, and recovers. At the end every fault is undone, the
+harness waits for every table to hold Kafka's log end, and checks, with delta-rs and (when given)
+delta-spark:
 
-- every produced id is in its table exactly once (``lost``, ``duplicated``);
+- every produced id is in its append table exactly once (``lost``, ``duplicated``);
+- the upsert table holds one row per key, at the key's last change (``upsert_mismatches``);
 - each partition's ``txn`` version equals the ``connect-<connector>`` group's committed offset;
 - every file the tables reference lies under the table's root (nothing from outside the roots).
 
-The report (:class:`ChaosReport`) is JSON: records, loss, duplicates, faults by kind, commits,
-duration, the seed, and ``recovery_s`` (SIGKILL of the service to ready again).
+The report (:class:`ChaosReport`) is JSON: records, loss, duplicates, the upsert table's
+mismatches, faults by kind, commits, duration, the seed, and ``recovery_s`` (SIGKILL of the
+service to ready again).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import requests
 
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
+from lakegate_stack.delta_read import live_rows
 from lakegate_stack.kafka import KafkaBroker, create_topic
 from lakegate_stack.proxy import FaultProxy
 from lakegate_stack.s3 import S3Server
@@ -67,7 +73,14 @@ FAULT_KINDS = (
     "slow_s3",  # every S3 response delayed
 )
 PARTITIONS = 6
-CONNECTORS = {"chaos-parquet": ("a", "parquet", "snappy"), "chaos-jsonl": ("b", "jsonl", "gzip")}
+CONNECTORS = {
+    "chaos-parquet": ("a", "parquet", "snappy"),
+    "chaos-jsonl": ("b", "jsonl", "gzip"),
+    "chaos-upsert": ("c", "jsonl", "gzip"),
+}
+UPSERT_EVERY = 4  # every 4th record also changes a key of the upsert topic c
+UPSERT_KEYS = 500  # the keys those changes cycle through: each is changed many times
+UPSERT_TABLE = "chaos_c"  # mode: upsert, key [id]: one row per key of topic c, its last seq
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
 
 
@@ -134,11 +147,18 @@ class ChaosReport:
     faults: list[FaultRecord] = field(default_factory=list)
     orphans_made: int = 0
     proxies: dict[str, Any] = field(default_factory=dict)
+    upsert_keys: int = 0  # rows of the upsert table
+    upsert_mismatches: list[str] = field(default_factory=list)  # keys whose row is not their last change
 
     @property
     def ok(self) -> bool:
         return not (
-            self.lost or self.duplicated or self.txn_mismatches or self.outside_roots or self.spark_mismatches
+            self.lost
+            or self.duplicated
+            or self.txn_mismatches
+            or self.outside_roots
+            or self.spark_mismatches
+            or self.upsert_mismatches
         ) and (self.records_in_table == self.records_produced)
 
     def to_json(self) -> dict[str, Any]:
@@ -151,11 +171,13 @@ SparkCheck = Callable[[str], list[int]]  # table URI (s3a://) -> every id in it,
 class Producer(threading.Thread):
     """Produces ids ``0..records-1`` at about ``rate``/s, stopping at each gate until it is opened.
 
-    Record ``i`` goes to topic ``a`` or ``b`` (``i % 2``), partition ``(i // 2) % 6``. At a gate the
-    producer flushes (so every id below it is in Kafka) and waits: the fault lands exactly there.
+    Record ``i`` goes to topic ``a`` or ``b`` (``i % 2``), partition ``(i // 2) % 6``. Every
+    :data:`UPSERT_EVERY`-th record also sets key :func:`upsert_key` of topic ``c`` (the upsert
+    table's) to ``seq = i``, in partition ``key % 6``. At a gate the producer flushes (so every
+    record below it is in Kafka) and waits: the fault lands exactly there.
     """
 
-    def __init__(self, bootstrap: str, topics: tuple[str, str], records: int, rate: int, gates: list[int]) -> None:
+    def __init__(self, bootstrap: str, topics: tuple[str, str, str], records: int, rate: int, gates: list[int]) -> None:
         super().__init__(name="chaos-producer", daemon=True)
         self.bootstrap, self.topics, self.records, self.rate = bootstrap, topics, records, rate
         self.reached = {n: threading.Event() for n in gates}
@@ -189,6 +211,10 @@ class Producer(threading.Thread):
                 topic, partition = self.topics[i % 2], (i // 2) % PARTITIONS
                 value = json.dumps({"id": i, "src": topic, "amount": i * 0.01}).encode()
                 producer.send(topic, key=str(i).encode(), value=value, partition=partition)
+                if i % UPSERT_EVERY == 0:
+                    key = upsert_key(i)
+                    change = json.dumps({"id": key, "seq": i}).encode()
+                    producer.send(self.topics[2], key=str(key).encode(), value=change, partition=key % PARTITIONS)
                 if i % batch == batch - 1:
                     time.sleep(batch / self.rate)
                 if self.stop_now.is_set():
@@ -205,6 +231,16 @@ class Producer(threading.Thread):
                 raise ChaosError(f"the producer failed: {self.error!r}")
             if time.monotonic() > deadline:
                 raise ChaosError(f"the producer did not reach record {gate} in {timeout:.0f}s")
+
+
+def upsert_key(i: int) -> int:
+    """The key of topic ``c`` that record ``i`` changes (``i`` a multiple of :data:`UPSERT_EVERY`)."""
+    return (i // UPSERT_EVERY) % UPSERT_KEYS
+
+
+def upsert_model(produced: int) -> dict[int, int]:
+    """The upsert table once the first ``produced`` records are committed: key -> its last ``seq``."""
+    return {upsert_key(i): i for i in range(0, produced, UPSERT_EVERY)}
 
 
 def wait_until(what: str, check: Callable[[], bool], timeout: float, poll: float = 1.0) -> float:
@@ -242,10 +278,10 @@ class ChaosRun:
         self._own_kafka, self._own_s3 = kafka is None, s3 is None
         self.kafka, self.s3 = kafka, s3
         self.landing, self.lake = f"chaos-landing-{self.run_id}", f"chaos-lake-{self.run_id}"
-        self.topics = (f"chaos-{self.run_id}-a", f"chaos-{self.run_id}-b")
-        self.tables = {"chaos_a": self.topics[0], "chaos_b": self.topics[1]}
+        self.topics = (f"chaos-{self.run_id}-a", f"chaos-{self.run_id}-b", f"chaos-{self.run_id}-c")
+        self.tables = {"chaos_a": self.topics[0], "chaos_b": self.topics[1], UPSERT_TABLE: self.topics[2]}
         self.connectors = {
-            f"{name}-{self.run_id}": (self.topics[0 if t == "a" else 1], fmt, codec)
+            f"{name}-{self.run_id}": (self.topics["abc".index(t)], fmt, codec)
             for name, (t, fmt, codec) in CONNECTORS.items()
         }
         self.fault_dir = workdir / "faults"
@@ -282,6 +318,7 @@ class ChaosRun:
                 "placement": "copy_into_table",
                 "offset_check": self.settings.offset_check,
                 "commit": {"interval_seconds": self.settings.interval_seconds, "timeout_seconds": 10},
+                **({"mode": "upsert", "key": ["id"]} if name == UPSERT_TABLE else {}),
             }
             for name, topic in self.tables.items()
         ]
@@ -583,7 +620,7 @@ class ChaosRun:
         return out
 
     def _quiesce(self) -> None:
-        """Undo every fault still in effect, then wait for both tables to hold Kafka's log ends."""
+        """Undo every fault still in effect, then wait for every table to hold Kafka's log ends."""
         assert self.service is not None and self.service_proxy and self.s3_proxy
         self.service_proxy.restore()
         self.s3_proxy.slow(0)
@@ -626,11 +663,16 @@ class ChaosRun:
         txn_mismatches: list[str] = []
         outside: list[str] = []
         spark_mismatches: list[str] = []
+        upsert_rows: list[dict[str, Any]] = []
         for table, topic in self.tables.items():
             uri = f"s3://{self.lake}/{table}"
             dt = DeltaTable(uri, storage_options=options)
-            ids = dt.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
-            ids_all.extend(ids)
+            if table == UPSERT_TABLE:
+                upsert_rows = live_rows(dt, ["id", "seq"])
+                ids = [r["id"] for r in upsert_rows]
+            else:
+                ids = [r["id"] for r in live_rows(dt, ["id"])]
+                ids_all.extend(ids)
             for path in dt.file_uris():
                 if not path.startswith(f"{uri}/"):
                     outside.append(path)
@@ -642,12 +684,13 @@ class ChaosRun:
                 spark_ids = self.spark_check(f"s3a://{self.lake}/{table}")
                 if sorted(spark_ids) != sorted(ids):
                     spark_mismatches.append(f"{table}: delta-spark read {len(spark_ids)} ids, delta-rs {len(ids)}")
-            logger.info("table %s: %d ids (%d produced)", table, len(ids), produced_by_topic[topic])
+            logger.info("table %s: %d ids (%d produced)", table, len(ids), produced_by_topic.get(topic, 0))
         counts = Counter(ids_all)
         produced = self.producer.produced
         lost = sum(1 for i in range(produced) if i not in counts)
         duplicated = sum(c - 1 for c in counts.values() if c > 1)
         commits = sum(DeltaTable(f"s3://{self.lake}/{t}", storage_options=options).version() + 1 for t in self.tables)
+        upsert_mismatches = upsert_mismatches_of(upsert_rows, upsert_model(produced))
         recoveries = [f.recovery_s for f in self.faults if f.recovery_s is not None]
         assert self.s3_proxy and self.service_proxy
         return ChaosReport(
@@ -668,6 +711,8 @@ class ChaosRun:
             faults=self.faults,
             orphans_made=len(self._claimed()),
             proxies={p.name: asdict(p.stats()) for p in (self.s3_proxy, self.service_proxy)},
+            upsert_keys=len(upsert_rows),
+            upsert_mismatches=upsert_mismatches,
         )
 
 
@@ -778,6 +823,20 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
+def upsert_mismatches_of(rows: list[dict[str, Any]], model: dict[int, int]) -> list[str]:
+    """How the upsert table's rows differ from the model (key -> last seq): the first 20, then how many more."""
+    got: dict[int, int] = {}
+    out: list[str] = []
+    for r in rows:
+        if r["id"] in got:
+            out.append(f"key {r['id']} is in the table twice")
+        got[r["id"]] = r["seq"]
+    for key in sorted(set(got) | set(model)):
+        if got.get(key) != model.get(key):
+            out.append(f"key {key}: seq {got.get(key)} in the table, {model.get(key)} last produced")
+    return out if len(out) <= 20 else [*out[:20], f"... and {len(out) - 20} more"]
+
+
 def summary(report: ChaosReport) -> str:
     """The report as a few lines for a person."""
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.faults_by_kind.items()))
@@ -803,5 +862,6 @@ def summary(report: ChaosReport) -> str:
             f"  commits {report.commits}; orphans made by the sink {report.orphans_made}; {recov}",
             f"  txn mismatches {len(report.txn_mismatches)}, files outside the roots {len(report.outside_roots)}, "
             f"delta-spark {spark}",
+            f"  upsert table: {report.upsert_keys} keys, {len(report.upsert_mismatches)} not at their last change",
         ]
     )

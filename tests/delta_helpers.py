@@ -1,11 +1,6 @@
-"""Helpers of the Delta integration tests: one commit round on a committer, delta-rs reads and S3 options."""
+"""Helpers of the Delta integration tests: one commit round on a committer, delta-rs S3 options."""
 
 from __future__ import annotations
-
-from typing import Any
-
-import pyarrow as pa
-from deltalake import DeltaTable, QueryBuilder
 
 from commit_service.delta_commit import DeltaCommitter
 from commit_service.state import PendingFile, TableState
@@ -22,14 +17,6 @@ def commit_all(committer: DeltaCommitter, state: TableState, files: list[Pending
     record = committer.commit(plan)
     state.committed_plan(plan, record.version, now=0)
     return record
-
-
-def read_rows(table: DeltaTable, columns: list[str] | None = None) -> list[dict[str, Any]]:
-    """The table's live rows as delta-rs reads them, through its query engine (DataFusion on
-    delta-kernel), which applies deletion vectors; ``to_pyarrow_table`` refuses tables with them."""
-    select = ", ".join(f'"{c}"' for c in columns) if columns else "*"
-    result = QueryBuilder().register("t", table).execute(f"SELECT {select} FROM t").read_all()
-    return pa.table(result).to_pylist()
 
 
 def delta_rs_options(endpoint: str) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """The short chaos run CI makes on every change: 50,000 records and 10 faults of 10 kinds (fixed
-seed) on the real stack, then every id exactly once in both tables (delta-rs and delta-spark),
-each ``txn`` version equal to Connect's committed offset, nothing from outside the roots.
+seed) on the real stack, then every id exactly once in both append tables (delta-rs and
+delta-spark), the upsert table at each key's last change (12,500 changes of 500 keys), each
+``txn`` version equal to Connect's committed offset, nothing from outside the roots.
 
 The harness and the fault kinds are ``lakegate_stack.chaos`` (``scripts/chaos`` runs longer ones).
 Seed 26 draws every kind but the two that only wait out a fixed outage (``service_unreachable``,
@@ -15,7 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from lakegate_stack.chaos import FAULT_KINDS, ChaosRun, ChaosSettings, summary
+from lakegate_stack.chaos import FAULT_KINDS, UPSERT_KEYS, ChaosRun, ChaosSettings, summary
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
 
@@ -40,6 +41,7 @@ def test_a_short_chaos_run_loses_and_duplicates_nothing(
     assert report.lost == 0 and report.duplicated == 0, text
     assert report.records_in_table == RECORDS, text
     assert report.txn_mismatches == [] and report.outside_roots == [], text
+    assert report.upsert_keys == UPSERT_KEYS and report.upsert_mismatches == [], text
     assert report.spark_checked and report.spark_mismatches == [], text
     assert sum(report.faults_by_kind.values()) == FAULTS
     assert set(report.faults_by_kind) == set(FAULT_KINDS) - {"service_unreachable", "slow_s3"}

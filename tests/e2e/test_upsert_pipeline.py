@@ -29,10 +29,10 @@ from kafka import KafkaProducer, TopicPartition
 from commit_service import faults
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
+from lakegate_stack.delta_read import live_rows
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
 from lakegate_stack.services import ServiceProcess, SidecarProcess, sidecar_config
-from tests.delta_helpers import read_rows
 from tests.kafka_helpers import committed_offsets, create_topic, end_offsets
 
 BUCKET, PARTITIONS, KEYS, BATCHES, PER_BATCH = "lake-upsert", 3, 60, 4, 150
@@ -98,7 +98,7 @@ def produce(bootstrap: str, topic: str, changes: list[tuple[int, Any]]) -> None:
 
 
 def table_rows(table: DeltaTable, columns: list[str]) -> dict[int, dict[str, Any]]:
-    rows = read_rows(table, columns)
+    rows = live_rows(table, columns)
     assert len({r["id"] for r in rows}) == len(rows), "a key is in the table twice"
     return {r["id"]: r for r in rows}
 

@@ -28,7 +28,8 @@ from commit_service.upsert import Cdc, UpsertSpec
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import MaintenanceKind
 from lakegate_core.types import TopicPartition
-from tests.delta_helpers import commit_all, read_rows
+from lakegate_stack.delta_read import live_rows
+from tests.delta_helpers import commit_all
 
 Record = dict[str, Any]  # one Kafka record as the sink's envelope: key, value, offset
 
@@ -62,7 +63,7 @@ class Landing:
 def rows(table: Path) -> dict[int, dict[str, Any]]:
     """The table as delta-rs reads it: key -> row (the _kafka_* columns left out)."""
     out = {}
-    for r in read_rows(DeltaTable(str(table))):
+    for r in live_rows(DeltaTable(str(table))):
         assert r["id"] not in out, f"key {r['id']} is in the table twice"
         out[r["id"]] = {k: v for k, v in r.items() if not k.startswith("_kafka_") and v is not None}
     return out
@@ -297,3 +298,16 @@ def test_compaction_and_vacuum_keep_an_upsert_table_with_vectors_equal_to_the_mo
     assert rows(table) == upsert_model(sent, tombstones_delete=True)
     assert len(list(table.glob("deletion_vector_*.bin"))) == 1
     check_txn(table, "users", landing)
+
+
+def test_a_first_round_of_tombstones_with_text_keys_types_the_key_as_the_keys_are(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    spec = UpsertSpec(("id",), delete_on_tombstone=True)
+    committer = DeltaCommitter(spark, "t", str(table), StorageReader(local_roots=[str(tmp_path)]), upsert=spec)
+    landing, state = Landing(tmp_path, "users"), TableState("t")
+    tombstones = [({"id": k}, None) for k in (1, 2)]
+    commit_all(committer, state, [landing.write(0, tombstones, FileFormat.PARQUET, key_text=True)[0]])
+    assert DeltaTable(str(table)).schema().fields[0].type.type == "long"  # not the keys' text
+    upserts = [({"id": k}, {"id": k, "name": f"n{k}"}) for k in (2, 3)]
+    commit_all(committer, state, [landing.write(0, upserts, FileFormat.PARQUET, key_text=True)[0]])
+    assert rows(table) == {2: {"id": 2, "name": "n2"}, 3: {"id": 3, "name": "n3"}}

@@ -22,7 +22,7 @@ from commit_service import faults
 from commit_service.delta_commit import app_id
 from lakegate_core.types import TopicPartition
 from lakegate_stack.datafiles import manifest_entry
-from tests.delta_helpers import read_rows
+from lakegate_stack.delta_read import live_rows
 from tests.service_helpers import ADMIN_TOKEN, ServiceProcess, manifest
 
 TOPIC, TABLE = "users", "users"
@@ -54,7 +54,7 @@ def model(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
 
 
 def table_rows(path: Path) -> dict[int, dict[str, Any]]:
-    rows = read_rows(DeltaTable(str(path)), ["id", "name"])
+    rows = live_rows(DeltaTable(str(path)), ["id", "name"])
     assert len({r["id"] for r in rows}) == len(rows), "a key is in the table twice"
     return {r["id"]: r for r in rows}
 
