@@ -39,6 +39,9 @@ from lakegate_core.protocol import FileFormat
 
 FILE_COLUMN = "__lakegate_file"
 ROW_COLUMN = "__lakegate_row_index"
+# A round with at most this many changed keys sends them to every task joining them with the table
+# (a broadcast join); more are joined by shuffling both sides, the table too.
+BROADCAST_KEYS = 2_000_000
 
 
 def _has_vectors(snapshot: Any) -> bool:
@@ -89,6 +92,8 @@ class UpsertWriter:
             schema = merge_schema(table_schema, schema, f"this round's {len(files)} files")
         set_schema(schema)
         keys = last.select(*self.spec.key).distinct()
+        if last.count() <= BROADCAST_KEYS:  # the table is then filtered by a hash of the keys, never shuffled
+            keys = F.broadcast(keys)
         if table is None:  # a new table: every row is new
             return [self._write(txn, rows, 1)]
         candidates = txn.filterFiles()  # the transaction read every file: a writer changing one conflicts
