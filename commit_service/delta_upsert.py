@@ -79,23 +79,24 @@ class UpsertWriter:
         table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
         table_type = StructType.fromJson(table_schema) if table_schema is not None else None
         changed = self._changes(files, reader, table_type)
-        last = changes_of.latest(changed, self.spec)
+        last = changes_of.latest(changed, self.spec).localCheckpoint()  # read once, used several times
         table = None
         if read_version >= 0:
             table = self.spark.read.format("delta").option("versionAsOf", read_version).load(self.location)
+            # few enough keys are broadcast to each task scanning the table: the table is never shuffled
+            small = last.count() <= BROADCAST_KEYS
             if self.spec.orders_across_rounds:
-                last = changes_of.not_older(last, table, self.spec)
-        last = last.localCheckpoint()  # read once, used three times
+                last = changes_of.not_older(last, table, self.spec, broadcast=small).localCheckpoint()
         rows = last.where(~F.col(changes_of.DELETE)).drop(*INTERNAL)
         schema: dict[str, Any] = json.loads(rows.schema.json())
         if table_schema is not None:
             schema = merge_schema(table_schema, schema, f"this round's {len(files)} files")
         set_schema(schema)
-        keys = last.select(*self.spec.key).distinct()
-        if last.count() <= BROADCAST_KEYS:  # the table is then filtered by a hash of the keys, never shuffled
-            keys = F.broadcast(keys)
         if table is None:  # a new table: every row is new
             return [self._write(txn, rows, 1)]
+        keys = last.select(*self.spec.key).distinct()
+        if small:
+            keys = F.broadcast(keys)
         candidates = txn.filterFiles()  # the transaction read every file: a writer changing one conflicts
         if self.spec.deletion_vectors and _has_vectors(txn.snapshot()):
             applied = self._mark_deleted(txn, table, keys, candidates)

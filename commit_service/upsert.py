@@ -230,19 +230,20 @@ def _key_image(raw: Any, spec: UpsertSpec, image_type: Any) -> Any:
     return F.struct(*fields)
 
 
-def not_older(last: Any, table: Any, spec: UpsertSpec) -> Any:
+def not_older(last: Any, table: Any, spec: UpsertSpec, *, broadcast: bool = False) -> Any:
     """``last`` without the changes whose ``ordering`` is below that of their key's row in
     ``table`` (a late change arriving after a newer one was committed). Equal values apply (a
     replay is idempotent); a change or row without a value applies (nothing to compare). A
     deleted key has no row left to compare with, so an older change arriving after its delete
-    applies."""
+    applies. ``broadcast``: ``last`` is small enough to send to every task scanning ``table``."""
     from pyspark.sql import functions as F
 
     root = spec.ordering.split(".", 1)[0]
     if root not in table.columns:
         return last
     current = table.select(*spec.key, F.col(spec.ordering).alias(TABLE_ORDER))
-    stale = last.join(current, list(spec.key)).where(F.col(TABLE_ORDER) > F.col(ORDER)).select(*spec.key)
+    probe = F.broadcast(last) if broadcast else last
+    stale = probe.join(current, list(spec.key)).where(F.col(TABLE_ORDER) > F.col(ORDER)).select(*spec.key)
     return last.join(stale, list(spec.key), "left_anti")
 
 
