@@ -1,8 +1,9 @@
-"""Benchmark: the sidecar's memory (RSS) and CPU while it follows a connector of 100 partitions.
+"""Benchmark: the sidecar's memory (RSS) and CPU while it follows a connector of N partitions (100).
 
-Brings up the real local stack, a 100-partition topic, a sink connector (4 tasks), the service and
+Brings up the real local stack, an N-partition topic (`--partitions`), a sink connector (4 tasks), the service and
 one sidecar (poll every second), produces records for the whole run, and samples the sidecar's
-RSS and CPU time from /proc. Prints a summary and writes JSON (default .lakegate/bench/sidecar.json).
+RSS and CPU time from /proc from the first commit on. Prints a summary and writes JSON (default
+.lakegate/bench/sidecar-<N>.json).
 Run through ``scripts/bench-sidecar``.
 """
 
@@ -42,8 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--seconds", type=int, default=60, help="measured run length (default 60)")
     parser.add_argument("--rate", type=int, default=1000, help="records per second produced (default 1000)")
-    parser.add_argument("--out", type=Path, default=Path(".lakegate/bench/sidecar.json"))
+    parser.add_argument("--out", type=Path, help="JSON result (default .lakegate/bench/sidecar-<partitions>.json)")
     args = parser.parse_args(argv)
+    args.out = args.out or Path(f".lakegate/bench/sidecar-{args.partitions}.json")
     work = Path(tempfile.mkdtemp(prefix="lakegate-bench-sidecar-"))
     env = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY}
     with LocalStack(work, buckets=("lake",)) as stack:
@@ -91,6 +93,13 @@ def main(argv: list[str] | None = None) -> int:
             producer.close()
 
         threading.Thread(target=produce, daemon=True).start()
+        # Measure the steady state: from the first commit of the sidecar's files on.
+        deadline = time.monotonic() + 300
+        while service.call("GET", "/v1/tables/bench").json()["version"] < 1:
+            if time.monotonic() > deadline:
+                raise SystemExit("no commit within 300 s; see the service and sidecar logs in " + str(work))
+            print("waiting for the first commit ...", flush=True)
+            time.sleep(5)
         rss0, cpu0 = sample(pid)
         samples = []
         started = time.monotonic()
