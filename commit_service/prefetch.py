@@ -21,7 +21,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, TypeAlias
 
 from lakegate_core.protocol import DataFile, FileFormat
 
@@ -32,7 +33,9 @@ THREADS = 16
 CAPACITY = 200_000  # files; a FileFacts is well under 1 KiB
 
 FactsKey = tuple[str, int]  # the file's canonical URI and the size its manifest gave
-Entry = tuple["Future[list[FileFacts | Exception]]", int]  # a chunk's read and the file's place in it
+# A file's entry: its read in flight (the chunk's future and the file's place in it), then, once the
+# chunk is done, what the read gave: the facts, or the error (its traceback dropped).
+Entry: TypeAlias = "tuple[Future[list[FileFacts | Exception]], int] | FileFacts | Exception"
 ReadFacts = Callable[[DataFile], "FileFacts"]
 
 
@@ -45,8 +48,25 @@ def key_of(file: DataFile) -> FactsKey:
     return (file.path, file.size_bytes)
 
 
+def _without_frames(exc: Exception) -> Exception:
+    """``exc`` with no traceback along its cause/context chain: a kept error must not hold the
+    reading thread's frames (tens of objects each, all walked by every full garbage collection)."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        link.__traceback__ = None
+        link = link.__cause__ or link.__context__
+    return exc
+
+
 class FactsCache:
-    """Facts of accepted files, read in the background; thread-safe."""
+    """Facts of accepted files, read in the background; thread-safe.
+
+    Its size matters beyond memory: every buffered file's entry is walked by each full garbage
+    collection of the service, so a settled entry is the bare facts (or error), not the chunk's
+    future with its condition, lock and waiter queue.
+    """
 
     def __init__(
         self,
@@ -65,7 +85,8 @@ class FactsCache:
         self._own_pool = pool is None
         self._pool = pool or ThreadPoolExecutor(threads, thread_name_prefix=f"lakegate-facts-{name}")
         self._entries: OrderedDict[FactsKey, Entry] = OrderedDict()
-        self._lock = threading.Lock()
+        # reentrant: a chunk that is already done settles in the thread that submitted it
+        self._lock = threading.RLock()
 
     def prefetch(self, files: Iterable[DataFile]) -> None:
         """Start reading each file's facts (unless already read or being read); returns at once."""
@@ -85,12 +106,24 @@ class FactsCache:
         return [self._result(f, entry, fresh) for f, entry, fresh in pending]
 
     @staticmethod
-    def _usable(entry: Entry | None) -> bool:
+    def _outcome(entry: Entry) -> FileFacts | Exception:
+        """What a settled entry, or a finished chunk, gave for its file (waits for a chunk in flight)."""
+        if not isinstance(entry, tuple):
+            return entry
+        chunk, i = entry
+        try:
+            return chunk.result()[i]
+        except Exception as exc:  # the chunk itself did not run (the pool was shut down)
+            return exc
+
+    @classmethod
+    def _usable(cls, entry: Entry | None) -> bool:
         """An entry worth waiting for: being read, or read without an error."""
         if entry is None:
             return False
-        chunk, i = entry
-        return not chunk.done() or (chunk.exception() is None and not isinstance(chunk.result()[i], Exception))
+        if isinstance(entry, tuple) and not entry[0].done():
+            return True
+        return not isinstance(cls._outcome(entry), Exception)
 
     def _start(self, files: list[DataFile]) -> None:
         """Read ``files`` on the pool in at most ``threads`` chunks, one future per chunk (under the
@@ -101,6 +134,16 @@ class FactsCache:
             future = self._pool.submit(self._read_chunk, chunk)
             for j, f in enumerate(chunk):
                 self._entries[key_of(f)] = (future, j)
+            future.add_done_callback(partial(self._settle, chunk))
+
+    def _settle(self, files: list[DataFile], chunk: Future[list[FileFacts | Exception]]) -> None:
+        """Replace a finished chunk's entries by what each read gave (entries since forgotten, or
+        started again by a commit, are left alone)."""
+        with self._lock:
+            for j, f in enumerate(files):
+                key = key_of(f)
+                if self._entries.get(key) == (chunk, j):
+                    self._entries[key] = self._outcome((chunk, j))
 
     def _read_chunk(self, files: list[DataFile]) -> list[FileFacts | Exception]:
         out: list[FileFacts | Exception] = []
@@ -108,15 +151,11 @@ class FactsCache:
             try:
                 out.append(self._read(f))
             except Exception as exc:  # kept: the commit reads the file again
-                out.append(exc)
+                out.append(_without_frames(exc))
         return out
 
     def _result(self, f: DataFile, entry: Entry, fresh: bool) -> FileFacts:
-        chunk, i = entry
-        try:
-            got = chunk.result()[i]
-        except Exception as exc:  # the chunk itself did not run (the pool was shut down)
-            got = exc
+        got = self._outcome(entry)
         if not isinstance(got, Exception):
             return got
         self.forget([f])

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from commit_service.errors import DataFileUnavailableError
-from commit_service.prefetch import FactsCache
+from commit_service.prefetch import FactsCache, _without_frames, key_of
 from commit_service.storage import FileFacts
 from lakegate_core.protocol import DataFile, FileFormat
 
@@ -113,3 +114,32 @@ def test_committed_files_are_forgotten_and_the_cache_is_bounded(reads: Reads) ->
     cache.get_all(files)
     cache.close(wait=True)
     assert sum(reads.count.values()) == 8 + 5  # the forgotten and the evicted are read again
+
+
+def test_finished_reads_keep_only_their_outcome(reads: Reads) -> None:
+    """A buffered file costs every full garbage collection its entry: once read, the entry is the
+    facts (or the error), not the chunk's future with its lock and waiters."""
+    pool = ThreadPoolExecutor(2)
+    cache = FactsCache(reads, pool=pool, threads=2)
+    files = [data_file(i * 10) for i in range(6)]
+    reads.failures[files[0].path] = 1
+    cache.prefetch(files)
+    pool.shutdown(wait=True)  # every read ahead has run
+    kept = [cache._entries[key_of(f)] for f in files]
+    assert isinstance(kept[0], DataFileUnavailableError) and kept[0].__traceback__ is None
+    assert all(isinstance(k, FileFacts) for k in kept[1:])
+    assert [k.modification_time_ms for k in kept[1:]] == [f.start_offset for f in files[1:]]  # type: ignore[union-attr]
+
+
+def test_a_kept_error_holds_no_frames_along_its_chain() -> None:
+    def fail() -> None:
+        try:
+            raise OSError("socket timeout")
+        except OSError as exc:
+            raise DataFileUnavailableError("s3a://b/k", "cannot stat") from exc
+
+    with pytest.raises(DataFileUnavailableError) as caught:
+        fail()
+    kept = _without_frames(caught.value)
+    assert kept is caught.value and str(kept) == str(caught.value)
+    assert kept.__traceback__ is None and kept.__cause__ is not None and kept.__cause__.__traceback__ is None
