@@ -189,7 +189,7 @@ def _start(rt: ServiceRuntime) -> None:
     rt.coordinator.start(thread_factory)
     if rt.lag is not None:
         rt.lag.start()
-    # The start-up's objects (pyspark and py4j, Flask, the config: about 50,000) live as long as the
+    # The start-up's objects (pyspark and py4j, Flask, the config: about 100,000) live as long as the
     # process; out of the collector's generations, no full collection walks them again.
     gc.freeze()
     logger.info("ready: %d table(s) loaded", len(rt.coordinator.tables))
