@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import sys
 import tempfile
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from bench_result import report
 
 from commit_service.delta_commit import DeltaCommitter
 from commit_service.prefetch import THREADS, FactsCache, storage_facts
@@ -104,10 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         "facts_per_second_one_at_a_time": round(50 / serial, 1),
         "commit_s": round(commit_s, 3),
     }
-    print(json.dumps(result, indent=2))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
-    print(f"wrote {args.out}")
+    report(result, args.out)
     return 0
 
 

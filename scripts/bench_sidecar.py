@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+from bench_result import report
 from kafka import KafkaProducer
 
 from lakegate_stack import s3 as s3mod
@@ -126,10 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         "table_version": tables["version"],
         "partitions_in_table": sum(len(v) for v in tables["offsets"].values()),
     }
-    print(json.dumps(result, indent=2))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
-    print(f"wrote {args.out}")
+    report(result, args.out)
     return 0
 
 

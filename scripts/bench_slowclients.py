@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_result import report
+
 from lakegate_stack.services import SIDECAR_TOKEN, ServiceProcess
 from lakegate_stack.slowclients import SlowClients, healthz_latency, probe_service
 
@@ -117,10 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         "readyz_status": ready.get("status"),
         "service_alive": alive,
     }
-    print(json.dumps(result, indent=2))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
-    print(f"wrote {args.out}")
+    report(result, args.out)
     return 0 if result["with_slow_clients"]["failed"] == 0 else 1
 
 
