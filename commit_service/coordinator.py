@@ -3,9 +3,11 @@
 Owned by the service runtime (one per process; the service runs ONE gunicorn worker so there is
 one writer). HTTP threads call :meth:`Coordinator.submit`, :meth:`Coordinator.claim`, the status
 reads and :meth:`Coordinator.commit_now`; a background thread calls :meth:`Coordinator.tick`
-twice a second. Decisions are made by the pure :class:`~commit_service.state.TableState`; Delta is
-touched only through the injected :class:`~commit_service.committer.Committer`, and Kafka only
-through :class:`~commit_service.fencing.Fencing`, so this module imports neither.
+when the next table's interval ends, when a manifest or a lease claim arrives for a table whose
+interval has ended (its round may be waiting for just that), and at least twice a second.
+Decisions are made by the pure :class:`~commit_service.state.TableState`; Delta is touched
+only through the injected :class:`~commit_service.committer.Committer`, and Kafka only through
+:class:`~commit_service.fencing.Fencing`, so this module imports neither.
 
 Each table's state, commit rounds and maintenance are a :class:`TableCoordinator`, which takes its
 own locks (:mod:`commit_service.table_coordinator`); after each round the tick runs the table's
@@ -60,7 +62,8 @@ from lakegate_core.types import PartitionOffsets
 
 logger = logging.getLogger(__name__)
 
-TICK_SECONDS = 0.5
+TICK_SECONDS = 0.5  # the longest the loop sleeps (backoffs, maintenance, lease expiry)
+MIN_GAP_SECONDS = 0.02  # the shortest: under a stream of manifests the loop plans at most 50 times a second
 MAX_SIDECARS_SEEN = 1000  # the status page's list of sidecars forgets the longest-silent beyond this
 
 
@@ -95,6 +98,7 @@ class Coordinator:
         self.fencing = Fencing(groups, clock, config.leases.ttl_seconds)  # checks Kafka with a kafka section
         self.tables: dict[str, TableCoordinator] = {}
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set by intake when a table's round may be due
         self._thread: threading.Thread | None = None
         self._seen: dict[str, SidecarSeen] = {}  # sidecar id -> its last manifest or lease claim
         self._seen_lock = threading.Lock()
@@ -118,6 +122,7 @@ class Coordinator:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=60)
         for tc in list(self.tables.values()):
@@ -126,8 +131,25 @@ class Coordinator:
     def _run(self) -> None:
         for tc in list(self.tables.values()):  # ready already; now what the first commits need
             tc.warm()
-        while not self._stop.wait(TICK_SECONDS):
+        while not self._pause():
             self.tick()
+
+    def _pause(self) -> bool:
+        """Sleep until the earliest table's next round is due, intake wakes the loop, or at most
+        ``TICK_SECONDS``; True once the service is stopping."""
+        if self._stop.wait(MIN_GAP_SECONDS):
+            return True
+        due = [at for tc in list(self.tables.values()) if (at := tc.next_round_at()) is not None]
+        wait = min(due, default=float("inf")) - self.clock()
+        self._wake.wait(TICK_SECONDS if wait <= 0 else min(wait, TICK_SECONDS))
+        self._wake.clear()
+        return self._stop.is_set()
+
+    def _nudge(self, tc: TableCoordinator) -> None:
+        """Wake the loop if ``tc``'s round is due: new files or reports may be what it waits for."""
+        at = tc.next_round_at()
+        if at is not None and at <= self.clock():
+            self._wake.set()
 
     def tick(self) -> None:
         live = self.fencing.live()  # leases not renewed within the TTL stop holding rounds back
@@ -190,6 +212,7 @@ class Coordinator:
             receipts.append(FileReceipt(f.path, FileStatus.ACCEPTED, table=table.name))  # placeholder
         for name, items in by_table.items():
             verdicts = self._table(name).offer([p for _, p in items], manifest.manifest_id)
+            self._nudge(self._table(name))
             for (i, _), (status, reason) in zip(items, verdicts, strict=True):
                 holds = self._table(name).holds(normalized[i]) if status is FileStatus.REJECTED else None
                 receipts[i] = FileReceipt(normalized[i].path, status, reason, name, holds)
@@ -253,6 +276,7 @@ class Coordinator:
         marks = [w for w in request.watermarks if w.tp in granted]
         for tc in self.tables.values():
             tc.claim(leased, marks)
+            self._nudge(tc)
         return grants
 
     def _note_seen(self, sidecar_id: str, worker: str) -> None:

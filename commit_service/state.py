@@ -85,22 +85,25 @@ class CommitPlan:
     reason: str  # which trigger fired: interval, max_files, max_bytes, forced, released
     released: tuple[str, ...] = ()  # an admin release: the dead letters whose ranges are skipped
     release_from: PartitionOffsets = field(default_factory=PartitionOffsets)  # their partitions' start
+    planned_at: float | None = None  # when TableState.plan made it; the next interval counts from here
 
     @classmethod
-    def of(cls, files: Iterable[PendingFile], vtts: float | None, reason: str) -> CommitPlan:
+    def of(
+        cls, files: Iterable[PendingFile], vtts: float | None, reason: str, planned_at: float | None = None
+    ) -> CommitPlan:
         """A plan adding ``files`` (contiguous per partition); its offsets follow from them."""
         files = tuple(files)
         offsets: dict[TopicPartition, int] = {}
         for p in files:
             offsets[p.tp] = max(offsets.get(p.tp, 0), p.file.next_offset)
-        return cls(files, PartitionOffsets(offsets), vtts, reason)
+        return cls(files, PartitionOffsets(offsets), vtts, reason, planned_at=planned_at)
 
     def head(self, count: int) -> CommitPlan:
         """The plan's first ``count`` files (still contiguous per partition: files are in partition
         and offset order); a narrowed retry after repeated failures (:mod:`commit_service.failures`)."""
         if count >= len(self.files):
             return self
-        return CommitPlan.of(self.files[:count], None, self.reason)
+        return CommitPlan.of(self.files[:count], None, self.reason, self.planned_at)
 
     def starts(self) -> dict[TopicPartition, int]:
         """Per partition, the offset the plan starts at (what the table must hold before it)."""
@@ -360,7 +363,17 @@ class TableState:
                 return None  # give lagging partitions until the timeout
             if self.expected and self.policy.on_timeout is OnTimeout.WAIT:
                 return None
-        return CommitPlan.of(run, self.round_started if complete else None, reason)
+        return CommitPlan.of(run, self.round_started if complete else None, reason, now)
+
+    def next_round_at(self) -> float | None:
+        """When :meth:`plan` may next fire on its own (the clock of ``last_commit``): None with
+        nothing buffered, ``-inf`` once a size trigger fired. The coordinator's loop sleeps until
+        then, and intake wakes it early only once this has passed."""
+        if not self.pending:
+            return None
+        if self.pending_files() >= self.policy.max_files or self._pending_bytes >= self.policy.max_bytes:
+            return float("-inf")
+        return self.last_commit + self.policy.interval_seconds
 
     def find(self, path: str) -> PendingFile | None:
         """The buffered file at ``path``, if any."""
@@ -384,7 +397,10 @@ class TableState:
         return pending
 
     def committed_plan(self, plan: CommitPlan, version: int, now: float) -> None:
-        """Apply a successful Delta commit of ``plan`` at table ``version``."""
+        """Apply a successful Delta commit of ``plan`` at table ``version``, finished at ``now``.
+
+        The next interval counts from when the plan was made, so rounds keep their cadence
+        however long a commit takes; partitions must report again after ``now``."""
         for p in plan.files:
             self._remove(p.tp, p.file.start_offset)
             track = self._manifests.get(p.manifest_id)
@@ -396,7 +412,7 @@ class TableState:
             self.committed[tp] = max(self.committed.get(tp, 0), offset)
         self._drop_stale()
         self.version = version
-        self.last_commit = now
+        self.last_commit = now if plan.planned_at is None else plan.planned_at
         self.round_started = now
 
     def recovered(self, committed: Mapping[TopicPartition, int], version: int) -> None:

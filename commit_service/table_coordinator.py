@@ -149,6 +149,13 @@ class TableCoordinator:
 
     # -- commit rounds --------------------------------------------------------------------
 
+    def next_round_at(self) -> float | None:
+        """When a round may next fire without a force (``TableState.next_round_at``, no earlier
+        than a failure's backoff); None with nothing buffered. Read by the coordinator's loop."""
+        with self._lock:
+            at = self._state.next_round_at()
+        return None if at is None else max(at, self._failures.not_before)
+
     def maybe_commit(self, *, force: bool = False) -> CommitRecord | None:
         """Run one commit round if a trigger fired (or ``force``); None if nothing to commit."""
         with self._commit_lock:

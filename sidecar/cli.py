@@ -12,6 +12,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         config.http.port,
     )
     while not stop.is_set():
+        started = time.monotonic()
         try:
             loop.run_once()
         except SidecarError as exc:
@@ -98,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # never die on a surprise; the health endpoint shows staleness
             metrics.errors.labels("unexpected").inc()
             logger.exception("round failed unexpectedly")
-        stop.wait(config.poll_interval_seconds)
+        # rounds start every poll interval, however long each took (one that overran is followed at once)
+        stop.wait(max(0.0, started + config.poll_interval_seconds - time.monotonic()))
     server.shutdown()
     loop.groups.close()
     logger.info("stopped")

@@ -1,0 +1,125 @@
+"""When commit rounds fire: the interval counts from each round's plan, and the coordinator's loop
+sleeps until the next round is due, or until intake brings what a due round waits for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from commit_service.config import ServiceConfig
+from commit_service.coordinator import TICK_SECONDS, Coordinator
+from commit_service.state import CommitPolicy, TableState
+from lakegate_core.configfile import build
+from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest, SidecarInfo, Watermark
+from lakegate_core.types import TopicPartition
+from tests.unit.test_quarantine import Clock, PoisonCommitter
+from tests.unit.test_state import pf
+
+TP0 = TopicPartition("orders", 0)
+SIDECAR = SidecarInfo("sc-1", "w:1")
+
+
+def test_the_interval_counts_from_the_plan_not_from_the_end_of_the_commit() -> None:
+    s = TableState("t", policy=CommitPolicy(interval_seconds=10), now=0)
+    s.offer(pf(0, 9), 1)
+    plan = s.plan(now=10)
+    assert plan is not None and plan.planned_at == 10
+    s.committed_plan(plan, version=0, now=14)  # a commit of 4 s
+    s.offer(pf(10, 19), 15)
+    assert s.plan(now=19.9) is None
+    assert s.next_round_at() == 20  # not 24: rounds keep a 10 s cadence however long a commit takes
+    assert s.plan(now=20) is not None
+
+
+def test_a_narrowed_plan_keeps_its_time() -> None:
+    s = TableState("t", policy=CommitPolicy(interval_seconds=10), now=0)
+    s.offer(pf(0, 9), 1)
+    s.offer(pf(10, 19), 1)
+    plan = s.plan(now=10)
+    assert plan is not None and plan.head(1).planned_at == 10
+
+
+def test_next_round_at() -> None:
+    s = TableState("t", policy=CommitPolicy(interval_seconds=10, max_files=2), now=5)
+    assert s.next_round_at() is None  # nothing buffered: nothing to wake for
+    s.offer(pf(0, 9), 6)
+    assert s.next_round_at() == 15
+    s.offer(pf(10, 19), 7)
+    assert s.next_round_at() == float("-inf")  # max_files fired: due now
+
+
+@dataclass
+class RecordingEvent:
+    """Stands in for the loop's wake event: records how long the loop would sleep."""
+
+    waits: list[float] = field(default_factory=list)
+    flag: bool = False
+
+    def wait(self, timeout: float) -> bool:
+        self.waits.append(timeout)
+        return self.flag
+
+    def set(self) -> None:
+        self.flag = True
+
+    def clear(self) -> None:
+        self.flag = False
+
+    def is_set(self) -> bool:
+        return self.flag
+
+
+def coordinator(clock: Clock, interval: float) -> tuple[Coordinator, RecordingEvent]:
+    config = build(
+        ServiceConfig,
+        {
+            "auth": {"enabled": False},
+            "storage": {"allowed_roots": ["s3a://landing/"]},
+            "tables": [
+                {
+                    "name": "orders",
+                    "path": "s3a://lake/orders",
+                    "topics": ["orders"],
+                    "placement": "copy_into_table",
+                    "commit": {"interval_seconds": interval},
+                }
+            ],
+        },
+    )
+    c = Coordinator(config, lambda t: PoisonCommitter(), clock=clock)
+    c.load()
+    wake = RecordingEvent()
+    c._wake = wake  # type: ignore[assignment]
+    return c, wake
+
+
+def manifest(mid: str, start: int) -> Manifest:
+    f = DataFile(f"s3a://landing/orders-0-{start}", "orders", 0, start, start + 9, 100, FileFormat.PARQUET)
+    return Manifest(mid, SIDECAR, (f,))
+
+
+def test_intake_wakes_the_loop_only_once_the_round_is_due() -> None:
+    clock = Clock(1000.0)
+    c, wake = coordinator(clock, interval=10)
+    c.submit(manifest("m1", 0))
+    assert not wake.is_set()  # 1000 + 10 is still ahead: the loop's own sleep ends then
+    clock.now = 1010.0
+    c.submit(manifest("m2", 10))
+    assert wake.is_set()  # due: the new file may be what the round needs
+    wake.clear()
+    c.claim(LeaseRequest(SIDECAR, "snk", (0,), (TP0,), (Watermark("orders", 0, 20, 1_010_000),)))
+    assert wake.is_set()  # a report can complete a due round, too
+
+
+def test_the_loop_sleeps_until_the_next_round_is_due() -> None:
+    clock = Clock(1000.0)
+    c, wake = coordinator(clock, interval=10)
+    c._pause()
+    assert wake.waits[-1] == TICK_SECONDS  # nothing buffered: the longest sleep
+    c.submit(manifest("m1", 0))
+    clock.now = 1009.8
+    c._pause()
+    assert abs(wake.waits[-1] - 0.2) < 1e-9  # wakes when the interval ends, not at the next tick
+    clock.now = 1010.0
+    c.tick()
+    assert c.offsets("orders") == {TP0: 10}
+    assert c._pause() is False
