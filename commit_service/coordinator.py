@@ -64,6 +64,16 @@ logger = logging.getLogger(__name__)
 
 TICK_SECONDS = 0.5  # the longest the loop sleeps (backoffs, maintenance, lease expiry)
 MIN_GAP_SECONDS = 0.02  # the shortest: under a stream of manifests the loop plans at most 50 times a second
+IDLE_DUTY = 0.25  # a pass that committed nothing is followed by a sleep of at least 3x its length
+
+
+def pass_gap(idle_pass_seconds: float) -> float:
+    """How long the loop sleeps after a pass that committed nothing and took ``idle_pass_seconds``
+    (0 after a pass that committed): planning a large buffer that cannot commit (a gap, a round
+    waiting for reports) takes at most ``IDLE_DUTY`` of a core however often intake wakes the loop."""
+    return min(TICK_SECONDS, max(MIN_GAP_SECONDS, idle_pass_seconds * (1 - IDLE_DUTY) / IDLE_DUTY))
+
+
 MAX_SIDECARS_SEEN = 1000  # the status page's list of sidecars forgets the longest-silent beyond this
 
 
@@ -131,13 +141,16 @@ class Coordinator:
     def _run(self) -> None:
         for tc in list(self.tables.values()):  # ready already; now what the first commits need
             tc.warm()
-        while not self._pause():
-            self.tick()
+        gap = MIN_GAP_SECONDS
+        while not self._pause(gap):
+            started = time.monotonic()
+            committed = self.tick()
+            gap = pass_gap(0.0 if committed else time.monotonic() - started)
 
-    def _pause(self) -> bool:
-        """Sleep until the earliest table's next round is due, intake wakes the loop, or at most
-        ``TICK_SECONDS``; True once the service is stopping."""
-        if self._stop.wait(MIN_GAP_SECONDS):
+    def _pause(self, gap: float = MIN_GAP_SECONDS) -> bool:
+        """Sleep ``gap``, then until the earliest table's next round is due, intake wakes the
+        loop, or at most ``TICK_SECONDS``; True once the service is stopping."""
+        if self._stop.wait(gap):
             return True
         due = [at for tc in list(self.tables.values()) if (at := tc.next_round_at()) is not None]
         wait = min(due, default=float("inf")) - self.clock()
@@ -151,12 +164,15 @@ class Coordinator:
         if at is not None and at <= self.clock():
             self._wake.set()
 
-    def tick(self) -> None:
+    def tick(self) -> bool:
+        """One pass over the tables: each one's round if a trigger fired, then its maintenance
+        that is due. Returns whether any table committed."""
         live = self.fencing.live()  # leases not renewed within the TTL stop holding rounds back
+        committed = False
         for tc in list(self.tables.values()):
             tc.expect(live)
             try:
-                self._round(tc, force=False)
+                committed = self._round(tc, force=False) is not None or committed
             except CommitError:
                 continue  # reported to the listener; retried with backoff
             except Exception:  # never let one table's surprise stop the loop
@@ -166,6 +182,7 @@ class Coordinator:
                 tc.maybe_maintain()
             except Exception as exc:  # logged; the next run waits its interval
                 logger.warning("maintenance of table %s failed: %s", tc.config.name, exc)
+        return committed
 
     def _round(self, tc: TableCoordinator, *, force: bool) -> CommitRecord | None:
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from commit_service.config import ServiceConfig
-from commit_service.coordinator import TICK_SECONDS, Coordinator
+from commit_service.coordinator import MIN_GAP_SECONDS, TICK_SECONDS, Coordinator, pass_gap
 from commit_service.state import CommitPolicy, TableState
 from lakegate_core.configfile import build
 from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest, SidecarInfo, Watermark
@@ -120,6 +120,13 @@ def test_the_loop_sleeps_until_the_next_round_is_due() -> None:
     c._pause()
     assert abs(wake.waits[-1] - 0.2) < 1e-9  # wakes when the interval ends, not at the next tick
     clock.now = 1010.0
-    c.tick()
+    assert c.tick() is True
     assert c.offsets("orders") == {TP0: 10}
+    assert c.tick() is False  # nothing left to commit
     assert c._pause() is False
+
+
+def test_a_pass_that_commits_nothing_bounds_how_soon_the_next_one_runs() -> None:
+    assert pass_gap(0.0) == MIN_GAP_SECONDS  # after a commit, or a cheap pass: at once
+    assert abs(pass_gap(0.05) - 0.15) < 1e-9  # a 50 ms pass over a big buffer: 150 ms of rest
+    assert pass_gap(10.0) == TICK_SECONDS  # never longer than the tick
