@@ -185,10 +185,10 @@ class DeltaCommitter:
         offsets: dict[TopicPartition, int] = {}
         if snap.version() >= 0:
             known = self._crc_set_transactions(snap)  # from the CRC when it lists them: no log replay
-            for txn in self._seq(known if known is not None else snap.setTransactions()):
-                tp = parse_app_id(self.table, txn.appId())
+            for app, version in self._versions(known if known is not None else snap.setTransactions()).items():
+                tp = parse_app_id(self.table, app)
                 if tp is not None:
-                    offsets[tp] = int(txn.version())
+                    offsets[tp] = version
         return TableSnapshot(int(snap.version()), PartitionOffsets(offsets))
 
     # -- committing -----------------------------------------------------------------------
@@ -346,8 +346,11 @@ class DeltaCommitter:
         """
         try:
             known = self._crc_set_transactions(txn.snapshot())
-            if known is not None:
-                versions = {t.appId(): int(t.version()) for t in self._seq(known)}
+            if known is not None:  # one py4j call, however many partitions the table has
+                listed = json.loads(
+                    self._jvm.org.apache.spark.sql.delta.util.JsonUtils.mapper().writeValueAsString(known)
+                )
+                versions = {t["appId"]: int(t["version"]) for t in listed}
             else:  # no checksum (e.g. the last commit before a crash): the log files, read directly
                 versions = read_log(self.storage, self.root, int(txn.readVersion())).txns
             reads = txn.readTxn()
@@ -371,8 +374,12 @@ class DeltaCommitter:
         txns = crc.get().setTransactions()
         return txns.get() if txns.isDefined() else None
 
-    def _seq(self, seq: Any) -> Any:
-        return self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(seq)
+    def _versions(self, set_transactions: Any) -> dict[str, int]:
+        """appId -> version of a Scala sequence of SetTransactions, in one py4j call (written as
+        JSON by Delta's own mapper) however many partitions the table has: iterating the sequence
+        took three round trips per partition, and a py4j exception to end the iteration."""
+        mapper = self._jvm.org.apache.spark.sql.delta.util.JsonUtils.mapper()
+        return {t["appId"]: int(t["version"]) for t in json.loads(mapper.writeValueAsString(set_transactions))}
 
     def _check_offsets(self, txn: Any, plan: CommitPlan, read_version: int) -> None:
         moved: dict[TopicPartition, int] = {}

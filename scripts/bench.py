@@ -264,6 +264,7 @@ class Bench:
                 **summary(times),
                 "seconds": [round(t, 4) for t in times],
                 "background_checkpoints": len(checkpoints),
+                "checkpoint_seconds": [round(r.duration_ms / 1000, 3) for r in checkpoints],
             }
             print(
                 f"{mode:>10}: p50 {out[mode]['p50_s']:.3f} s  p99 {out[mode]['p99_s']:.3f} s  max {out[mode]['max_s']:.3f} s",
