@@ -106,10 +106,12 @@ def test_checkpoints_move_off_the_commit_path(spark: Any, tmp_path: Path) -> Non
     config = DeltaTable(str(root)).metadata().configuration
     assert config["delta.checkpointInterval"] == str(2**31 - 1)
 
-    run = background.checkpoint()
-    assert run.kind is MaintenanceKind.CHECKPOINT and run.version_before == 13
-    assert (logs / f"{13:020d}.checkpoint.parquet").is_file()
-    assert json_last_checkpoint(logs)["version"] == 13
+    persisted = spark.sparkContext._jsc.getPersistentRDDs().size()
+    run = background.checkpoint()  # of v12: v13's snapshot is the one the next commit starts from
+    assert run.kind is MaintenanceKind.CHECKPOINT and run.version_before == 12
+    assert (logs / f"{12:020d}.checkpoint.parquet").is_file()
+    assert json_last_checkpoint(logs)["version"] == 12
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == persisted, "the checkpoint's own state stays cached"
     ids = sorted(DeltaTable(str(root)).to_pyarrow_table(columns=["id"]).column("id").to_pylist())
     assert ids == list(range(14 * 5)) and spark.read.format("delta").load(str(root)).count() == 14 * 5
     assert background.snapshot().offsets == {(TOPIC, 0): 14 * 5}
