@@ -590,7 +590,9 @@ def main(argv: list[str] | None = None) -> int:
         help="pipeline: commit intervals / triggers, s (default 2 10)",
     )
     parser.add_argument("--rate", type=int, default=5000, help="pipeline: records per second (default 5000)")
-    parser.add_argument("--pipeline-seconds", type=int, default=120, help="pipeline: seconds of producing (default 120)")
+    parser.add_argument(
+        "--pipeline-seconds", type=int, default=120, help="pipeline: seconds of producing (default 120)"
+    )
     parser.add_argument(
         "--upsert-rows", type=int, default=10_000_000, help="upsert: rows of the table (default 10000000)"
     )
