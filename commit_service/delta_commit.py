@@ -346,11 +346,8 @@ class DeltaCommitter:
         """
         try:
             known = self._crc_set_transactions(txn.snapshot())
-            if known is not None:  # one py4j call, however many partitions the table has
-                listed = json.loads(
-                    self._jvm.org.apache.spark.sql.delta.util.JsonUtils.mapper().writeValueAsString(known)
-                )
-                versions = {t["appId"]: int(t["version"]) for t in listed}
+            if known is not None:
+                versions = self._versions(known)
             else:  # no checksum (e.g. the last commit before a crash): the log files, read directly
                 versions = read_log(self.storage, self.root, int(txn.readVersion())).txns
             reads = txn.readTxn()
