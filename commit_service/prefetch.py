@@ -13,6 +13,11 @@ by someone else while it waits is not noticed by the commit, as it would not be 
 a commit's own read and its Delta commit.) A read that failed is not kept: the commit reads the
 file again (and raises what it gets then). The cache is bounded: past ``capacity`` files the
 oldest entries go (their commit reads them itself).
+
+A settled entry holds nothing the garbage collector tracks: the facts packed into a tuple of atoms
+(:data:`~commit_service.facts.PackedFacts`), or one shared marker for a failed read. Every full
+collection walks every tracked object while the request threads wait, and the cache holds an
+entry per buffered file.
 """
 
 from __future__ import annotations
@@ -22,21 +27,37 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 
+from commit_service.facts import FileFacts, PackedFacts
 from lakegate_core.protocol import DataFile, FileFormat
 
 if TYPE_CHECKING:  # pyarrow is imported only where storage is really read
-    from commit_service.storage import FileFacts, StorageReader
+    from commit_service.storage import StorageReader
 
 THREADS = 16
 CAPACITY = 200_000  # files; a FileFacts is well under 1 KiB
 
 FactsKey = tuple[str, int]  # the file's canonical URI and the size its manifest gave
-# A file's entry: its read in flight (the chunk's future and the file's place in it), then, once the
-# chunk is done, what the read gave: the facts, or the error (its traceback dropped).
-Entry: TypeAlias = "tuple[Future[list[FileFacts | Exception]], int] | FileFacts | Exception"
-ReadFacts = Callable[[DataFile], "FileFacts"]
+ReadFacts = Callable[[DataFile], FileFacts]
+
+
+class Reading(NamedTuple):
+    """A file's read in flight: its chunk's future and the file's place in the chunk."""
+
+    chunk: Future[list[FileFacts | Exception]]
+    position: int
+
+
+class EarlyReadFailed(Exception):
+    """The marker a failed read leaves in the cache (one instance for all: the commit reads the
+    file again, and raises what it gets then)."""
+
+
+READ_FAILED = EarlyReadFailed("the read ahead failed; the commit reads the file again")
+
+# A file's entry: its read in flight, then, once the chunk is done, the packed facts or the marker.
+Entry: TypeAlias = "Reading | PackedFacts | EarlyReadFailed"
 
 
 def storage_facts(storage: StorageReader) -> ReadFacts:
@@ -108,11 +129,12 @@ class FactsCache:
     @staticmethod
     def _outcome(entry: Entry) -> FileFacts | Exception:
         """What a settled entry, or a finished chunk, gave for its file (waits for a chunk in flight)."""
-        if not isinstance(entry, tuple):
+        if isinstance(entry, EarlyReadFailed):
             return entry
-        chunk, i = entry
+        if not isinstance(entry, Reading):
+            return FileFacts.unpacked(entry)
         try:
-            return chunk.result()[i]
+            return entry.chunk.result()[entry.position]
         except Exception as exc:  # the chunk itself did not run (the pool was shut down)
             return exc
 
@@ -121,7 +143,7 @@ class FactsCache:
         """An entry worth waiting for: being read, or read without an error."""
         if entry is None:
             return False
-        if isinstance(entry, tuple) and not entry[0].done():
+        if isinstance(entry, Reading) and not entry.chunk.done():
             return True
         return not isinstance(cls._outcome(entry), Exception)
 
@@ -133,17 +155,19 @@ class FactsCache:
             chunk = files[i : i + size]
             future = self._pool.submit(self._read_chunk, chunk)
             for j, f in enumerate(chunk):
-                self._entries[key_of(f)] = (future, j)
+                self._entries[key_of(f)] = Reading(future, j)
             future.add_done_callback(partial(self._settle, chunk))
 
     def _settle(self, files: list[DataFile], chunk: Future[list[FileFacts | Exception]]) -> None:
-        """Replace a finished chunk's entries by what each read gave (entries since forgotten, or
-        started again by a commit, are left alone)."""
+        """Replace a finished chunk's entries by what each read gave, packed (entries since
+        forgotten, or started again by a commit, are left alone)."""
         with self._lock:
             for j, f in enumerate(files):
                 key = key_of(f)
-                if self._entries.get(key) == (chunk, j):
-                    self._entries[key] = self._outcome((chunk, j))
+                reading = Reading(chunk, j)
+                if self._entries.get(key) == reading:
+                    got = self._outcome(reading)
+                    self._entries[key] = READ_FAILED if isinstance(got, Exception) else got.packed()
 
     def _read_chunk(self, files: list[DataFile]) -> list[FileFacts | Exception]:
         out: list[FileFacts | Exception] = []

@@ -21,12 +21,29 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import Final
 
-from lakegate_core.protocol import DataFile, FileStatus, OffsetSpan
+from lakegate_core.protocol import DataFile, FileFormat, FileStatus, OffsetSpan
 from lakegate_core.status import ManifestState
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
 MAX_TRACKED_MANIFESTS = 10_000
+
+# The buffer keeps its files as plain tuples of atoms (str, int, float, None), which Python's
+# garbage collector stops tracking after their first collection; a dataclass, a TopicPartition or
+# an enum member inside would keep each one tracked. A full collection walks every tracked object
+# while the request threads wait for it, so a buffer of 100,000 files must add none.
+Place = tuple[str, int, int]  # where a buffered file sits: (topic, partition, start offset)
+# A buffered file: PendingFile's fields, flat (PendingFile.row / PendingFile.from_row)
+Row = tuple[str, str, int, int, int, int, str, "int | None", "int | None", str, str, float]
+ROW_PATH: Final = 0
+ROW_END: Final = 4  # inclusive
+ROW_SIZE: Final = 5
+ROW_ARRIVED: Final = 11
+
+
+def place(tp: TopicPartition, start: int) -> Place:
+    return (tp.topic, tp.partition, start)
 
 
 class OnTimeout(str, Enum):
@@ -73,6 +90,30 @@ class PendingFile:
     @property
     def tp(self) -> TopicPartition:
         return self.file.tp
+
+    def row(self) -> Row:
+        """This file as the buffer keeps it (see ``Row``)."""
+        f = self.file
+        return (
+            f.path,
+            f.topic,
+            f.partition,
+            f.start_offset,
+            f.end_offset,
+            f.size_bytes,
+            f.format.value,
+            f.record_count,
+            f.lease_epoch,
+            self.manifest_id,
+            self.sidecar_id,
+            self.arrived_at,
+        )
+
+    @classmethod
+    def from_row(cls, row: Row) -> PendingFile:
+        path, topic, partition, start, end, size, fmt, records, epoch, manifest_id, sidecar_id, arrived_at = row
+        f = DataFile(path, topic, partition, start, end, size, FileFormat(fmt), records, epoch)
+        return cls(f, manifest_id, sidecar_id, arrived_at)
 
 
 @dataclass(frozen=True)
@@ -123,7 +164,7 @@ class CommitPlan:
 
 @dataclass
 class _ManifestTrack:
-    pending: set[tuple[TopicPartition, int]] = field(default_factory=set)
+    pending: set[Place] = field(default_factory=set)
     state: ManifestState = ManifestState.ACCEPTED
     version: int | None = None
     reason: str | None = None
@@ -144,10 +185,12 @@ class TableState:
         self.policy = policy or CommitPolicy()
         self.committed: dict[TopicPartition, int] = dict(committed or {})
         self.log_start: dict[TopicPartition, int] = {}
-        self.pending: dict[TopicPartition, dict[int, PendingFile]] = {}  # changed by _add/_remove only
+        # per partition, start offset -> the buffered file (see Row); changed by _add/_remove only
+        self._rows: dict[TopicPartition, dict[int, Row]] = {}
         self._starts: dict[TopicPartition, list[int]] = {}  # each partition's buffered starts, sorted
-        self._by_path: dict[str, list[tuple[TopicPartition, int]]] = {}  # where each path is buffered
+        self._by_path: dict[str, tuple[Place, ...]] = {}  # where each path is buffered
         self._pending_bytes = 0  # the sum of the buffered files' sizes, kept as files come and go
+        self._pending_count = 0  # how many files are buffered, kept likewise (read per manifest)
         self.expected: set[TopicPartition] = set()
         self.reported_at: dict[TopicPartition, float] = {}
         self.connect_at: dict[TopicPartition, int] = {}  # Connect's committed offset, as a sidecar last read it
@@ -180,11 +223,10 @@ class TableState:
         refused = self._against_spans(f)
         if refused is not None:
             return FileStatus.REJECTED, refused
-        buffered = self.pending.get(tp, {})
-        same = buffered.get(f.start_offset)
+        same = self._get(tp, f.start_offset)
         if same is not None:
             if same.file.path == f.path and same.file.end_offset == f.end_offset:
-                self._track(pending.manifest_id).pending.add((tp, f.start_offset))
+                self._track(pending.manifest_id).pending.add(place(tp, f.start_offset))
                 return FileStatus.DUPLICATE, None
             return FileStatus.REJECTED, (
                 f"offsets {f.start_offset}..{f.end_offset} of {f.path} overlap buffered file "
@@ -197,7 +239,7 @@ class TableState:
                 f"{other.file.path} ({other.file.start_offset}..{other.file.end_offset})"
             )
         self._add(replace(pending, arrived_at=now))
-        self._track(pending.manifest_id).pending.add((tp, f.start_offset))
+        self._track(pending.manifest_id).pending.add(place(tp, f.start_offset))
         return FileStatus.ACCEPTED, None
 
     def _overlapping(self, f: DataFile, tp: TopicPartition) -> PendingFile | None:
@@ -208,31 +250,43 @@ class TableState:
         i = bisect.bisect_right(starts, f.end_offset)
         if i == 0:
             return None
-        other = self.pending[tp][starts[i - 1]]
-        return other if other.file.end_offset >= f.start_offset else None
+        row = self._rows[tp][starts[i - 1]]
+        return PendingFile.from_row(row) if row[ROW_END] >= f.start_offset else None
+
+    def _get(self, tp: TopicPartition, start: int) -> PendingFile | None:
+        row = self._rows.get(tp, {}).get(start)
+        return None if row is None else PendingFile.from_row(row)
+
+    def buffered(self, tp: TopicPartition) -> list[PendingFile]:
+        """``tp``'s buffered files, in arrival order."""
+        return [PendingFile.from_row(row) for row in self._rows.get(tp, {}).values()]
 
     def _add(self, pending: PendingFile) -> None:
         tp, start = pending.tp, pending.file.start_offset
-        self.pending.setdefault(tp, {})[start] = pending
+        self._rows.setdefault(tp, {})[start] = pending.row()
         bisect.insort(self._starts.setdefault(tp, []), start)
-        self._by_path.setdefault(pending.file.path, []).append((tp, start))
+        self._by_path[pending.file.path] = (*self._by_path.get(pending.file.path, ()), place(tp, start))
         self._pending_bytes += pending.file.size_bytes
+        self._pending_count += 1
 
-    def _remove(self, tp: TopicPartition, start: int) -> PendingFile | None:
-        files = self.pending.get(tp)
-        pending = None if files is None else files.pop(start, None)
-        if pending is None:
+    def _remove(self, tp: TopicPartition, start: int) -> Row | None:
+        files = self._rows.get(tp)
+        row = None if files is None else files.pop(start, None)
+        if files is None or row is None:
             return None
         starts = self._starts[tp]
         del starts[bisect.bisect_left(starts, start)]
-        places = self._by_path[pending.file.path]
-        places.remove((tp, start))
-        if not places:
-            del self._by_path[pending.file.path]
-        self._pending_bytes -= pending.file.size_bytes
+        path, here = row[ROW_PATH], place(tp, start)
+        places = tuple(p for p in self._by_path[path] if p != here)
+        if places:
+            self._by_path[path] = places
+        else:
+            del self._by_path[path]
+        self._pending_bytes -= row[ROW_SIZE]
+        self._pending_count -= 1
         if not files:
-            del self.pending[tp], self._starts[tp]
-        return pending
+            del self._rows[tp], self._starts[tp]
+        return row
 
     def _against_spans(self, f: DataFile) -> str | None:
         """Why ``f`` contradicts what a file's content was found to hold, or None."""
@@ -263,7 +317,7 @@ class TableState:
         dropped = [pending]
         if holds.first == f.start_offset:
             self.spans.setdefault(f.tp, {})[path] = holds
-            for other in list(self.pending.get(f.tp, {}).values()):
+            for other in self.buffered(f.tp):
                 if holds.first < other.file.start_offset <= holds.last:
                     self.drop_file(other.file.path, f"an orphan inside offsets {holds} that {path} holds")
                     dropped.append(other)
@@ -304,9 +358,9 @@ class TableState:
 
     def buffered_through(self, tp: TopicPartition) -> int:
         """The next offset after the committed offset plus the contiguous buffered run."""
-        cursor, files = self.next_offset(tp), self.pending.get(tp, {})
+        cursor, files = self.next_offset(tp), self._rows.get(tp, {})
         while cursor in files:
-            cursor = files[cursor].file.next_offset
+            cursor = files[cursor][ROW_END] + 1
         return cursor
 
     def note_watermark(self, tp: TopicPartition, connect_offset: int, read_at: float) -> bool:
@@ -325,18 +379,24 @@ class TableState:
         """Per partition, the run of buffered files starting at the committed offset (and, with
         ``limits``, ending at or below the limit: Connect's own committed offset)."""
         run: list[PendingFile] = []
-        for tp in sorted(self.pending):
-            cursor, files = self.next_offset(tp), self.pending[tp]
+        for tp in sorted(self._rows):
+            cursor, files = self.next_offset(tp), self._rows[tp]
             limit = None if limits is None else limits.get(tp, 0)
-            while cursor in files and (limit is None or files[cursor].file.next_offset <= limit):
-                run.append(files[cursor])
-                cursor = files[cursor].file.next_offset
+            while cursor in files and (limit is None or files[cursor][ROW_END] + 1 <= limit):
+                run.append(PendingFile.from_row(files[cursor]))
+                cursor = files[cursor][ROW_END] + 1
         return run
 
     def plan(
         self, now: float, *, force: bool = False, limits: Mapping[TopicPartition, int] | None = None
     ) -> CommitPlan | None:
-        """The commit to make now, or None; see the module docstring for the guarantees."""
+        """The commit to make now, or None; see the module docstring for the guarantees.
+
+        The coordinator's loop asks every pass; while no trigger can fire (the committable run is
+        part of the buffer, so it holds no more files or bytes than the buffer's running totals)
+        the answer comes without walking the buffer."""
+        if not force and not self._trigger_possible(now):
+            return None
         run = self.contiguous(limits)
         if not run:
             return None
@@ -365,20 +425,31 @@ class TableState:
                 return None
         return CommitPlan.of(run, self.round_started if complete else None, reason, now)
 
+    def _trigger_possible(self, now: float) -> bool:
+        """Whether :meth:`plan` might find a trigger: O(1), from the buffer's running totals."""
+        return (
+            self._pending_count >= self.policy.max_files
+            or self._pending_bytes >= self.policy.max_bytes
+            or now - self.last_commit >= self.policy.interval_seconds
+        )
+
     def next_round_at(self) -> float | None:
         """When :meth:`plan` may next fire on its own (the clock of ``last_commit``): None with
         nothing buffered, ``-inf`` once a size trigger fired. The coordinator's loop sleeps until
         then, and intake wakes it early only once this has passed."""
-        if not self.pending:
+        if not self._rows:
             return None
-        if self.pending_files() >= self.policy.max_files or self._pending_bytes >= self.policy.max_bytes:
+        if self._pending_count >= self.policy.max_files or self._pending_bytes >= self.policy.max_bytes:
             return float("-inf")
         return self.last_commit + self.policy.interval_seconds
 
     def find(self, path: str) -> PendingFile | None:
         """The buffered file at ``path``, if any."""
         places = self._by_path.get(path)
-        return self.pending[places[0][0]][places[0][1]] if places else None
+        if not places:
+            return None
+        topic, partition, start = places[0]
+        return self._get(TopicPartition(topic, partition), start)
 
     def drop_file(self, path: str, reason: str) -> PendingFile | None:
         """Forget a buffered file that cannot be committed (missing, resized, bad schema).
@@ -387,12 +458,16 @@ class TableState:
         other partitions go on. The file's manifest is marked rejected with ``reason``.
         """
         places = self._by_path.get(path)
-        pending = self._remove(*places[0]) if places else None
-        if pending is None:
+        if not places:
             return None
+        topic, partition, start = places[0]
+        row = self._remove(TopicPartition(topic, partition), start)
+        if row is None:
+            return None
+        pending = PendingFile.from_row(row)
         track = self._manifests.get(pending.manifest_id)
         if track is not None:
-            track.pending.discard((pending.tp, pending.file.start_offset))
+            track.pending.discard(place(pending.tp, pending.file.start_offset))
             track.state, track.reason = ManifestState.REJECTED, reason
         return pending
 
@@ -405,7 +480,7 @@ class TableState:
             self._remove(p.tp, p.file.start_offset)
             track = self._manifests.get(p.manifest_id)
             if track is not None:
-                track.pending.discard((p.tp, p.file.start_offset))
+                track.pending.discard(place(p.tp, p.file.start_offset))
                 if not track.pending:
                     track.state, track.version = ManifestState.COMMITTED, version
         for tp, offset in plan.offsets.items():
@@ -429,7 +504,7 @@ class TableState:
             self.spans[tp] = {path: span for path, span in spans.items() if span.last >= base}
             if not self.spans[tp]:
                 del self.spans[tp]
-        for tp in list(self.pending):
+        for tp in list(self._rows):
             base = self.next_offset(tp)
             for start in [s for s in self._starts[tp] if s < base]:  # a start below base: passed
                 self._remove(tp, start)
@@ -437,7 +512,7 @@ class TableState:
     # -- reporting ------------------------------------------------------------------------
 
     def pending_files(self) -> int:
-        return sum(len(files) for files in self.pending.values())
+        return self._pending_count
 
     def pending_bytes(self) -> int:
         return self._pending_bytes
@@ -445,11 +520,11 @@ class TableState:
     def oldest_arrival(self) -> float | None:
         """When the longest-waiting buffered file arrived; None with nothing buffered. A partition's
         files are kept in arrival order (a dict), so its first is its oldest: O(partitions)."""
-        return min((next(iter(fs.values())).arrived_at for fs in self.pending.values() if fs), default=None)
+        return min((next(iter(fs.values()))[ROW_ARRIVED] for fs in self._rows.values() if fs), default=None)
 
     def pending_offsets(self) -> PartitionOffsets:
         """Per partition with buffered files, the end of the furthest one + 1: the file with the
         greatest start (buffered files never overlap), O(partitions)."""
         return PartitionOffsets(
-            {tp: self.pending[tp][starts[-1]].file.next_offset for tp, starts in self._starts.items() if starts}
+            {tp: self._rows[tp][starts[-1]][ROW_END] + 1 for tp, starts in self._starts.items() if starts}
         )

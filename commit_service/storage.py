@@ -15,7 +15,6 @@ import shutil
 import stat
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import date
 from typing import Any
 from urllib.parse import quote
@@ -27,23 +26,11 @@ import pyarrow.parquet as pq
 from commit_service.content import HEAD_BYTES, Encoding, sniff
 from commit_service.coverage import Coverage, from_statistics
 from commit_service.errors import DataFileError, DataFileUnavailableError
+from commit_service.facts import FileFacts
 from commit_service.paths import StorageUri, UnsafePathError
 from commit_service.spark import S3Settings
 
 MAX_STAT_STRING = 32  # longer strings get no min/max (never a wrong bound)
-
-
-@dataclass(frozen=True)
-class FileFacts:
-    """What storage says about one data file."""
-
-    size_bytes: int
-    modification_time_ms: int
-    num_records: int | None = None
-    stats_json: str | None = None  # Delta AddFile stats (numRecords, minValues, maxValues, nullCount)
-    schema_key: str | None = None  # the footer's Arrow schema as text: files sharing it share a schema
-    columns: tuple[tuple[str, bool], ...] = ()  # Parquet: each top-level column and whether it is a struct
-    coverage: Coverage | None = None  # Parquet in the sink's envelope: the offsets its footer bounds
 
 
 class StorageReader:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from commit_service.coverage import Coverage
 from commit_service.errors import DataFileUnavailableError
-from commit_service.prefetch import FactsCache, _without_frames, key_of
-from commit_service.storage import FileFacts
-from lakegate_core.protocol import DataFile, FileFormat
+from commit_service.facts import FileFacts
+from commit_service.prefetch import READ_FAILED, FactsCache, _without_frames, key_of
+from lakegate_core.protocol import DataFile, FileFormat, OffsetSpan
 
 
 def data_file(start: int, size: int = 100) -> DataFile:
@@ -118,7 +120,8 @@ def test_committed_files_are_forgotten_and_the_cache_is_bounded(reads: Reads) ->
 
 def test_finished_reads_keep_only_their_outcome(reads: Reads) -> None:
     """A buffered file costs every full garbage collection its entry: once read, the entry is the
-    facts (or the error), not the chunk's future with its lock and waiters."""
+    packed facts (untracked by the collector) or the shared failure marker, not the chunk's future
+    with its lock and waiters, nor a FileFacts or an exception per file."""
     pool = ThreadPoolExecutor(2)
     cache = FactsCache(reads, pool=pool, threads=2)
     files = [data_file(i * 10) for i in range(6)]
@@ -126,9 +129,28 @@ def test_finished_reads_keep_only_their_outcome(reads: Reads) -> None:
     cache.prefetch(files)
     pool.shutdown(wait=True)  # every read ahead has run
     kept = [cache._entries[key_of(f)] for f in files]
-    assert isinstance(kept[0], DataFileUnavailableError) and kept[0].__traceback__ is None
-    assert all(isinstance(k, FileFacts) for k in kept[1:])
-    assert [k.modification_time_ms for k in kept[1:]] == [f.start_offset for f in files[1:]]  # type: ignore[union-attr]
+    assert kept[0] is READ_FAILED
+    gc.collect()
+    gc.collect()  # a tuple is untracked once its elements are
+    assert not any(gc.is_tracked(k) for k in kept[1:])
+    assert [FileFacts.unpacked(k).modification_time_ms for k in kept[1:]] == [f.start_offset for f in files[1:]]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        FileFacts(100, 7),
+        FileFacts(
+            2048, 9, 40, '{"numRecords":40}', "a: int64", (("a", False), ("b", True)), Coverage(OffsetSpan(10, 49), 40)
+        ),
+    ],
+)
+def test_packed_facts_read_back_whole_and_untracked(facts: FileFacts) -> None:
+    packed = facts.packed()
+    assert FileFacts.unpacked(packed) == facts
+    gc.collect()
+    gc.collect()
+    assert not gc.is_tracked(packed)
 
 
 def test_a_kept_error_holds_no_frames_along_its_chain() -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,6 +70,42 @@ def test_triggers() -> None:
     big = TableState("t", policy=policy)
     big.offer(pf(0, 0, size=5000), 0)
     assert big.plan(now=0).reason == "max_bytes"  # type: ignore[union-attr]
+
+
+def test_no_trigger_means_no_walk_of_the_buffer() -> None:
+    """The loop plans every pass; until a trigger can fire, the buffer is not walked (the plan
+    comes from the running totals), and the first pass a trigger can fire walks it again."""
+
+    class Counting(TableState):
+        walks = 0
+
+        def contiguous(self, limits=None):  # type: ignore[no-untyped-def]
+            self.walks += 1
+            return super().contiguous(limits)
+
+    s = Counting("t", policy=CommitPolicy(interval_seconds=10, max_files=3, max_bytes=1000), now=0)
+    s.offer(pf(0, 0), 0)
+    s.offer(pf(2, 2), 0)  # not contiguous: even two more files must not fire max_files alone
+    assert s.plan(now=9.9) is None and s.walks == 0
+    s.offer(pf(3, 3), 0)  # three buffered: max_files may fire, so the run is walked (and is 1 file)
+    assert s.plan(now=9.9) is None and s.walks == 1
+    assert s.plan(now=10).reason == "interval" and s.walks == 2  # type: ignore[union-attr]
+
+
+def test_the_buffer_adds_nothing_the_garbage_collector_walks() -> None:
+    """Buffered files (and their places in the indexes) are tuples of atoms: untracked by the
+    collector once it has seen them, and read back whole."""
+    s = TableState("t")
+    files = [pf(i * 10, i * 10 + 9, partition=i % 3, manifest=f"m{i}") for i in range(30)]
+    for f in files:
+        s.offer(f, 5.0)
+    gc.collect()
+    gc.collect()
+    held = [row for rows in s._rows.values() for row in rows.values()] + [p for ps in s._by_path.values() for p in ps]
+    assert len(held) == 60 and not any(gc.is_tracked(x) for x in held)
+    assert not any(gc.is_tracked(ps) for ps in s._by_path.values())
+    back = sorted(s.buffered(TopicPartition("orders", 1)), key=lambda p: p.file.start_offset)
+    assert back == [replace(f, arrived_at=5.0) for f in files if f.file.partition == 1]
 
 
 def test_vtts_when_every_expected_partition_reported() -> None:
@@ -214,7 +253,7 @@ def test_random_ranges_never_overlap_once_buffered(ranges: list[tuple[int, int]]
     s = TableState("t")
     for start, length in ranges:
         s.offer(pf(start, start + length, path=f"p{start}-{length}"), now=0)
-    spans = sorted((p.file.start_offset, p.file.end_offset) for p in s.pending.get(("orders", 0), {}).values())
+    spans = sorted((p.file.start_offset, p.file.end_offset) for p in s.buffered(TopicPartition("orders", 0)))
     for (_, a1), (b0, _) in zip(spans, spans[1:], strict=False):
         assert a1 < b0, f"buffered ranges overlap: {spans}"
 
@@ -262,7 +301,7 @@ def test_the_sorted_index_agrees_with_a_scan_of_the_buffer(ops: list[tuple[str, 
             base = s.next_offset(f.tp)
             scanned = [
                 o
-                for o in s.pending.get(f.tp, {}).values()
+                for o in s.buffered(f.tp)
                 if o.file.start_offset <= f.file.end_offset and f.file.start_offset <= o.file.end_offset
             ]
             status, _ = s.offer(f, 0)
@@ -279,7 +318,8 @@ def test_the_sorted_index_agrees_with_a_scan_of_the_buffer(ops: list[tuple[str, 
             plan = s.plan(now=0, force=True)
             if plan is not None:
                 s.committed_plan(plan, version=0, now=0)
-        files = s.pending.get(TopicPartition("orders", 0), {})
+        files = {p.file.start_offset: p for p in s.buffered(TopicPartition("orders", 0))}
         assert s._starts.get(TopicPartition("orders", 0), []) == sorted(files)
         assert sorted(s._by_path) == sorted(p.file.path for p in files.values())
         assert s.pending_bytes() == sum(p.file.size_bytes for p in files.values())
+        assert s.pending_files() == len(files)
