@@ -24,6 +24,7 @@ from typing import Any
 from flask import (
     Blueprint,
     Flask,
+    Request,
     Response,
     current_app,
     make_response,
@@ -33,6 +34,7 @@ from flask import (
     session,
     url_for,
 )
+from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 
 from commit_service.api import known_token
 from commit_service.config import Role, TokenConfig
@@ -44,9 +46,21 @@ REFRESH_SECONDS = 5
 SESSION_KEY = "viewer"
 
 
+class LoginSessions(SecureCookieSessionInterface):
+    """Flask's signed-cookie sessions, but a request that carries no session cookie (every API
+    call: sidecars and tools send bearer tokens) gets the empty session Flask would give it without
+    building the cookie signer first, which cost about 5% of a manifest's time in the HTTP thread."""
+
+    def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
+        if app.secret_key and self.get_cookie_name(app) not in request.cookies:
+            return self.session_class()
+        return super().open_session(app, request)
+
+
 def init_sessions(app: Flask, session_hours: float, secure: bool) -> None:
     """Sign login cookies with a secret made now: one service process, one secret (a restart logs
     everyone out, which is fine for a read-only page)."""
+    app.session_interface = LoginSessions()
     app.secret_key = secrets.token_bytes(32)
     app.config.update(
         SESSION_COOKIE_NAME="lakegate_session",

@@ -92,6 +92,23 @@ def test_a_login_cookie_of_another_process_is_refused(client: FlaskClient) -> No
     assert other.get("/").status_code == 302  # another secret: a restart ends every login
 
 
+def test_an_api_call_without_a_cookie_never_builds_the_cookie_signer(
+    app: Flask, client: FlaskClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The signer costs every request that opens a session; bearer-token calls carry no cookie
+    and get Flask's empty session without it, while a login cookie is still checked with it."""
+    built: list[str] = []
+    interface = app.session_interface
+    real = interface.get_signing_serializer  # type: ignore[attr-defined]
+    monkeypatch.setattr(interface, "get_signing_serializer", lambda a: built.append("signer") or real(a))
+    assert client.post("/v1/manifests", json=manifest("m-1", 0, 9), headers=h(SIDE)).status_code == 202
+    assert client.get("/v1/tables", headers=h(READ)).status_code == 200
+    assert built == []
+    login(client)  # writes the cookie: signs it
+    assert client.get("/").status_code == 200  # reads it back: checks the signature
+    assert len(built) >= 2
+
+
 def test_the_read_role_reads_but_cannot_send_or_commit(client: FlaskClient) -> None:
     assert client.get("/v1/tables", headers=h(READ)).status_code == 200
     r = client.post("/v1/manifests", json=manifest(), headers=h(READ))
