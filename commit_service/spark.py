@@ -113,6 +113,12 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.databricks.delta.snapshotPartitions": "4",
         # One SetTransaction per partition is kept in the checksum file for cheap reads.
         "spark.databricks.delta.setTransactionsInCrc.maxAllowed": "100000",
+        # Every commit lists the table's _delta_log from its last checkpoint on (and the S3 log
+        # store lists once more to check the new version is not there): on s3a, list from that key
+        # on (ListObjectsV2 StartAfter) instead of the whole log, which keeps
+        # delta.logRetentionDuration (30 days) of commits. scripts/bench-log-listing, 3,000 more
+        # log objects: a commit's p50 0.26 s either way, 0.70 s listing it all. Only s3a reads it.
+        "spark.hadoop.delta.enableFastS3AListFrom": "true",
     }
     if settings.local_dir is not None:
         conf["spark.local.dir"] = str(settings.local_dir / "tmp")

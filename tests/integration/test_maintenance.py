@@ -126,6 +126,46 @@ def test_checkpoints_move_off_the_commit_path(spark: Any, tmp_path: Path) -> Non
     assert direct == delta and direct.version == last and direct.offsets == {(TOPIC, 0): 17 * 5}
 
 
+def test_background_checkpoints_delete_expired_log_files(spark: Any, tmp_path: Path) -> None:
+    """With Delta's in-commit checkpoints off, its commits no longer clean the log up either; the
+    background checkpoint does (Delta's checkpoint call cleans up after itself), so the log keeps
+    ``delta.logRetentionDuration`` of history, not all of it: every commit lists the log, which
+    must not grow forever. The file reader of start-up still finds every offset afterwards."""
+    root = tmp_path / "orders"
+    logs = root / "_delta_log"
+    committer = DeltaCommitter(spark, TOPIC, str(root), StorageReader(), checkpoint_in_commit=False)
+    state = TableState(TOPIC)
+
+    def commit(n: int) -> int:
+        state.offer(small_file(root, 0, n * 5, 5), now=0)
+        plan = state.plan(now=0, force=True)
+        assert plan is not None
+        version = committer.commit(plan).version
+        state.committed_plan(plan, version, now=0)
+        return version
+
+    for n in range(12):
+        commit(n)
+    assert committer.checkpoint().version_before == 10
+    last = max(commit(n) for n in range(12, 15))
+    assert last == 14
+    old = time.time() - 40 * 86400  # versions 0..11 (and v10's checkpoint) were written 40 days ago
+    for f in logs.iterdir():
+        if f.name[:20].isdigit() and (version := int(f.name[:20])) <= 11:
+            os.utime(f, (old + version, old + version))  # a second apart, in order
+    assert (logs / f"{0:020d}.json").is_file()
+
+    assert committer.checkpoint().version_before == 13  # past the default 30 days: cleaned up
+    kept = sorted(int(f.name[:20]) for f in logs.glob("*.json"))
+    # Delta keeps what time travel to the retention's start needs: from the last expired checkpoint on
+    assert kept == list(range(10, last + 1)), f"the expired commits are deleted, the recent ones kept: {kept}"
+    assert (logs / f"{13:020d}.checkpoint.parquet").is_file()
+    ids, offsets = snapshot_of(root)
+    assert ids == list(range(15 * 5)) and offsets[0] == 15 * 5
+    assert committer.snapshot().offsets == {(TOPIC, 0): 15 * 5} == committer._delta_snapshot().offsets
+    assert commit(15) == last + 1, "commits go on after the cleanup"
+
+
 def json_last_checkpoint(logs: Path) -> dict[str, Any]:
     import json
 

@@ -39,6 +39,11 @@ def test_s3a_adds_hadoop_aws_and_endpoint_settings(jars_dir: Path) -> None:
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
     assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
     assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
+    assert conf["spark.hadoop.delta.enableFastS3AListFrom"] == "true"  # the log is listed from the checkpoint on
+    mine = spark_conf(
+        SparkSettings(jars_dir=jars_dir, s3=s3, conf={"spark.hadoop.delta.enableFastS3AListFrom": "false"})
+    )
+    assert mine["spark.hadoop.delta.enableFastS3AListFrom"] == "false"  # spark.conf wins
 
 
 def test_static_credentials_stay_off_the_command_line(jars_dir: Path) -> None:
