@@ -39,6 +39,7 @@ Row = tuple[str, str, int, int, int, int, str, "int | None", "int | None", str, 
 ROW_PATH: Final = 0
 ROW_END: Final = 4  # inclusive
 ROW_SIZE: Final = 5
+ROW_MANIFEST: Final = 9
 ROW_ARRIVED: Final = 11
 
 
@@ -198,6 +199,9 @@ class TableState:
         self.round_started = now
         self.last_commit = now
         self._manifests: OrderedDict[str, _ManifestTrack] = OrderedDict()
+        # a buffered file's place -> the other manifests that named it (a sender's retry under a
+        # new manifest id): their status follows the file as its own manifest's does
+        self._followers: dict[Place, tuple[str, ...]] = {}
         # per partition, file path -> the offsets its content holds, learnt from a refused claim;
         # forgotten once the committed offset passes the span
         self.spans: dict[TopicPartition, dict[str, OffsetSpan]] = {}
@@ -226,7 +230,12 @@ class TableState:
         same = self._get(tp, f.start_offset)
         if same is not None:
             if same.file.path == f.path and same.file.end_offset == f.end_offset:
-                self._track(pending.manifest_id).pending.add(place(tp, f.start_offset))
+                here = place(tp, f.start_offset)
+                self._track(pending.manifest_id).pending.add(here)
+                if pending.manifest_id != same.manifest_id:
+                    followers = self._followers.get(here, ())
+                    if pending.manifest_id not in followers:
+                        self._followers[here] = (*followers, pending.manifest_id)
                 return FileStatus.DUPLICATE, None
             return FileStatus.REJECTED, (
                 f"offsets {f.start_offset}..{f.end_offset} of {f.path} overlap buffered file "
@@ -334,6 +343,20 @@ class TableState:
             track.state, track.reason = ManifestState.REJECTED, verdicts[0][1]
         elif track.state is ManifestState.ACCEPTED:
             track.state, track.version = ManifestState.COMMITTED, self.version
+
+    def _file_left(self, here: Place, owner: str, *, rejected: str | None = None) -> None:
+        """The buffered file at ``here``, brought by manifest ``owner``, left the buffer: its
+        offsets are in the table (at ``self.version``), or it was dropped for ``rejected``. Every
+        manifest that named it follows: committed once none of its files is still buffered."""
+        for manifest_id in (owner, *self._followers.pop(here, ())):
+            track = self._manifests.get(manifest_id)
+            if track is None:
+                continue
+            track.pending.discard(here)
+            if rejected is not None:
+                track.state, track.reason = ManifestState.REJECTED, rejected
+            elif not track.pending:
+                track.state, track.version = ManifestState.COMMITTED, self.version
 
     def _track(self, manifest_id: str) -> _ManifestTrack:
         track = self._manifests.get(manifest_id)
@@ -465,10 +488,7 @@ class TableState:
         if row is None:
             return None
         pending = PendingFile.from_row(row)
-        track = self._manifests.get(pending.manifest_id)
-        if track is not None:
-            track.pending.discard(place(pending.tp, pending.file.start_offset))
-            track.state, track.reason = ManifestState.REJECTED, reason
+        self._file_left(place(pending.tp, start), pending.manifest_id, rejected=reason)
         return pending
 
     def committed_plan(self, plan: CommitPlan, version: int, now: float) -> None:
@@ -476,17 +496,13 @@ class TableState:
 
         The next interval counts from when the plan was made, so rounds keep their cadence
         however long a commit takes; partitions must report again after ``now``."""
+        self.version = version
         for p in plan.files:
             self._remove(p.tp, p.file.start_offset)
-            track = self._manifests.get(p.manifest_id)
-            if track is not None:
-                track.pending.discard(place(p.tp, p.file.start_offset))
-                if not track.pending:
-                    track.state, track.version = ManifestState.COMMITTED, version
+            self._file_left(place(p.tp, p.file.start_offset), p.manifest_id)
         for tp, offset in plan.offsets.items():
             self.committed[tp] = max(self.committed.get(tp, 0), offset)
         self._drop_stale()
-        self.version = version
         self.last_commit = now if plan.planned_at is None else plan.planned_at
         self.round_started = now
 
@@ -507,7 +523,9 @@ class TableState:
         for tp in list(self._rows):
             base = self.next_offset(tp)
             for start in [s for s in self._starts[tp] if s < base]:  # a start below base: passed
-                self._remove(tp, start)
+                row = self._remove(tp, start)
+                if row is not None:  # its offsets are in the table (another writer's commit)
+                    self._file_left(place(tp, start), row[ROW_MANIFEST])
 
     # -- reporting ------------------------------------------------------------------------
 

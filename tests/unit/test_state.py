@@ -172,6 +172,32 @@ def test_manifest_status_follows_its_files() -> None:
     assert state is ManifestState.REJECTED and "overlap" in (reason or "")
 
 
+def test_a_manifest_that_names_a_file_already_buffered_follows_that_file() -> None:
+    """A sender that retries under a new manifest id (its answer was lost) gets DUPLICATE for a
+    file the first manifest brought; the retry's status must still end, as the file's does."""
+    s = TableState("t")
+    s.settle_manifest("a", [s.offer(pf(0, 9, manifest="a"), 0), s.offer(pf(10, 19, manifest="a"), 0)])
+    retry = [s.offer(pf(0, 9, manifest="b"), 0), s.offer(pf(10, 19, manifest="b"), 0)]
+    assert [status for status, _ in retry] == [FileStatus.DUPLICATE] * 2
+    s.settle_manifest("b", retry)
+    assert s.manifest("b") == (ManifestState.ACCEPTED, None, None)
+    plan = s.plan(now=0, force=True)
+    s.committed_plan(plan, version=3, now=0)  # type: ignore[arg-type]
+    assert s.manifest("a") == s.manifest("b") == (ManifestState.COMMITTED, 3, None)
+
+    s.settle_manifest("c", [s.offer(pf(20, 29, manifest="c"), 0)])
+    s.settle_manifest("d", [s.offer(pf(20, 29, manifest="d"), 0)])
+    s.drop_file("s3a://landing/orders-0-20", "unreadable")
+    assert s.manifest("c") == s.manifest("d") == (ManifestState.REJECTED, None, "unreadable")
+
+    s.settle_manifest("e", [s.offer(pf(30, 39, manifest="e"), 0)])
+    s.settle_manifest("f", [s.offer(pf(30, 39, manifest="f"), 0)])
+    s.recovered({TopicPartition("orders", 0): 40}, version=9)  # another writer committed 30..39
+    assert s.pending_files() == 0
+    assert s.manifest("e") == s.manifest("f") == (ManifestState.COMMITTED, 9, None)
+    assert s._followers == {}
+
+
 # -- properties ------------------------------------------------------------------------------
 
 
