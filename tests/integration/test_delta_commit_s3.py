@@ -69,3 +69,27 @@ def test_commit_on_s3(spark: Any, s3_server: S3Server) -> None:
     with pytest.raises(DataFileError, match="the manifest said"):
         committer.commit(state.plan(now=0, force=True))  # type: ignore[arg-type]
     assert committer.snapshot().version == 0
+
+
+def test_background_checkpoint_on_s3(spark: Any, s3_server: S3Server) -> None:
+    """Delta Kernel writes the checkpoint over s3a with the session's storage settings (no Spark
+    job), and Delta on Spark and delta-rs both start from it."""
+    s3 = s3_server.client()
+    s3.create_bucket(Bucket="lake-checkpoint")
+    storage = StorageReader(S3Settings(s3_server.endpoint, access_key=s3mod.ACCESS_KEY, secret_key=s3mod.SECRET_KEY))
+    committer = DeltaCommitter(spark, "orders", "s3://lake-checkpoint/orders", storage, checkpoint_in_commit=False)
+    state = TableState("orders")
+    for n in range(12):
+        state.offer(upload(s3, "lake-checkpoint", f"orders/data/orders-0-{n * 10}", 0, n * 10, 10), now=0)
+        plan = state.plan(now=0, force=True)
+        assert plan is not None
+        state.committed_plan(plan, committer.commit(plan).version, now=0)
+    run = committer.checkpoint()
+    assert run.detail == "checkpoint of version 10 (Delta Kernel)"
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket="lake-checkpoint", Prefix="orders/_delta_log/")["Contents"]}
+    assert "orders/_delta_log/00000000000000000010.checkpoint.parquet" in keys
+    spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
+    assert spark.read.format("delta").load("s3a://lake-checkpoint/orders").count() == 120
+    table = DeltaTable("s3://lake-checkpoint/orders", storage_options=delta_rs_options(s3_server.endpoint))
+    assert sorted(table.to_pyarrow_table().column("offset").to_pylist()) == list(range(120))
+    assert table.transaction_version(app_id("orders", ("orders", 0))) == 120

@@ -109,6 +109,7 @@ def test_checkpoints_move_off_the_commit_path(spark: Any, tmp_path: Path) -> Non
     persisted = spark.sparkContext._jsc.getPersistentRDDs().size()
     run = background.checkpoint()  # of v12: v13's snapshot is the one the next commit starts from
     assert run.kind is MaintenanceKind.CHECKPOINT and run.version_before == 12
+    assert run.detail == "checkpoint of version 12 (Delta Kernel)", "written without a Spark job"
     assert (logs / f"{12:020d}.checkpoint.parquet").is_file()
     assert json_last_checkpoint(logs)["version"] == 12
     assert spark.sparkContext._jsc.getPersistentRDDs().size() == persisted, "the checkpoint's own state stays cached"
@@ -124,6 +125,20 @@ def test_checkpoints_move_off_the_commit_path(spark: Any, tmp_path: Path) -> Non
     fresh = DeltaCommitter(spark, TOPIC, str(root), StorageReader())
     direct, delta = fresh.snapshot(), fresh._delta_snapshot()
     assert direct == delta and direct.version == last and direct.offsets == {(TOPIC, 0): 17 * 5}
+
+    # where Delta Kernel cannot write a checkpoint, Spark writes it (in a snapshot of its own)
+    background._maintainer._kernel_checkpoint = lambda version: False  # type: ignore[method-assign]
+    run = background.checkpoint()
+    assert (
+        run.detail == f"checkpoint of version {last - 1} (Spark)" and json_last_checkpoint(logs)["version"] == last - 1
+    )
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == persisted
+    jvm = spark._jvm
+    jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
+    assert spark.read.format("delta").load(str(root)).count() == 17 * 5
+    assert sorted(DeltaTable(str(root)).to_pyarrow_table(columns=["id"]).column("id").to_pylist()) == list(
+        range(17 * 5)
+    )
 
 
 def test_background_checkpoints_delete_expired_log_files(spark: Any, tmp_path: Path) -> None:

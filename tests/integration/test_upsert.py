@@ -288,6 +288,10 @@ def test_compaction_and_vacuum_keep_an_upsert_table_with_vectors_equal_to_the_mo
     for n in range(4):
         round_of_changes(f"r{n}")
     assert deletion_vectors(table), "the rounds after the first marked rows"
+    run = committer.checkpoint()  # Delta Kernel checkpoints a table with deletion vectors, too
+    assert run.detail == f"checkpoint of version {run.version_before} (Delta Kernel)"
+    spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # read back from that checkpoint
+    assert rows(table) == upsert_model(sent, tombstones_delete=True)
     policy = MaintenancePolicy(enabled=True, vacuum_retention_hours=0)
     committer.maintain(MaintenanceKind.COMPACT, policy)  # OPTIMIZE rewrites the files, dropping marked rows
     assert rows(table) == upsert_model(sent, tombstones_delete=True)
