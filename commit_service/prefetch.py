@@ -122,9 +122,11 @@ class FactsCache:
         Raises what the first failing read (in file order) raised."""
         with self._lock:
             early = {key_of(f) for f in files if self._usable(self._entries.get(key_of(f)))}
-            self._start([f for f in files if key_of(f) not in early])
-            pending = [(f, self._entries[key_of(f)], key_of(f) not in early) for f in files]
-        return [self._result(f, entry, fresh) for f, entry, fresh in pending]
+            # a fresh read's own Reading, not the entry: a chunk done at once settles its entries
+            # before this line, and a failure leaves only the shared marker there
+            fresh = self._start([f for f in files if key_of(f) not in early])
+            pending = [(f, fresh.get(key_of(f)) or self._entries[key_of(f)], key_of(f) in fresh) for f in files]
+        return [self._result(f, entry, is_fresh) for f, entry, is_fresh in pending]
 
     @staticmethod
     def _outcome(entry: Entry) -> FileFacts | Exception:
@@ -147,16 +149,19 @@ class FactsCache:
             return True
         return not isinstance(cls._outcome(entry), Exception)
 
-    def _start(self, files: list[DataFile]) -> None:
+    def _start(self, files: list[DataFile]) -> dict[FactsKey, Reading]:
         """Read ``files`` on the pool in at most ``threads`` chunks, one future per chunk (under the
-        lock): a task and a future per file would cost the HTTP thread more than accepting it."""
+        lock): a task and a future per file would cost the HTTP thread more than accepting it.
+        Returns each file's read."""
         size = -(-len(files) // self._threads)
+        started: dict[FactsKey, Reading] = {}
         for i in range(0, len(files), size or 1):
             chunk = files[i : i + size]
             future = self._pool.submit(self._read_chunk, chunk)
             for j, f in enumerate(chunk):
-                self._entries[key_of(f)] = Reading(future, j)
+                started[key_of(f)] = self._entries[key_of(f)] = Reading(future, j)
             future.add_done_callback(partial(self._settle, chunk))
+        return started
 
     def _settle(self, files: list[DataFile], chunk: Future[list[FileFacts | Exception]]) -> None:
         """Replace a finished chunk's entries by what each read gave, packed (entries since

@@ -5,7 +5,8 @@ from __future__ import annotations
 import gc
 import threading
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
@@ -96,6 +97,28 @@ def test_a_read_failing_at_commit_raises_and_is_not_kept(reads: Reads) -> None:
         cache.get_all([f])
     assert len(cache) == 0
     assert cache.get_all([f])[0].size_bytes == 100  # storage is back: the next round reads it
+
+
+class InlinePool(ThreadPoolExecutor):
+    """Runs each task in the caller, so its future is done before any callback is attached: the
+    callback then runs at once, in the caller (as a fast read on a busy pool can)."""
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+        future: Future[Any] = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def test_a_read_done_at_once_still_raises_its_own_error(reads: Reads) -> None:
+    """A read that is done before the commit looks at its entry has settled it already: the
+    commit must still raise that read's error, not the cache's marker for failed reads."""
+    cache = FactsCache(reads, pool=InlinePool(1), threads=1)
+    f = data_file(0)
+    reads.failures[f.path] = 5
+    with pytest.raises(DataFileUnavailableError, match="timeout"):
+        cache.get_all([f])
+    reads.failures[f.path] = 0
+    assert [x.modification_time_ms for x in cache.get_all([f])] == [0]
 
 
 def test_the_same_path_with_another_size_is_another_file(reads: Reads) -> None:
