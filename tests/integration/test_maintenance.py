@@ -36,6 +36,16 @@ def small_file(root: Path, partition: int, start: int, count: int) -> PendingFil
     return PendingFile(f, f"m{partition}-{start}", "sc")
 
 
+def commit_next(committer: DeltaCommitter, state: TableState, root: Path, n: int) -> int:
+    """Commit the ``n``-th small file of partition 0 (offsets ``5n .. 5n+4``); its version."""
+    state.offer(small_file(root, 0, n * 5, 5), now=0)
+    plan = state.plan(now=0, force=True)
+    assert plan is not None
+    version = committer.commit(plan).version
+    state.committed_plan(plan, version, now=0)
+    return version
+
+
 def snapshot_of(root: Path) -> tuple[list[int], dict[int, int | None]]:
     table = DeltaTable(str(root))
     ids = sorted(table.to_pyarrow_table(columns=["id"]).column("id").to_pylist())
@@ -88,12 +98,7 @@ def test_checkpoints_move_off_the_commit_path(spark: Any, tmp_path: Path) -> Non
     logs = root / "_delta_log"
 
     def commit(committer: DeltaCommitter, n: int) -> int:
-        state.offer(small_file(root, 0, n * 5, 5), now=0)
-        plan = state.plan(now=0, force=True)
-        assert plan is not None
-        version = committer.commit(plan).version
-        state.committed_plan(plan, version, now=0)
-        return version
+        return commit_next(committer, state, root, n)
 
     inline = DeltaCommitter(spark, TOPIC, str(root), StorageReader())
     for n in range(3):  # a table made before background checkpoints were turned on
@@ -152,12 +157,7 @@ def test_background_checkpoints_delete_expired_log_files(spark: Any, tmp_path: P
     state = TableState(TOPIC)
 
     def commit(n: int) -> int:
-        state.offer(small_file(root, 0, n * 5, 5), now=0)
-        plan = state.plan(now=0, force=True)
-        assert plan is not None
-        version = committer.commit(plan).version
-        state.committed_plan(plan, version, now=0)
-        return version
+        return commit_next(committer, state, root, n)
 
     for n in range(12):
         commit(n)
