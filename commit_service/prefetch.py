@@ -2,17 +2,24 @@
 
 One cache per table, made by the production committer factory. The table's coordinator hands it
 every file it accepts (:meth:`FactsCache.prefetch`, called from the HTTP thread that took the
-manifest; it only queues the reads), a pool of threads (one for all tables) reads them while the
-file waits in the buffer, and the table's :class:`~commit_service.delta_commit.DeltaCommitter` takes them at commit
-time (:meth:`FactsCache.get_all`): a commit reads only what is not ready yet, and never a footer a
-second time.
+manifest; it only queues the file), a pool of threads (one for all tables) reads the queue while
+the files wait in the buffer, and the table's :class:`~commit_service.delta_commit.DeltaCommitter`
+takes them at commit time (:meth:`FactsCache.get_all`): a commit reads only what is not ready yet,
+and never a footer a second time.
+
+The queue is read by *drains*: pool tasks that each take a share of the queued files, read them as
+one chunk, and loop until the queue is empty. A drain starts only when there are more than
+:data:`FILES_PER_DRAIN` queued files per running drain (up to ``threads`` drains), so under a
+stream of one-file manifests one drain reads many files per wake-up instead of the HTTP thread
+paying a pool task and a future per file, and a burst (a 10,000-file manifest) is still read by
+every thread at once.
 
 Reading facts early is safe because a file is only ever sent once it is complete: Connect has
 committed an offset past its start, so the sink never writes that object again. (A file deleted
 by someone else while it waits is not noticed by the commit, as it would not be noticed between
 a commit's own read and its Delta commit.) A read that failed is not kept: the commit reads the
 file again (and raises what it gets then). The cache is bounded: past ``capacity`` files the
-oldest entries go (their commit reads them itself).
+oldest entries go (unread, if they were still queued; their commit reads them itself).
 
 A settled entry holds nothing the garbage collector tracks: the facts packed into a tuple of atoms
 (:data:`~commit_service.facts.PackedFacts`), or one shared marker for a failed read. Every full
@@ -23,10 +30,12 @@ entry per buffered file.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
+from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 
 from commit_service.facts import FileFacts, PackedFacts
@@ -37,6 +46,8 @@ if TYPE_CHECKING:  # pyarrow is imported only where storage is really read
 
 THREADS = 16
 CAPACITY = 200_000  # files; a FileFacts is well under 1 KiB
+FILES_PER_DRAIN = 8  # queued files per running drain before another drain starts
+LINGER_SECONDS = 0.05  # how long the last drain waits for more files before it ends
 
 FactsKey = tuple[str, int]  # the file's canonical URI and the size its manifest gave
 ReadFacts = Callable[[DataFile], FileFacts]
@@ -56,8 +67,16 @@ class EarlyReadFailed(Exception):
 
 READ_FAILED = EarlyReadFailed("the read ahead failed; the commit reads the file again")
 
-# A file's entry: its read in flight, then, once the chunk is done, the packed facts or the marker.
-Entry: TypeAlias = "Reading | PackedFacts | EarlyReadFailed"
+
+class Queued:
+    """The marker of a file waiting in the queue for a drain (one instance for all: :data:`QUEUED`)."""
+
+
+QUEUED = Queued()
+
+# A file's entry: queued, then its read in flight, then, once the chunk is done, the packed facts or
+# the marker of a failed read.
+Entry: TypeAlias = "Queued | Reading | PackedFacts | EarlyReadFailed"
 
 
 def storage_facts(storage: StorageReader) -> ReadFacts:
@@ -106,21 +125,73 @@ class FactsCache:
         self._own_pool = pool is None
         self._pool = pool or ThreadPoolExecutor(threads, thread_name_prefix=f"lakegate-facts-{name}")
         self._entries: OrderedDict[FactsKey, Entry] = OrderedDict()
+        self._queue: dict[FactsKey, DataFile] = {}  # files to read ahead, oldest first
+        self._drains = 0  # drains submitted and not finished
         # reentrant: a chunk that is already done settles in the thread that submitted it
         self._lock = threading.RLock()
 
     def prefetch(self, files: Iterable[DataFile]) -> None:
-        """Start reading each file's facts (unless already read or being read); returns at once."""
+        """Queue each file's facts to be read (unless already queued, read or being read); returns at once."""
         with self._lock:
-            self._start([f for f in files if key_of(f) not in self._entries])
+            for f in files:
+                key = key_of(f)
+                if key not in self._entries:
+                    self._entries[key] = QUEUED
+                    self._queue[key] = f
             while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
+                self._queue.pop(self._entries.popitem(last=False)[0], None)
+            self._add_drains()
+
+    def _add_drains(self) -> None:
+        """Submit drains until there is one per :data:`FILES_PER_DRAIN` queued files, at most
+        ``threads`` (under the lock). A pool that was shut down reads nothing more ahead."""
+        while self._drains < min(self._threads, -(-len(self._queue) // FILES_PER_DRAIN)):
+            self._drains += 1  # before the submit: a pool may run the drain at once, in this thread
+            try:
+                self._pool.submit(self._drain)
+            except RuntimeError:  # shut down: the commit reads what is left itself
+                self._drains -= 1
+                return
+
+    def _drain(self) -> None:
+        """Read the queue a chunk at a time until it is empty (a pool task). Each chunk is this
+        drain's share of the queue, its entries one future's :class:`Reading` while it is read."""
+        lingered = False
+        try:
+            while True:
+                with self._lock:
+                    self._add_drains()
+                    share = -(-len(self._queue) // self._drains)
+                    chunk = [self._queue.pop(key) for key in list(islice(self._queue, share))]
+                    if not chunk and (lingered or self._drains > 1):
+                        self._drains -= 1
+                        return
+                    future: Future[list[FileFacts | Exception]] = Future()
+                    for j, f in enumerate(chunk):
+                        self._entries[key_of(f)] = Reading(future, j)
+                if not chunk:  # the last drain waits a little for more files before it ends
+                    time.sleep(LINGER_SECONDS)
+                    lingered = True
+                    continue
+                lingered = False
+                try:
+                    future.set_result(self._read_chunk(chunk))
+                except BaseException as exc:  # a waiting commit reads these files itself
+                    future.set_exception(exc)
+                    raise
+                self._settle(chunk, future)
+        except BaseException:  # not a read's error (those are kept per file): the drain is gone
+            with self._lock:
+                self._drains -= 1
+            raise
 
     def get_all(self, files: list[DataFile]) -> list[FileFacts]:
         """Each file's facts, in order: taken from the cache when read, waited for when being read,
         read now (in the pool, in parallel) when not prefetched or when its early read failed.
         Raises what the first failing read (in file order) raised."""
         with self._lock:
+            for f in files:  # a queued file is read now, with the rest of the commit's
+                self._queue.pop(key_of(f), None)
             early = {key_of(f) for f in files if self._usable(self._entries.get(key_of(f)))}
             # a fresh read's own Reading, not the entry: a chunk done at once settles its entries
             # before this line, and a failure leaves only the shared marker there
@@ -131,6 +202,7 @@ class FactsCache:
     @staticmethod
     def _outcome(entry: Entry) -> FileFacts | Exception:
         """What a settled entry, or a finished chunk, gave for its file (waits for a chunk in flight)."""
+        assert not isinstance(entry, Queued), "a queued file has no outcome yet"
         if isinstance(entry, EarlyReadFailed):
             return entry
         if not isinstance(entry, Reading):
@@ -143,16 +215,15 @@ class FactsCache:
     @classmethod
     def _usable(cls, entry: Entry | None) -> bool:
         """An entry worth waiting for: being read, or read without an error."""
-        if entry is None:
+        if entry is None or isinstance(entry, Queued):
             return False
         if isinstance(entry, Reading) and not entry.chunk.done():
             return True
         return not isinstance(cls._outcome(entry), Exception)
 
     def _start(self, files: list[DataFile]) -> dict[FactsKey, Reading]:
-        """Read ``files`` on the pool in at most ``threads`` chunks, one future per chunk (under the
-        lock): a task and a future per file would cost the HTTP thread more than accepting it.
-        Returns each file's read."""
+        """Read a commit's ``files`` on the pool now, in at most ``threads`` chunks, one future per
+        chunk (under the lock). Returns each file's read."""
         size = -(-len(files) // self._threads)
         started: dict[FactsKey, Reading] = {}
         for i in range(0, len(files), size or 1):
@@ -197,6 +268,7 @@ class FactsCache:
         with self._lock:
             for f in files:
                 self._entries.pop(key_of(f), None)
+                self._queue.pop(key_of(f), None)
 
     def __len__(self) -> int:
         with self._lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from commit_service.coverage import Coverage
 from commit_service.errors import DataFileUnavailableError
 from commit_service.facts import FileFacts
-from commit_service.prefetch import READ_FAILED, FactsCache, _without_frames, key_of
+from commit_service.prefetch import FILES_PER_DRAIN, READ_FAILED, FactsCache, Queued, Reading, _without_frames, key_of
 from lakegate_core.protocol import DataFile, FileFormat, OffsetSpan
 
 
@@ -46,6 +47,14 @@ def reads() -> Reads:
     return Reads()
 
 
+def read_ahead(cache: FactsCache, files: list[DataFile]) -> None:
+    """Wait (at most 10 s) until the reads ahead of ``files`` are done: none queued or in flight."""
+    deadline = time.monotonic() + 10
+    while any(isinstance(cache._entries.get(key_of(f)), (Queued, Reading)) for f in files):
+        assert time.monotonic() < deadline, "the reads ahead did not finish"
+        time.sleep(0.01)
+
+
 def test_prefetched_files_are_read_once(reads: Reads) -> None:
     cache = FactsCache(reads, threads=4)
     files = [data_file(i * 10) for i in range(50)]
@@ -54,6 +63,41 @@ def test_prefetched_files_are_read_once(reads: Reads) -> None:
     got = cache.get_all(files)
     assert [f.modification_time_ms for f in got] == [f.start_offset for f in files]
     assert set(reads.count.values()) == {1} and len(reads.count) == 50
+
+
+class CountingPool(ThreadPoolExecutor):
+    """A pool that counts the tasks submitted to it."""
+
+    def __init__(self, threads: int) -> None:
+        super().__init__(threads)
+        self.tasks = 0
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+        self.tasks += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_one_file_manifests_share_a_drain_and_a_burst_uses_every_thread(reads: Reads) -> None:
+    """One-file manifests arriving while a read is slow cost no pool task each: they wait in the
+    queue for the running drains (one per FILES_PER_DRAIN queued files); a burst starts every thread."""
+    pool = CountingPool(4)
+    cache = FactsCache(reads, pool=pool, threads=4)
+    reads.gate.clear()
+    trickle = [data_file(i * 10) for i in range(20)]
+    cache.prefetch(trickle[:1])
+    assert reads.started.wait(5)  # the first drain is reading (held at the gate)
+    for f in trickle[1:]:
+        cache.prefetch([f])
+    assert pool.tasks <= -(-19 // FILES_PER_DRAIN)  # not one per manifest: one per 8 queued
+    burst = [data_file(1000 + i * 10) for i in range(100)]
+    cache.prefetch(burst)
+    assert cache._drains == 4  # every thread
+    reads.gate.set()
+    read_ahead(cache, trickle + burst)
+    assert set(reads.count.values()) == {1} and len(reads.count) == 120
+    assert [f.modification_time_ms for f in cache.get_all(trickle + burst)] == [f.start_offset for f in trickle + burst]
+    assert sum(reads.count.values()) == 120  # the commit read nothing again
+    pool.shutdown(wait=True)
 
 
 def test_a_commit_reads_what_was_not_prefetched(reads: Reads) -> None:
@@ -84,6 +128,7 @@ def test_a_failed_early_read_is_read_again_at_commit(reads: Reads) -> None:
     f = data_file(0)
     reads.failures[f.path] = 1
     cache.prefetch([f])
+    read_ahead(cache, [f])
     got = cache.get_all([f])
     assert got[0].size_bytes == 100 and reads.count[f.path] == 2
 
@@ -93,6 +138,7 @@ def test_a_read_failing_at_commit_raises_and_is_not_kept(reads: Reads) -> None:
     f = data_file(0)
     reads.failures[f.path] = 2
     cache.prefetch([f])
+    read_ahead(cache, [f])  # failed once
     with pytest.raises(DataFileUnavailableError):
         cache.get_all([f])
     assert len(cache) == 0
@@ -124,6 +170,7 @@ def test_a_read_done_at_once_still_raises_its_own_error(reads: Reads) -> None:
 def test_the_same_path_with_another_size_is_another_file(reads: Reads) -> None:
     cache = FactsCache(reads, threads=2)
     cache.prefetch([data_file(0, size=100)])
+    read_ahead(cache, [data_file(0, size=100)])
     assert cache.get_all([data_file(0, size=200)])[0].size_bytes == 200
     assert reads.count[data_file(0).path] == 2
 
@@ -132,13 +179,14 @@ def test_committed_files_are_forgotten_and_the_cache_is_bounded(reads: Reads) ->
     cache = FactsCache(reads, threads=2, capacity=5)
     files = [data_file(i * 10) for i in range(8)]
     cache.prefetch(files)
-    cache.get_all(files[3:])  # the reads ahead have run
-    assert len(cache) == 5  # the oldest three went
+    assert len(cache) == 5  # the oldest three went before they were read
+    read_ahead(cache, files)
     cache.forget(files[5:7])
     assert len(cache) == 3
     cache.get_all(files)
     cache.close(wait=True)
-    assert sum(reads.count.values()) == 8 + 5  # the forgotten and the evicted are read again
+    assert sum(reads.count.values()) == 5 + 3 + 2  # the evicted and the forgotten are read by the commit
+    assert set(reads.count.values()) == {1, 2}
 
 
 def test_finished_reads_keep_only_their_outcome(reads: Reads) -> None:
