@@ -11,7 +11,9 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from typing import Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, cast
 
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
@@ -29,8 +31,8 @@ from commit_service.errors import (
 )
 from commit_service.metrics import CONTENT_TYPE
 from commit_service.openapi import document
-from commit_service.runtime import runtime
-from lakegate_core.protocol import LeaseRequest, LeaseResponse, Manifest
+from commit_service.runtime import ServiceRuntime, runtime
+from lakegate_core.protocol import LeaseRequest, LeaseResponse, Manifest, ManifestReceipt
 from lakegate_core.status import (
     CommitList,
     CommitOutcome,
@@ -48,65 +50,82 @@ bp = Blueprint("lakegate", __name__)
 OPEN_PATHS = {"/healthz", "/readyz", "/metrics", "/openapi.json"}
 PAGE_PATHS = {"/", "/status/panel", "/login", "/logout"}  # commit_service.web: bearer token or login cookie
 MAX_JSON_DEPTH = 32  # manifests and lease claims nest 3 deep; anything deeper is not ours
+INTERNAL = "internal error; see the service log"  # an unexpected exception's answer (the trace is logged)
 
 
 def _coordinator() -> Coordinator:
     return runtime().coordinator
 
 
-@bp.before_app_request
-def authenticate() -> None:
-    if request.path in OPEN_PATHS or request.path in PAGE_PATHS:  # the page checks its viewer itself
-        return
-    if not runtime().ready:  # before the tables' offsets are loaded every answer would mislead
-        raise NotReadyError("the service is starting (Spark and tables are loading); retry shortly")
-    auth = runtime().config.auth
-    if not auth.enabled:
-        g.role, g.sidecar_id = Role.ADMIN, None
-        return
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        raise UnauthorizedError("missing bearer token (Authorization: Bearer <token>)")
-    known = known_token(token)
-    if known is None:
-        raise UnauthorizedError("unknown token")
-    g.role, g.sidecar_id = known.role, known.sidecar_id
+@dataclass(frozen=True)
+class Caller:
+    """Who sent an API request, from its bearer token (:func:`identify`); the handlers check it."""
 
+    role: Role
+    sidecar_id: str | None = None  # a token bound to one sidecar (``auth.tokens[].sidecar_id``) speaks only for it
 
-def known_token(token: str) -> TokenConfig | None:
-    """The configured token equal to ``token`` (compared in constant time), or None."""
-    found = None
-    for known in runtime().config.auth.tokens:
-        if hmac.compare_digest(known.token.encode(), token.encode()):
-            found = known
-    return found
+    def require(self, role: Role) -> None:
+        """A 403 unless the caller's role is at least ``role``."""
+        if RANK[self.role] < RANK[role]:
+            raise ForbiddenError(
+                f"this needs a{'n' if role is Role.ADMIN else ''} {role.value} token, not a {self.role.value} one"
+            )
+
+    def speaks_for(self, sidecar_id: str) -> None:
+        """A 403 when the caller's token belongs to another sidecar than ``sidecar_id``."""
+        if self.sidecar_id is not None and sidecar_id != self.sidecar_id:
+            raise ForbiddenError(
+                f"this token belongs to sidecar {self.sidecar_id!r}, not {sidecar_id!r}", {"field": "sidecar.id"}
+            )
 
 
 RANK = {Role.READ: 0, Role.SIDECAR: 1, Role.ADMIN: 2}
 
 
-def _require(role: Role) -> None:
-    if RANK[g.role] < RANK[role]:
-        raise ForbiddenError(
-            f"this needs a{'n' if role is Role.ADMIN else ''} {role.value} token, not a {g.role.value} one"
-        )
+def identify(rt: ServiceRuntime, authorization: str) -> Caller:
+    """The caller of an API request with this ``Authorization`` header; a 503 while the service
+    starts, a 401 without a known bearer token. Used by Flask's hook and by :mod:`commit_service.intake`."""
+    if not rt.ready:  # before the tables' offsets are loaded every answer would mislead
+        raise NotReadyError("the service is starting (Spark and tables are loading); retry shortly")
+    auth = rt.config.auth
+    if not auth.enabled:
+        return Caller(Role.ADMIN)
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise UnauthorizedError("missing bearer token (Authorization: Bearer <token>)")
+    known = known_token(auth.tokens, token)
+    if known is None:
+        raise UnauthorizedError("unknown token")
+    return Caller(known.role, known.sidecar_id)
 
 
-def _speaks_for(sidecar_id: str) -> None:
-    """A token bound to a sidecar id (``auth.tokens[].sidecar_id``) speaks only for that sidecar."""
-    if g.sidecar_id is not None and sidecar_id != g.sidecar_id:
-        raise ForbiddenError(
-            f"this token belongs to sidecar {g.sidecar_id!r}, not {sidecar_id!r}", {"field": "sidecar.id"}
-        )
+@bp.before_app_request
+def authenticate() -> None:
+    if request.path in OPEN_PATHS or request.path in PAGE_PATHS:  # the page checks its viewer itself
+        return
+    g.caller = identify(runtime(), request.headers.get("Authorization", ""))
 
 
-def _json_body() -> Any:
-    """The request's JSON body, or a 400: not JSON, not UTF-8, or nested deeper than MAX_JSON_DEPTH."""
-    if not request.is_json:
+def _caller() -> Caller:
+    """The current request's caller (set by :func:`authenticate`)."""
+    return cast(Caller, g.caller)
+
+
+def known_token(tokens: Iterable[TokenConfig], token: str) -> TokenConfig | None:
+    """The configured token equal to ``token`` (compared in constant time), or None."""
+    found = None
+    for known in tokens:
+        if hmac.compare_digest(known.token.encode(), token.encode()):
+            found = known
+    return found
+
+
+def parse_json(data: bytes, *, is_json: bool) -> Any:
+    """A request's JSON body, or a 400: not JSON, not UTF-8, or nested deeper than MAX_JSON_DEPTH."""
+    if not is_json:
         raise BadRequestError("body must be JSON (Content-Type: application/json)")
     try:
-        body = json.loads(request.get_data(cache=True))
+        body = json.loads(data)
     except RecursionError:
         raise BadRequestError(f"body is nested deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError:  # JSONDecodeError and UnicodeDecodeError
@@ -114,6 +133,18 @@ def _json_body() -> Any:
     if _depth(body) > MAX_JSON_DEPTH:
         raise BadRequestError(f"body is nested deeper than {MAX_JSON_DEPTH} levels")
     return body
+
+
+def _json_body() -> Any:
+    """The current request's JSON body (:func:`parse_json`); checked for JSON before it is read."""
+    if not request.is_json:
+        return parse_json(b"", is_json=False)
+    return parse_json(request.get_data(cache=True), is_json=True)
+
+
+def too_large(limit: int | None) -> PayloadTooLargeError:
+    """The 413 of a request body above ``server.max_request_bytes``."""
+    return PayloadTooLargeError(f"request body is larger than {limit} bytes (server.max_request_bytes)")
 
 
 def _depth(value: Any) -> int:
@@ -139,24 +170,33 @@ def _query_int(name: str, default: int, low: int, high: int) -> int:
     return int(raw)
 
 
+def accept_manifest(rt: ServiceRuntime, caller: Caller, body: Callable[[], Any]) -> ManifestReceipt:
+    """``POST /v1/manifests`` for both of its routes (this blueprint's and
+    :class:`commit_service.intake.ManifestRoute`): a sidecar's token, the body (read by ``body``
+    only then) as a manifest, the token's sidecar, then the coordinator's verdict per file."""
+    try:
+        caller.require(Role.SIDECAR)
+        manifest = Manifest.from_dict(body())
+    except ProtocolError:
+        rt.metrics.rejected("invalid")
+        raise
+    caller.speaks_for(manifest.sidecar.id)
+    return rt.coordinator.submit(manifest)
+
+
 @bp.post("/v1/manifests")
 def post_manifest() -> tuple[Response, int]:
-    try:
-        _require(Role.SIDECAR)
-        manifest = Manifest.from_dict(_json_body())
-    except ProtocolError:
-        runtime().metrics.rejected("invalid")
-        raise
-    _speaks_for(manifest.sidecar.id)
-    receipt = _coordinator().submit(manifest)
+    """A manifest whose body has no Content-Length (chunked); the others are answered by
+    :class:`commit_service.intake.ManifestRoute` before Flask."""
+    receipt = accept_manifest(runtime(), _caller(), _json_body)
     return jsonify(receipt.to_dict()), 202
 
 
 @bp.post("/v1/leases")
 def post_leases() -> Response:
-    _require(Role.SIDECAR)
+    _caller().require(Role.SIDECAR)
     claim = LeaseRequest.from_dict(_json_body())
-    _speaks_for(claim.sidecar.id)
+    _caller().speaks_for(claim.sidecar.id)
     coordinator = _coordinator()
     grants = coordinator.claim(claim)
     answer = LeaseResponse(coordinator.fencing.enabled, tuple(grants), int(coordinator.clock() * 1000))
@@ -185,7 +225,7 @@ def get_offsets(table: str) -> Response:
 
 @bp.post("/v1/tables/<table>/commit")
 def post_commit(table: str) -> Response:
-    _require(Role.ADMIN)
+    _caller().require(Role.ADMIN)
     record = _coordinator().commit_now(table)
     if record is None:
         return jsonify(CommitOutcome(False, table, "nothing contiguous is pending").to_dict())
@@ -199,7 +239,7 @@ def get_maintenance(table: str) -> Response:
 
 @bp.post("/v1/tables/<table>/maintenance/<kind>")
 def post_maintenance(table: str, kind: str) -> Response:
-    _require(Role.ADMIN)
+    _caller().require(Role.ADMIN)
     try:
         which = MaintenanceKind(kind)
     except ValueError:
@@ -230,13 +270,13 @@ def get_dead_letters() -> Response:
 
 @bp.post("/v1/dead-letters/<letter_id>/retry")
 def post_dead_letter_retry(letter_id: str) -> Response:
-    _require(Role.ADMIN)
+    _caller().require(Role.ADMIN)
     return jsonify(_coordinator().retry_dead_letter(letter_id).to_dict())
 
 
 @bp.post("/v1/dead-letters/<letter_id>/release")
 def post_dead_letter_release(letter_id: str) -> Response:
-    _require(Role.ADMIN)
+    _caller().require(Role.ADMIN)
     record = _coordinator().release_dead_letter(letter_id)
     return jsonify(CommitOutcome(True, record.table, commit=record).to_dict())
 
@@ -281,10 +321,7 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(_: RequestEntityTooLarge) -> tuple[Response, int]:
-        limit = current_app.config.get("MAX_CONTENT_LENGTH")
-        return _lakegate_error(
-            PayloadTooLargeError(f"request body is larger than {limit} bytes (server.max_request_bytes)")
-        )
+        return _lakegate_error(too_large(current_app.config.get("MAX_CONTENT_LENGTH")))
 
     @app.errorhandler(HTTPException)
     def _http(exc: HTTPException) -> tuple[Response, int]:
@@ -299,4 +336,4 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> tuple[Response, int]:
         logger.exception("unexpected error on %s %s", request.method, request.path)
-        return _error(500, "internal", "internal error; see the service log")
+        return _error(500, "internal", INTERNAL)

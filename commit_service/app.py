@@ -26,6 +26,7 @@ from commit_service.coordinator import Coordinator
 from commit_service.dead_letters import DeadLetterStore, ObjectDeadLetterStore
 from commit_service.errors import LakegateError
 from commit_service.fencing import ConnectGroups
+from commit_service.intake import ManifestRoute
 from commit_service.lag import LagSampler, LogEnds
 from commit_service.metrics import ServiceMetrics
 from commit_service.request_body import ServiceRequest
@@ -132,6 +133,8 @@ def create_app(
     app.register_blueprint(ui)
     init_sessions(app, config.auth.session_hours, config.auth.secure_cookie)
     register_error_handlers(app)
+    # the sidecars' POST /v1/manifests, answered before Flask's contexts (commit_service.intake)
+    app.wsgi_app = ManifestRoute(app.wsgi_app, rt, config.server.max_request_bytes)  # type: ignore[method-assign]
     if not config.auth.enabled:
         logger.warning(
             "AUTHENTICATION IS DISABLED (auth.enabled=false): anyone who reaches this port "

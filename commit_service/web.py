@@ -88,7 +88,7 @@ def viewer() -> Role | None:
         return Role.ADMIN
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token:
-        known = known_token(token)
+        known = known_token(runtime().config.auth.tokens, token)
         return None if known is None else known.role
     mark = session.get(SESSION_KEY)
     if not isinstance(mark, str):
@@ -147,7 +147,7 @@ def login_form() -> Response:
 @ui.post("/login")
 def login() -> Response:
     token = request.form.get("token", "").strip()
-    known = known_token(token) if token else None
+    known = known_token(runtime().config.auth.tokens, token) if token else None
     if known is None:
         return _page("login.html", 401, error="unknown token")
     session.clear()

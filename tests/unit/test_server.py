@@ -12,7 +12,15 @@ from gunicorn.http import errors as parse_errors
 from commit_service.config import ServerConfig
 from commit_service.errors import ConfigError, RequestTimeoutError
 from commit_service.server import HEADER_BYTES, gunicorn_options
-from commit_service.worker import Arrival, LakegateWorker, ReadLimits, arrival, error_response, request_error
+from commit_service.worker import (
+    Arrival,
+    LakegateWorker,
+    ReadLimits,
+    SettledConfig,
+    arrival,
+    error_response,
+    request_error,
+)
 
 LIMITS = ReadLimits(timeout=5, header_bytes=4096, body_bytes=100)
 
@@ -39,6 +47,21 @@ def test_options_come_from_the_server_section_and_gunicorn_takes_them() -> None:
     assert cfg.worker_class is worker and cfg.threads == 4 and cfg.worker_connections == 200
     # the loop's header limit is the largest header gunicorn's parser could accept under its limits
     assert HEADER_BYTES >= cfg.limit_request_line + cfg.limit_request_fields * (cfg.limit_request_field_size + 2)
+
+
+def test_the_settled_config_reads_as_gunicorns() -> None:
+    """What the worker's requests read instead of gunicorn's Config: every setting's value, the
+    properties the request path reads, and the Config's other properties and methods."""
+    cfg = Config()
+    for key, value in gunicorn_options(ServerConfig(port=8181, threads=3)).items():
+        cfg.set(key, value)
+    settled = SettledConfig(cfg)
+    for name in cfg.settings:
+        assert getattr(settled, name) == getattr(cfg, name), name
+    assert (settled.threads, settled.limit_request_fields, settled.accesslog) == (3, 32, None)
+    assert settled.is_ssl == cfg.is_ssl and settled.sendfile == cfg.sendfile
+    assert settled.address == cfg.address and settled.ssl_options == cfg.ssl_options
+    assert settled.worker_class is cfg.worker_class
 
 
 def test_each_worker_class_keeps_its_own_limits() -> None:
