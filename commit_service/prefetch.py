@@ -270,6 +270,11 @@ class FactsCache:
                 self._entries.pop(key_of(f), None)
                 self._queue.pop(key_of(f), None)
 
+    def idle(self) -> bool:
+        """Nothing queued and no drain running (every read ahead so far is done)."""
+        with self._lock:
+            return not self._queue and self._drains == 0
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)

@@ -4,8 +4,10 @@ Builds the real Flask app (``commit_service.app.create_app``: validation, path m
 fencing off, the table state) in-process, with no committer work (nothing is committed during the
 run; the interval is an hour), and times ``POST /v1/manifests`` through Flask's test client (no
 socket, no gunicorn: ``scripts/bench-slowclients`` covers the transport). Cases: one manifest of N
-files into an empty buffer, and a one-file manifest while N files are already buffered (the
-partition's buffer must not make each new file slower). Prints a table and writes JSON (default
+files into an empty buffer; a one-file manifest while N files are already buffered and read ahead
+(the partition's buffer must not make each new file slower); and a one-file manifest right after
+the N-file one, while the N files are still being read ahead (the read-ahead threads share the
+interpreter with the HTTP thread). Prints a table and writes JSON (default
 .lakegate/bench/intake.json). Run through ``scripts/bench-intake``.
 """
 
@@ -78,10 +80,20 @@ def files(first: int, count: int) -> list[dict[str, Any]]:
     ]
 
 
-def client() -> Any:
-    app = create_app(build(ServiceConfig, CONFIG), committer_factory=lambda t: IdleCommitter(), start=False)  # type: ignore[arg-type,return-value]
+def client() -> tuple[Any, IdleCommitter]:
+    committer = IdleCommitter()
+    app = create_app(build(ServiceConfig, CONFIG), committer_factory=lambda t: committer, start=False)  # type: ignore[arg-type,return-value]
     runtime(app).coordinator.load()
-    return app.test_client()
+    return app.test_client(), committer
+
+
+def read_ahead(committer: IdleCommitter, timeout: float = 60.0) -> None:
+    """Wait until the buffered files' facts are read ahead (no drain running)."""
+    deadline = time.monotonic() + timeout
+    while not committer.facts.idle():
+        if time.monotonic() > deadline:
+            raise SystemExit("the read-ahead did not finish within 60 s")
+        time.sleep(0.01)
 
 
 def post(c: Any, mid: str, body_files: list[dict[str, Any]]) -> float:
@@ -103,13 +115,20 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"machine": platform.machine(), "python": platform.python_version(), "cases": []}
     print(f"{'case':<48} {'median s':>9} {'per file ms':>12}")
     for n in sizes:
-        whole = [post(client(), f"m{r}", files(0, n)) for r in range(args.repeat)]
+        whole = [post(client()[0], f"m{r}", files(0, n)) for r in range(args.repeat)]
         one: list[float] = []
+        right_after: list[float] = []
         for r in range(args.repeat):
-            c = client()
+            c, committer = client()
             post(c, "fill", files(0, n))
-            one.append(post(c, f"one{r}", files(n, 1)))
-        for name, runs, per in ((f"one manifest of {n:,} files", whole, n), (f"one file with {n:,} buffered", one, 1)):
+            right_after.append(post(c, f"after{r}", files(n, 1)))
+            read_ahead(committer)
+            one.append(post(c, f"one{r}", files(n + 1, 1)))
+        for name, runs, per in (
+            (f"one manifest of {n:,} files", whole, n),
+            (f"one file with {n:,} buffered", one, 1),
+            (f"one file right after {n:,}, read-ahead running", right_after, 1),
+        ):
             median = statistics.median(runs)
             results["cases"].append({"case": name, "files": per, "median_s": median, "runs_s": runs})
             print(f"{name:<48} {median:>9.3f} {median / per * 1000:>12.3f}", flush=True)

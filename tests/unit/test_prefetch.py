@@ -92,9 +92,14 @@ def test_one_file_manifests_share_a_drain_and_a_burst_uses_every_thread(reads: R
     burst = [data_file(1000 + i * 10) for i in range(100)]
     cache.prefetch(burst)
     assert cache._drains == 4  # every thread
+    assert not cache.idle()
     reads.gate.set()
     read_ahead(cache, trickle + burst)
     assert set(reads.count.values()) == {1} and len(reads.count) == 120
+    deadline = time.monotonic() + 10
+    while not cache.idle():  # the last drain lingers a moment for more files, then ends
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     assert [f.modification_time_ms for f in cache.get_all(trickle + burst)] == [f.start_offset for f in trickle + burst]
     assert sum(reads.count.values()) == 120  # the commit read nothing again
     pool.shutdown(wait=True)
