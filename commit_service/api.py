@@ -120,12 +120,13 @@ def known_token(tokens: Iterable[TokenConfig], token: str) -> TokenConfig | None
     return found
 
 
-def parse_json(data: bytes, *, is_json: bool) -> Any:
-    """A request's JSON body, or a 400: not JSON, not UTF-8, or nested deeper than MAX_JSON_DEPTH."""
+def parse_json(is_json: bool, read: Callable[[], bytes]) -> Any:
+    """A request's JSON body, or a 400: not JSON (checked before ``read`` is called), not UTF-8, or
+    nested deeper than MAX_JSON_DEPTH."""
     if not is_json:
         raise BadRequestError("body must be JSON (Content-Type: application/json)")
     try:
-        body = json.loads(data)
+        body = json.loads(read())
     except RecursionError:
         raise BadRequestError(f"body is nested deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError:  # JSONDecodeError and UnicodeDecodeError
@@ -136,10 +137,8 @@ def parse_json(data: bytes, *, is_json: bool) -> Any:
 
 
 def _json_body() -> Any:
-    """The current request's JSON body (:func:`parse_json`); checked for JSON before it is read."""
-    if not request.is_json:
-        return parse_json(b"", is_json=False)
-    return parse_json(request.get_data(cache=True), is_json=True)
+    """The current request's JSON body (:func:`parse_json`; a 413 past ``MAX_CONTENT_LENGTH``)."""
+    return parse_json(request.is_json, lambda: request.get_data(cache=True))
 
 
 def too_large(limit: int | None) -> PayloadTooLargeError:

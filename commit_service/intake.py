@@ -81,8 +81,10 @@ class ManifestRoute:
 
     def _body(self, environ: dict[str, Any], length: int) -> Any:
         """The JSON body: checked for JSON, then for size, before a byte is read (as Flask's route)."""
-        if not is_json(environ.get("CONTENT_TYPE", "")):
-            return parse_json(b"", is_json=False)
-        if length > self._max_body:
-            raise too_large(self._max_body)
-        return parse_json(environ["wsgi.input"].read(length), is_json=True)
+
+        def read() -> bytes:
+            if length > self._max_body:
+                raise too_large(self._max_body)
+            return bytes(environ["wsgi.input"].read(length))
+
+        return parse_json(is_json(environ.get("CONTENT_TYPE", "")), read)
