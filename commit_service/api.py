@@ -314,9 +314,9 @@ def _error(status: int, code: str, message: str, details: dict[str, Any] | None 
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(LakegateError)
     def _lakegate_error(exc: LakegateError) -> tuple[Response, int]:
-        response, status = _error(exc.status, exc.code, exc.message, exc.details)
+        response = jsonify(ErrorBody.of(exc).to_dict())
         response.headers.update(exc.headers())
-        return response, status
+        return response, exc.status
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(_: RequestEntityTooLarge) -> tuple[Response, int]:

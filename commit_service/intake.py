@@ -72,8 +72,7 @@ class ManifestRoute:
             caller = identify(self._rt, environ.get("HTTP_AUTHORIZATION", ""))
             receipt = accept_manifest(self._rt, caller, lambda: self._body(environ, int(length)))
         except LakegateError as exc:
-            document = ErrorBody(ErrorInfo(exc.code, exc.message, dict(exc.details))).to_dict()
-            return json_answer(start_response, exc.status, document, exc.headers().items())
+            return json_answer(start_response, exc.status, ErrorBody.of(exc).to_dict(), exc.headers().items())
         except Exception:
             logger.exception("unexpected error on POST %s", PATH)
             return json_answer(start_response, 500, ErrorBody(ErrorInfo("internal", INTERNAL)).to_dict())

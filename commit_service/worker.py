@@ -51,7 +51,7 @@ from commit_service.errors import (
     RequestTimeoutError,
     UnsupportedTransferCodingError,
 )
-from lakegate_core.status import ErrorBody, ErrorInfo
+from lakegate_core.status import ErrorBody
 
 RECV_BYTES = 65536
 HEADER_END = b"\r\n\r\n"
@@ -120,7 +120,7 @@ def request_error(exc: BaseException) -> LakegateError:
 
 def error_response(error: LakegateError) -> bytes:
     """A whole HTTP/1.1 answer with ``error`` as the service's JSON error body; the connection closes."""
-    body = json.dumps(ErrorBody(ErrorInfo(error.code, error.message, dict(error.details))).to_dict()).encode()
+    body = json.dumps(ErrorBody.of(error).to_dict()).encode()
     head = (
         f"HTTP/1.1 {error.status} {HTTPStatus(error.status).phrase}\r\n"
         f"Connection: close\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from lakegate_core.errors import ProtocolError
+from lakegate_core.errors import LakegateError, ProtocolError
 from lakegate_core.protocol import DataFile
 from lakegate_core.types import PartitionOffsets
 from lakegate_core.wire import WireModel, read_count, read_list, read_object, read_text
@@ -150,6 +150,11 @@ class ErrorBody(WireModel):
     """Every error response of the service, whatever the status."""
 
     error: ErrorInfo
+
+    @classmethod
+    def of(cls, exc: LakegateError) -> ErrorBody:
+        """The answer to ``exc`` (sent with its ``status``)."""
+        return cls(ErrorInfo(exc.code, exc.message, dict(exc.details)))
 
 
 class MaintenanceKind(str, Enum):
