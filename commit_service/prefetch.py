@@ -8,8 +8,8 @@ takes them at commit time (:meth:`FactsCache.get_all`): a commit reads only what
 and never a footer a second time.
 
 The queue is read by *drains*: pool tasks that each take a share of the queued files, read them as
-one chunk, and loop until the queue is empty. A drain starts only when there are more than
-:data:`FILES_PER_DRAIN` queued files per running drain (up to ``threads`` drains), so under a
+one chunk, and loop until the queue is empty. There is one drain per :data:`FILES_PER_DRAIN`
+queued files, rounded up (up to ``threads`` drains): a second starts only past 8, so under a
 stream of one-file manifests one drain reads many files per wake-up instead of the HTTP thread
 paying a pool task and a future per file, and a burst (a 10,000-file manifest) is still read by
 every thread at once.
@@ -166,9 +166,10 @@ class FactsCache:
                     if not chunk and (lingered or self._drains > 1):
                         self._drains -= 1
                         return
-                    future: Future[list[FileFacts | Exception]] = Future()
-                    for j, f in enumerate(chunk):
-                        self._entries[key_of(f)] = Reading(future, j)
+                    if chunk:
+                        future: Future[list[FileFacts | Exception]] = Future()
+                        for j, f in enumerate(chunk):
+                            self._entries[key_of(f)] = Reading(future, j)
                 if not chunk:  # the last drain waits a little for more files before it ends
                     time.sleep(LINGER_SECONDS)
                     lingered = True
