@@ -57,7 +57,8 @@ class Committer(Protocol):
         ...
 
     def checkpoint(self) -> MaintenanceRecord:
-        """Write a Delta checkpoint of the current version (called from a background thread)."""
+        """Write a Delta checkpoint of the version before the current one. Called from the table's
+        checkpoint thread only: the Delta committer lowers that thread's CPU priority for good."""
         ...
 
     def register(self, name: str) -> None:

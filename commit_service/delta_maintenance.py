@@ -11,6 +11,7 @@ the commits stay exactly as they were. Every run's Spark jobs are labelled
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from commit_service.java_errors import java_summary
 from commit_service.maintenance import MaintenancePolicy
 from commit_service.spark import job_label
+from commit_service.thread_priority import lower_jvm_peer
 from lakegate_core.status import MaintenanceKind, MaintenanceRecord
 
 logger = logging.getLogger(__name__)
@@ -26,6 +28,7 @@ RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 DELTA_DEFAULT_RETENTION_HOURS = 168.0
 SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 CHECKPOINT_TASKS = 1  # a background checkpoint rebuilds its snapshot's state in this many tasks
+CHECKPOINT_NICE_INCREMENT = 10  # how much lower than the commits' a checkpoint's CPU priority is
 
 
 class DeltaMaintainer:
@@ -39,6 +42,7 @@ class DeltaMaintainer:
         self._none = spark._jvm.scala.Option.empty()
         self._checkpoint_session: Any = None  # made by the first checkpoint Spark writes
         self._kernel_engine: Any = None  # Delta Kernel's engine, made by the first checkpoint
+        self._lowered = threading.local()  # set on a thread once its JVM peer's priority is lowered
 
     def _snapshot(self) -> Any:
         return self._delta_log().update(False, self._none, self._none)
@@ -60,9 +64,11 @@ class DeltaMaintainer:
         (:meth:`_spark_checkpoint`).
         """
         started_ms, t0 = int(time.time() * 1000), time.monotonic()
+        self._lower_priority()
         log = self._delta_log()
-        version = int(log.update(False, self._none, self._none).version()) - 1
-        files = self.file_count()
+        newest = log.unsafeVolatileSnapshot()  # the one the last commit installed: no listing, no lock
+        version = int(newest.version()) - 1
+        files = self._files(newest)
         if version < 0:
             return MaintenanceRecord(
                 self.table,
@@ -100,6 +106,17 @@ class DeltaMaintainer:
             files,
             f"checkpoint of version {version} ({writer})",
         )
+
+    def _lower_priority(self) -> None:
+        """Once per thread: lower the CPU priority of the JVM thread this thread's calls run on
+        (nice +``CHECKPOINT_NICE_INCREMENT``), so a checkpoint written while a commit runs leaves
+        the cores to the commit. Kernel writes the checkpoint on that thread."""
+        if getattr(self._lowered, "done", False):
+            return
+        self._lowered.done = True
+        nice = lower_jvm_peer(self.spark._jvm, CHECKPOINT_NICE_INCREMENT)
+        if nice is not None:
+            logger.info("table %s: checkpoints run at nice %d", self.table, nice)
 
     def _kernel_checkpoint(self, version: int) -> bool:
         """Write the checkpoint of ``version`` with Delta Kernel; False if Kernel cannot (then Spark
@@ -161,7 +178,10 @@ class DeltaMaintainer:
 
     def file_count(self) -> int:
         """Files in the table now: from the version checksum when there is one (no log replay)."""
-        snap = self._snapshot()
+        return self._files(self._snapshot())
+
+    @staticmethod
+    def _files(snap: Any) -> int:
         if snap.version() < 0:
             return 0
         crc = snap.checksumOpt()

@@ -89,6 +89,24 @@ def spark_jars(jars_dir: Path | None, *, with_s3a: bool) -> list[Path]:
     return jars
 
 
+# Log writes to file: tables without a process per write. By default Delta (HDFSLogStore), Delta
+# Kernel and Delta's checksum writer rename through Hadoop's FileContext, whose local rename runs
+# `readlink` as a child process for each side of it and for each hidden .crc: 16 processes
+# spawned by the JVM per commit (a JFR recording of scripts/bench --parts checkpoints), a third of
+# a 10-file commit's time. Delta's LocalLogStore renames through the FileSystem API instead: it
+# checks that the version is new and renames under a lock per table, so two commits of one JVM
+# cannot both write a version (across processes a local rename is check-then-rename with either
+# store). The checksum goes through Spark's FileSystem-based writer, which on s3a copies as the
+# FileContext one does. Only file: paths use the log store.
+LOCAL_LOG_WRITES = {
+    "spark.delta.logStore.file.impl": "io.delta.storage.LocalLogStore",
+    "spark.hadoop.io.delta.kernel.logStore.file.impl": "io.delta.storage.LocalLogStore",
+    "spark.sql.streaming.checkpointFileManagerClass": (
+        "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+    ),
+}
+
+
 def spark_conf(settings: SparkSettings) -> dict[str, str]:
     """Every Spark property the factory sets, none of them secret (they end up on the JVM's command
     line); pure, so it is unit-tested without a JVM."""
@@ -119,6 +137,7 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         # delta.logRetentionDuration (30 days) of commits. scripts/bench-log-listing, 3,000 more
         # log objects: a commit's p50 0.26 s either way, 0.70 s listing it all. Only s3a reads it.
         "spark.hadoop.delta.enableFastS3AListFrom": "true",
+        **LOCAL_LOG_WRITES,
     }
     if settings.local_dir is not None:
         conf["spark.local.dir"] = str(settings.local_dir / "tmp")

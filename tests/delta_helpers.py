@@ -1,10 +1,16 @@
-"""Helpers of the Delta integration tests: one commit round on a committer, delta-rs S3 options."""
+"""Helpers of the Delta integration tests: one commit round on a committer, a checkpoint written
+the way the service writes it, delta-rs S3 options."""
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 from commit_service.delta_commit import DeltaCommitter
 from commit_service.state import PendingFile, TableState
-from lakegate_core.status import CommitRecord
+from commit_service.thread_priority import jvm_peer_thread_id
+from lakegate_core.status import CommitRecord, MaintenanceRecord
 from lakegate_stack import s3 as s3mod
 
 
@@ -17,6 +23,23 @@ def commit_all(committer: DeltaCommitter, state: TableState, files: list[Pending
     record = committer.commit(plan)
     state.committed_plan(plan, record.version, now=0)
     return record
+
+
+def checkpoint_in_thread(spark: Any, committer: DeltaCommitter) -> tuple[MaintenanceRecord, int]:
+    """A checkpoint written as the table's checkpoint thread writes it (on a thread of its own,
+    whose JVM peer it lowers), and the nice value of that peer afterwards; the thread, and its
+    peer, end here, so the test's own thread keeps its priority."""
+    with ThreadPoolExecutor(1) as thread:
+        run = thread.submit(committer.checkpoint).result(timeout=120)
+        nice = thread.submit(peer_nice, spark._jvm).result(timeout=30)
+    return run, nice
+
+
+def peer_nice(jvm: Any) -> int:
+    """The nice value of the JVM thread serving this thread (read while both live)."""
+    tid = jvm_peer_thread_id(jvm)
+    assert tid is not None
+    return os.getpriority(os.PRIO_PROCESS, tid)
 
 
 def delta_rs_options(endpoint: str) -> dict[str, str]:

@@ -7,6 +7,8 @@ and the raw ``_delta_log`` JSON.
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +105,34 @@ def test_second_writer_with_the_same_plan_never_duplicates(spark: Any, tmp_path:
     b.commit(plan)
     offsets = DeltaTable(str(root)).to_pyarrow_table().column("offset").to_pylist()
     assert sorted(offsets) == list(range(20))
+
+
+def test_two_writers_racing_for_each_version_lose_no_commit(spark: Any, tmp_path: Path) -> None:
+    """Log writes to a file: table go through Delta's LocalLogStore (no child process per rename),
+    which checks that a version is new and renames under one lock. Two committers of the process
+    commit at the same moment, round after round: each commit gets a version of its own and none
+    replaces another (with Delta's HDFSLogStore, the default it replaces, this passes too)."""
+    root = tmp_path / "orders"
+    rounds = 8
+    files = {p: [write_file(root, p, n * 10, 10) for n in range(rounds)] for p in (0, 1)}
+    writers = {p: (DeltaCommitter(spark, "orders", str(root), StorageReader()), TableState("orders")) for p in (0, 1)}
+    commit_all(*writers[0], [write_file(root, 2, 0, 1)])  # the table exists before the race
+    barrier = threading.Barrier(2)
+
+    def write(partition: int) -> list[int]:
+        committer, state = writers[partition]
+        versions = []
+        for f in files[partition]:
+            barrier.wait(timeout=60)  # both start each round together
+            versions.append(commit_all(committer, state, [f]).version)
+        return versions
+
+    with ThreadPoolExecutor(2) as pool:
+        versions = [v for vs in pool.map(write, (0, 1)) for v in vs]
+    assert sorted(versions) == list(range(1, 2 * rounds + 1)), "every commit has a version of its own"
+    table = DeltaTable(str(root)).to_pyarrow_table(columns=["id"])
+    expected = sorted([p * 100_000 + o for p in (0, 1) for o in range(rounds * 10)] + [200_000])
+    assert sorted(table.column("id").to_pylist()) == expected, "no commit was replaced"
 
 
 def test_schema_evolves_with_a_nullable_column_and_rejects_a_type_change(spark: Any, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from commit_service.storage import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.s3 import S3Server
-from tests.delta_helpers import delta_rs_options
+from tests.delta_helpers import checkpoint_in_thread, delta_rs_options
 
 
 def upload(s3: Any, bucket: str, key: str, partition: int, start: int, count: int) -> PendingFile:
@@ -84,7 +84,7 @@ def test_background_checkpoint_on_s3(spark: Any, s3_server: S3Server) -> None:
         plan = state.plan(now=0, force=True)
         assert plan is not None
         state.committed_plan(plan, committer.commit(plan).version, now=0)
-    run = committer.checkpoint()
+    run, _ = checkpoint_in_thread(spark, committer)
     assert run.detail == "checkpoint of version 10 (Delta Kernel)"
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket="lake-checkpoint", Prefix="orders/_delta_log/")["Contents"]}
     assert "orders/_delta_log/00000000000000000010.checkpoint.parquet" in keys

@@ -18,11 +18,13 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from commit_service.delta_commit import DeltaCommitter, app_id
+from commit_service.delta_maintenance import CHECKPOINT_NICE_INCREMENT
 from commit_service.maintenance import MaintenancePolicy
 from commit_service.state import PendingFile, TableState
 from commit_service.storage import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import MaintenanceKind
+from tests.delta_helpers import checkpoint_in_thread, peer_nice
 
 TOPIC, COMMITS = "orders", 24
 
@@ -112,7 +114,12 @@ def test_checkpoints_move_off_the_commit_path(spark: Any, tmp_path: Path) -> Non
     assert config["delta.checkpointInterval"] == str(2**31 - 1)
 
     persisted = spark.sparkContext._jsc.getPersistentRDDs().size()
-    run = background.checkpoint()  # of v12: v13's snapshot is the one the next commit starts from
+    commits_nice = peer_nice(spark._jvm)
+    run, checkpoint_nice = checkpoint_in_thread(spark, background)  # of v12: v13's is the next commit's
+    assert checkpoint_nice == min(19, commits_nice + CHECKPOINT_NICE_INCREMENT), (
+        "the checkpoint ran at a lower priority"
+    )
+    assert peer_nice(spark._jvm) == commits_nice, "and the commits not"
     assert run.kind is MaintenanceKind.CHECKPOINT and run.version_before == 12
     assert run.detail == "checkpoint of version 12 (Delta Kernel)", "written without a Spark job"
     assert (logs / f"{12:020d}.checkpoint.parquet").is_file()
@@ -133,7 +140,7 @@ def test_checkpoints_move_off_the_commit_path(spark: Any, tmp_path: Path) -> Non
 
     # where Delta Kernel cannot write a checkpoint, Spark writes it (in a snapshot of its own)
     background._maintainer._kernel_checkpoint = lambda version: False  # type: ignore[method-assign]
-    run = background.checkpoint()
+    run, _ = checkpoint_in_thread(spark, background)
     assert (
         run.detail == f"checkpoint of version {last - 1} (Spark)" and json_last_checkpoint(logs)["version"] == last - 1
     )
@@ -161,7 +168,7 @@ def test_background_checkpoints_delete_expired_log_files(spark: Any, tmp_path: P
 
     for n in range(12):
         commit(n)
-    assert committer.checkpoint().version_before == 10
+    assert checkpoint_in_thread(spark, committer)[0].version_before == 10
     last = max(commit(n) for n in range(12, 15))
     assert last == 14
     old = time.time() - 40 * 86400  # versions 0..11 (and v10's checkpoint) were written 40 days ago
@@ -170,7 +177,7 @@ def test_background_checkpoints_delete_expired_log_files(spark: Any, tmp_path: P
             os.utime(f, (old + version, old + version))  # a second apart, in order
     assert (logs / f"{0:020d}.json").is_file()
 
-    assert committer.checkpoint().version_before == 13  # past the default 30 days: cleaned up
+    assert checkpoint_in_thread(spark, committer)[0].version_before == 13  # past the default 30 days: cleaned up
     kept = sorted(int(f.name[:20]) for f in logs.glob("*.json"))
     # Delta keeps what time travel to the retention's start needs: from the last expired checkpoint on
     assert kept == list(range(10, last + 1)), f"the expired commits are deleted, the recent ones kept: {kept}"

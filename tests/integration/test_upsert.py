@@ -29,7 +29,7 @@ from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import MaintenanceKind
 from lakegate_core.types import TopicPartition
 from lakegate_stack.delta_read import live_rows
-from tests.delta_helpers import commit_all
+from tests.delta_helpers import checkpoint_in_thread, commit_all
 
 Record = dict[str, Any]  # one Kafka record as the sink's envelope: key, value, offset
 
@@ -288,7 +288,7 @@ def test_compaction_and_vacuum_keep_an_upsert_table_with_vectors_equal_to_the_mo
     for n in range(4):
         round_of_changes(f"r{n}")
     assert deletion_vectors(table), "the rounds after the first marked rows"
-    run = committer.checkpoint()  # Delta Kernel checkpoints a table with deletion vectors, too
+    run, _ = checkpoint_in_thread(spark, committer)  # Delta Kernel checkpoints a table with deletion vectors, too
     assert run.detail == f"checkpoint of version {run.version_before} (Delta Kernel)"
     spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # read back from that checkpoint
     assert rows(table) == upsert_model(sent, tombstones_delete=True)

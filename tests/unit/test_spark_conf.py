@@ -29,6 +29,9 @@ def test_local_defaults_configure_delta_and_the_ui(jars_dir: Path) -> None:
     assert conf["spark.ui.port"] == "4141"
     assert [Path(p).name for p in conf["spark.jars"].split(",")] == ["delta-spark.jar", "delta-storage.jar"]
     assert not any(k.startswith("spark.hadoop.fs.s3a") for k in conf)
+    # file: tables' log writes through Delta's LocalLogStore, for Delta on Spark and Delta Kernel
+    assert conf["spark.delta.logStore.file.impl"] == "io.delta.storage.LocalLogStore"
+    assert conf["spark.hadoop.io.delta.kernel.logStore.file.impl"] == "io.delta.storage.LocalLogStore"
 
 
 def test_s3a_adds_hadoop_aws_and_endpoint_settings(jars_dir: Path) -> None:
