@@ -89,13 +89,16 @@ class WireModel:
         return encode(self)  # type: ignore[no-any-return]
 
 
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = frozenset({str, int, float, bool, type(None)})  # exact types: an enum member's type is its enum
 
 
 @functools.cache
-def _plan(cls: type) -> tuple[tuple[str, bool, bool], ...]:
-    """Per wire class, once: each field's name, whether an unset (None) value is left out, and
-    whether it is flattened into its parent (a manifest of 10,000 files encodes 10,000 receipts)."""
+def _plan(cls: type) -> tuple[tuple[str, bool, bool], ...] | None:
+    """Per type, once: None unless a wire dataclass; else each field's name, whether an unset
+    (None) value is left out, and whether it is flattened into its parent (a manifest of 10,000
+    files encodes 10,000 receipts)."""
+    if not dataclasses.is_dataclass(cls):
+        return None
     return tuple(
         (f.name, f.default is None and not f.metadata.get("keep_null"), bool(f.metadata.get("flatten")))
         for f in dataclasses.fields(cls)
@@ -104,15 +107,13 @@ def _plan(cls: type) -> tuple[tuple[str, bool, bool], ...]:
 
 def encode(value: Any) -> Any:
     """JSON-ready data for a wire value (dataclass, enum, tuple, offsets, topic-partition)."""
-    if isinstance(value, _SCALARS) and not isinstance(value, Enum):
+    kind: type = type(value)
+    if kind in _SCALARS:
         return value
-    if isinstance(value, TopicPartition):
-        return {"topic": value.topic, "partition": value.partition}
-    if isinstance(value, PartitionOffsets):
-        return value.to_json()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    plan = _plan(kind)
+    if plan is not None:
         out: dict[str, Any] = {}
-        for name, drop_none, flatten in _plan(type(value)):
+        for name, drop_none, flatten in plan:
             item = getattr(value, name)
             if item is None and drop_none:
                 continue  # an optional field left unset is left out
@@ -123,6 +124,10 @@ def encode(value: Any) -> Any:
         return out
     if isinstance(value, Enum):
         return value.value
+    if isinstance(value, TopicPartition):  # a tuple: before the tuples
+        return {"topic": value.topic, "partition": value.partition}
+    if isinstance(value, PartitionOffsets):
+        return value.to_json()
     if isinstance(value, (tuple, list)):
         return [encode(v) for v in value]
     if isinstance(value, dict):

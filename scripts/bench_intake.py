@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from commit_service.app import create_app
+from commit_service.app import create_app, settle_heap
 from commit_service.config import ServiceConfig
 from commit_service.runtime import runtime
 from lakegate_core.configfile import build
@@ -84,6 +84,7 @@ def client() -> tuple[Any, IdleCommitter]:
     committer = IdleCommitter()
     app = create_app(build(ServiceConfig, CONFIG), committer_factory=lambda t: committer, start=False)  # type: ignore[arg-type,return-value]
     runtime(app).coordinator.load()
+    settle_heap()  # as the service does once it has started
     return app.test_client(), committer
 
 
