@@ -13,6 +13,7 @@ import atexit
 import ctypes
 import logging
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -30,11 +31,51 @@ _LIVE: set[ManagedProcess] = set()
 _LIVE_LOCK = threading.Lock()
 
 
+LISTEN_PORTS_FROM = 15_000  # listening ports are drawn from here up to the kernel's ephemeral range
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_HANDED_OUT: set[int] = set()
+_PORTS_LOCK = threading.Lock()
+_PORTS_RANDOM = random.Random()
+
+
+def ephemeral_ports_from() -> int:
+    """The lowest port the kernel gives an outgoing connection (Linux's range file; else 32768)."""
+    try:
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free on ``host`` right now (the OS picks it)."""
+    """A TCP port free on ``host`` now, for a child to listen on, never the same twice in a process.
+
+    Drawn from below the kernel's ephemeral range: the stack stops and starts a Connect worker or
+    the service on its port (the chaos run does), and a port from that range can be taken in the
+    meantime as the source port of any outgoing connection (a restarted worker failed to bind its
+    REST port so in CI). Where that range leaves no room, the OS picks the port."""
+    low = ephemeral_ports_from()
+    with _PORTS_LOCK:
+        for _ in range(200) if low - LISTEN_PORTS_FROM >= 1_000 else ():
+            port = _PORTS_RANDOM.randrange(LISTEN_PORTS_FROM, low)
+            if port not in _HANDED_OUT and _bindable(host, port):
+                _HANDED_OUT.add(port)
+                return port
+        while True:  # the OS may pick a port it picked before, now free again
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.bind((host, 0))
+                port = int(sock.getsockname()[1])
+            if port not in _HANDED_OUT:
+                _HANDED_OUT.add(port)
+                return port
+
+
+def _bindable(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:

@@ -1,14 +1,17 @@
-"""ManagedProcess: readiness, failure with the log's tail, and teardown of the whole group."""
+"""ManagedProcess: readiness, failure with the log's tail, and teardown of the whole group; the
+stack's listening ports."""
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from lakegate_stack import process
 from lakegate_stack.errors import ServiceStartError
 from lakegate_stack.process import ManagedProcess, free_port, port_open
 
@@ -71,3 +74,25 @@ def test_a_kafka_cluster_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(kafka.uuid, "uuid4", lambda: next(draws))
     cluster_id = kafka.random_cluster_id()
     assert cluster_id == "EBAQEBAQEBAQEBAQEBAQEA" and len(cluster_id) == 22
+
+
+def test_free_ports_lie_below_the_ephemeral_range_and_never_repeat() -> None:
+    """A listening port from the kernel's ephemeral range can be taken, while its service is down,
+    as the source port of some outgoing connection; the stack's ports come from below it."""
+    low = process.ephemeral_ports_from()
+    ports = [free_port() for _ in range(100)]
+    assert len(set(ports)) == len(ports), "no port is handed out twice"
+    if low - process.LISTEN_PORTS_FROM >= 1_000:
+        assert all(process.LISTEN_PORTS_FROM <= p < low for p in ports), (low, sorted(ports)[:5], sorted(ports)[-5:])
+    for port in ports[:10]:  # free when handed out
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+
+
+def test_without_room_below_the_ephemeral_range_the_os_picks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    narrow = tmp_path / "ip_local_port_range"
+    narrow.write_text("15500\t60999\n")
+    monkeypatch.setattr(process, "EPHEMERAL_RANGE", narrow)
+    assert process.ephemeral_ports_from() == 15_500
+    ports = {free_port() for _ in range(20)}
+    assert len(ports) == 20 and not any(process.LISTEN_PORTS_FROM <= p < 15_500 for p in ports)
