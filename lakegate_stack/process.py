@@ -54,8 +54,9 @@ def free_port(host: str = "127.0.0.1") -> int:
     meantime as the source port of any outgoing connection (a restarted worker failed to bind its
     REST port so in CI). Where that range leaves no room, the OS picks the port."""
     low = ephemeral_ports_from()
+    tries = 200 if low - LISTEN_PORTS_FROM >= 1_000 else 0
     with _PORTS_LOCK:
-        for _ in range(200) if low - LISTEN_PORTS_FROM >= 1_000 else ():
+        for _ in range(tries):
             port = _PORTS_RANDOM.randrange(LISTEN_PORTS_FROM, low)
             if port not in _HANDED_OUT and _bindable(host, port):
                 _HANDED_OUT.add(port)
