@@ -8,7 +8,7 @@
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 ARG LAKEGATE_UID=10001
 
-# --- jars: resolve the pinned Delta and hadoop-aws jar groups from Maven Central -----------------------
+# --- jars: the pinned Delta and hadoop-aws jars from Maven Central, Lakegate's log store built ---------
 # scripts/fetch-jars is the same command developers and CI run: it makes a throw-away virtualenv
 # with the package (its `test` extra, for lakegate_stack.artifacts) and runs Maven once per group.
 FROM ${PYTHON_IMAGE} AS jars
@@ -21,8 +21,8 @@ COPY . .
 ENV LAKEGATE_JARS_DIR=/opt/lakegate/jars \
     LAKEGATE_VENV=/tmp/fetch-venv
 RUN --mount=type=cache,target=/root/.m2 --mount=type=cache,target=/root/.cache/pip \
-    scripts/fetch-jars delta hadoop-aws \
- && ls /opt/lakegate/jars/delta /opt/lakegate/jars/hadoop-aws
+    scripts/fetch-jars delta log-store hadoop-aws \
+ && ls /opt/lakegate/jars/delta /opt/lakegate/jars/log-store /opt/lakegate/jars/hadoop-aws
 
 # --- runtime ---------------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime

@@ -1,7 +1,7 @@
 """The SparkSession factory of the commit service: local or any master, Delta, optional s3a.
 
 Called once per process by the service (never at import time: ``create_app`` takes the factory)
-and by the tests. The Delta and hadoop-aws jars come from the project's jar cache, filled by
+and by the tests. The Delta, log store and hadoop-aws jars come from the project's jar cache, filled by
 ``scripts/fetch-jars`` (or at image build time); nothing is downloaded when a session starts.
 
 pyspark passes every builder property to the JVM on its command line (``spark-submit --conf``),
@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 # Jar groups (directories under the jars dir) the service puts on Spark's class path.
 DELTA_GROUP = "delta"
+LOG_STORE_GROUP = "log-store"  # delta-log-store/: LocalListFromLogStore
 S3A_GROUP = "hadoop-aws"
 ANY_HOST = ("", "0.0.0.0", "::", "[::]")  # wildcard addresses: Spark's own default, nothing to set
 
@@ -74,9 +75,9 @@ class SparkSettings:
 
 
 def spark_jars(jars_dir: Path | None, *, with_s3a: bool) -> list[Path]:
-    """The Delta jars (and hadoop-aws + AWS SDK when ``with_s3a``) from the cache."""
+    """The Delta jars, Lakegate's log store (and hadoop-aws + AWS SDK when ``with_s3a``) from the cache."""
     root = jars_dir or default_jars_dir()
-    groups = [DELTA_GROUP] + ([S3A_GROUP] if with_s3a else [])
+    groups = [DELTA_GROUP, LOG_STORE_GROUP] + ([S3A_GROUP] if with_s3a else [])
     jars: list[Path] = []
     for group in groups:
         found = sorted((root / group).glob("*.jar"))
@@ -89,18 +90,21 @@ def spark_jars(jars_dir: Path | None, *, with_s3a: bool) -> list[Path]:
     return jars
 
 
-# Log writes to file: tables without a process per write. By default Delta (HDFSLogStore), Delta
-# Kernel and Delta's checksum writer rename through Hadoop's FileContext, whose local rename runs
-# `readlink` as a child process for each side of it and for each hidden .crc: 16 processes
-# spawned by the JVM per commit (a JFR recording of scripts/bench --parts checkpoints), a third of
-# a 10-file commit's time. Delta's LocalLogStore renames through the FileSystem API instead: it
-# checks that the version is new and renames under a lock per table, so two commits of one JVM
-# cannot both write a version (across processes a local rename is check-then-rename with either
-# store). The checksum goes through Spark's FileSystem-based writer, which on s3a copies as the
-# FileContext one does. Only file: paths use the log store.
+# The log store of file: tables. By default Delta (HDFSLogStore), Delta Kernel and Delta's checksum
+# writer rename through Hadoop's FileContext, whose local rename runs `readlink` as a child process
+# for each side of it and for each hidden .crc: 16 processes spawned by the JVM per commit (a JFR
+# recording of scripts/bench --parts checkpoints), a third of a 10-file commit's time. Delta's
+# LocalLogStore renames through the FileSystem API instead: it checks that the version is new and
+# renames under a lock per table, so two commits of one JVM cannot both write a version (across
+# processes a local rename is check-then-rename with either store). Lakegate's
+# LocalListFromLogStore (delta-log-store/) is LocalLogStore with a listing that stats only the
+# entries from the last checkpoint on, where Delta's stats the whole folder, 30 days of commits
+# (scripts/bench-log-listing --store local). The checksum goes through Spark's FileSystem-based
+# writer, which on s3a copies as the FileContext one does. Only file: paths use the log store.
+LOCAL_LOG_STORE = "io.lakegate.delta.LocalListFromLogStore"
 LOCAL_LOG_WRITES = {
-    "spark.delta.logStore.file.impl": "io.delta.storage.LocalLogStore",
-    "spark.hadoop.io.delta.kernel.logStore.file.impl": "io.delta.storage.LocalLogStore",
+    "spark.delta.logStore.file.impl": LOCAL_LOG_STORE,
+    "spark.hadoop.io.delta.kernel.logStore.file.impl": LOCAL_LOG_STORE,
     "spark.sql.streaming.checkpointFileManagerClass": (
         "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
     ),

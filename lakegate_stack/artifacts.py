@@ -148,6 +148,12 @@ GROUPS: dict[str, ArtifactGroup] = {
             build_project="connect-plugin",
         ),
         ArtifactGroup(
+            name="log-store",
+            description="Lakegate's Delta log store for file: tables (built from delta-log-store/)",
+            dependencies=(),
+            build_project="delta-log-store",
+        ),
+        ArtifactGroup(
             name="spark-kafka",
             description=f"Spark {SPARK_VERSION} Kafka source (spark-sql-kafka-0-10), for the benchmark's "
             "Spark Structured Streaming peer (scripts/bench --parts pipeline)",
@@ -269,6 +275,7 @@ def resolve(group: ArtifactGroup, jars_dir: Path | None = None, *, mvn: str = "m
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
             raise ArtifactError(f"mvn failed to resolve {group.name}:\n{tail}")
         if group.build_project:
+            out.mkdir(exist_ok=True)  # Maven makes it only when a dependency is copied
             for built in (pom.parent / "target").glob("*.jar"):
                 shutil.copy2(built, out / built.name)
         for jar in list(out.glob("*.jar")):

@@ -14,7 +14,12 @@ from lakegate_core.configfile import build
 
 @pytest.fixture
 def jars_dir(tmp_path: Path) -> Path:
-    for group, names in {"delta": ["delta-spark.jar", "delta-storage.jar"], "hadoop-aws": ["hadoop-aws.jar"]}.items():
+    groups = {
+        "delta": ["delta-spark.jar", "delta-storage.jar"],
+        "log-store": ["lakegate-delta-log-store.jar"],
+        "hadoop-aws": ["hadoop-aws.jar"],
+    }
+    for group, names in groups.items():
         (tmp_path / group).mkdir()
         for n in names:
             (tmp_path / group / n).write_bytes(b"")
@@ -27,11 +32,12 @@ def test_local_defaults_configure_delta_and_the_ui(jars_dir: Path) -> None:
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
     assert conf["spark.sql.catalog.spark_catalog"] == "org.apache.spark.sql.delta.catalog.DeltaCatalog"
     assert conf["spark.ui.port"] == "4141"
-    assert [Path(p).name for p in conf["spark.jars"].split(",")] == ["delta-spark.jar", "delta-storage.jar"]
+    jars = [Path(p).name for p in conf["spark.jars"].split(",")]
+    assert jars == ["delta-spark.jar", "delta-storage.jar", "lakegate-delta-log-store.jar"]
     assert not any(k.startswith("spark.hadoop.fs.s3a") for k in conf)
-    # file: tables' log writes through Delta's LocalLogStore, for Delta on Spark and Delta Kernel
-    assert conf["spark.delta.logStore.file.impl"] == "io.delta.storage.LocalLogStore"
-    assert conf["spark.hadoop.io.delta.kernel.logStore.file.impl"] == "io.delta.storage.LocalLogStore"
+    # file: tables' log through Lakegate's LocalLogStore, for Delta on Spark and Delta Kernel
+    assert conf["spark.delta.logStore.file.impl"] == "io.lakegate.delta.LocalListFromLogStore"
+    assert conf["spark.hadoop.io.delta.kernel.logStore.file.impl"] == "io.lakegate.delta.LocalListFromLogStore"
 
 
 def test_s3a_adds_hadoop_aws_and_endpoint_settings(jars_dir: Path) -> None:
@@ -108,7 +114,7 @@ def test_user_conf_wins(jars_dir: Path) -> None:
 
 
 def test_missing_jars_say_what_to_run(tmp_path: Path) -> None:
-    with pytest.raises(SparkSetupError, match="scripts/fetch-jars delta hadoop-aws"):
+    with pytest.raises(SparkSetupError, match="scripts/fetch-jars delta log-store hadoop-aws"):
         spark_jars(tmp_path, with_s3a=True)
 
 
