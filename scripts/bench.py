@@ -1,6 +1,6 @@
 """Benchmarks of the commit service's Delta side (real Spark + Delta), in selectable parts.
 
-Parts (``--parts``, default all but ``history`` and ``upsert``):
+Parts (``--parts``, default all but ``upsert``):
 
 - ``commit``: one commit of N Parquet files (1,000 rows x 10 columns each), N in ``--files``.
   The same files are committed three ways, each into its own table that already exists:
@@ -61,7 +61,7 @@ TOPIC = "bench"
 PARTITIONS = 3
 COLUMNS = 10
 PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline", "upsert")
-DEFAULT_PARTS = ("commit", "checkpoints", "jsonl", "intake", "http", "pipeline")
+DEFAULT_PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline")
 WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
 
 
@@ -595,6 +595,12 @@ def main(argv: list[str] | None = None) -> int:
         "--pipeline-seconds", type=int, default=120, help="pipeline: seconds of producing (default 120)"
     )
     parser.add_argument(
+        "--warm-up-seconds",
+        type=int,
+        default=0,
+        help="pipeline: seconds at --rate before each measured run, not measured (default 0)",
+    )
+    parser.add_argument(
         "--upsert-rows", type=int, default=10_000_000, help="upsert: rows of the table (default 10000000)"
     )
     parser.add_argument("--upsert-files", type=int, default=40, help="upsert: files of the table (default 40)")
@@ -636,7 +642,9 @@ def main(argv: list[str] | None = None) -> int:
         write_part(
             "pipeline",
             machine,
-            lambda: bench_pipeline.run(work / "pipeline", args.intervals, args.rate, args.pipeline_seconds),
+            lambda: bench_pipeline.run(
+                work / "pipeline", args.intervals, args.rate, args.pipeline_seconds, args.warm_up_seconds
+            ),
             args,
         )
     in_process = [p for p in parts if p not in ("intake", "http", "pipeline")]  # in the order of PARTS

@@ -48,8 +48,8 @@ TICKS = os.sysconf("SC_CLK_TCK")
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU seconds of these processes and all their descendants, now."""
+def process_tree(pids: list[int]) -> list[int]:
+    """These processes and all their descendants, now."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -58,19 +58,48 @@ def cpu_seconds(pids: list[int]) -> float:
             except (OSError, IndexError, ValueError):
                 continue
             children.setdefault(ppid, []).append(int(entry.name))
-    total, todo, seen = 0.0, list(pids), set()
+    tree, todo = [], list(pids)
     while todo:
         pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / TICKS
-        except (OSError, IndexError, ValueError):
-            pass
-        todo.extend(children.get(pid, []))
-    return total
+        if pid not in tree:
+            tree.append(pid)
+            todo.extend(children.get(pid, []))
+    return tree
+
+
+def _cpu(stat: Path) -> float:
+    """User + system CPU seconds from a ``/proc`` stat file; 0 when it is gone."""
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICKS
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of these processes and all their descendants, now."""
+    return sum(_cpu(Path(f"/proc/{pid}/stat")) for pid in process_tree(pids))
+
+
+def jit_threads(pids: list[int]) -> dict[str, float]:
+    """CPU seconds, now, of every JIT compiler thread (HotSpot's ``C1/C2 CompilerThread``) of these
+    processes and their descendants, by ``pid/tid``. A compiler thread that exits between two
+    readings takes its time with it, so a difference of two readings can only under-count."""
+    found = {}
+    for pid in process_tree(pids):
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                name = (task / "comm").read_text().strip()
+            except OSError:
+                continue
+            if name.startswith(("C1 CompilerThre", "C2 CompilerThre")):
+                found[f"{pid}/{task.name}"] = _cpu(task / "stat")
+    return found
+
+
+def jit_seconds(before: dict[str, float], pids: list[int]) -> float:
+    """CPU seconds the JIT compilers of ``pids`` used since ``before`` (a :func:`jit_threads`)."""
+    return sum(cpu - before.get(thread, 0.0) for thread, cpu in jit_threads(pids).items())
 
 
 @dataclass(eq=False)
@@ -139,7 +168,8 @@ def produce(bootstrap: str, topic: str, rate: int, seconds: int) -> int:
     return total
 
 
-def figures(poller: Poller, expected: int, cpu: float, marginal: float | None, rate: int) -> dict[str, Any]:
+def figures(poller: Poller, expected: int, cpu: float, marginal: float | None, rate: int, jit: float) -> dict[str, Any]:
+    """A run's freshness and CPU; ``jit`` is the part of ``cpu`` its JIT compilers used."""
     fresh = sorted((v - p) / 1000 for p, v in poller.seen_ms)
     if len(fresh) != expected:
         raise SystemExit(f"the table holds {len(fresh)} records, {expected} were produced")
@@ -152,6 +182,7 @@ def figures(poller: Poller, expected: int, cpu: float, marginal: float | None, r
         "freshness_max_s": round(fresh[-1], 2),
         "cpu_s": round(cpu, 1),
         "cpu_s_per_million": round(cpu / expected * 1e6, 1),
+        "jit_cpu_s": round(jit, 1),
     }
     if marginal is not None:
         out.update(marginal_cpu_s=round(marginal, 1), marginal_cpu_s_per_million=round(marginal / expected * 1e6, 1))
@@ -161,11 +192,16 @@ def figures(poller: Poller, expected: int, cpu: float, marginal: float | None, r
 WARM_UP = 300  # records produced and waited for before the measured run: first commits load code
 
 
-def warm_up(poller: Poller, bootstrap: str, topic: str) -> None:
+def warm_up(poller: Poller, bootstrap: str, topic: str, rate: int, seconds: int) -> None:
     """Produce a few records and wait until they are in the table (the first commit of either
-    system is seconds of class loading and planning that no steady state has); forget them."""
-    produce(bootstrap, topic, WARM_UP, 1)
-    wait_for(poller, WARM_UP, timeout=300, stop=False)
+    system is seconds of class loading and planning that no steady state has), then, with
+    ``seconds``, that many seconds at the measured rate (what the JVMs compile for this load is
+    compiled before the measurement, as in a pipeline that has run for a while); forget them."""
+    expected = produce(bootstrap, topic, WARM_UP, 1)
+    if seconds:
+        print(f"    warming up: {rate}/s for {seconds} s, not measured ...", flush=True)
+        expected += produce(bootstrap, topic, rate, seconds)
+    wait_for(poller, expected, timeout=300 + seconds, stop=False)
     poller.seen_ms.clear()
 
 
@@ -185,8 +221,9 @@ def wait_for(poller: Poller, expected: int, timeout: float, *, stop: bool = True
 class Pipeline:
     """The shared stack and the two systems' runs."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, warm_up_seconds: int = 0) -> None:
         self.work = work
+        self.warm_up_seconds = warm_up_seconds
         self.stack = LocalStack(work / "stack", buckets=(BUCKET,))
 
     def __enter__(self) -> Pipeline:
@@ -266,12 +303,15 @@ class Pipeline:
         }
         poller = Poller(self.s3, self.fs, f"{name}/")
         poller.start()
-        warm_up(poller, self.stack.kafka.bootstrap_servers, name)
+        warm_up(poller, self.stack.kafka.bootstrap_servers, name, rate, self.warm_up_seconds)
+        measured = [p for p in pids.values() if p is not None]
         before = {k: cpu_seconds([p]) for k, p in pids.items() if p is not None}
+        jit_before = jit_threads(measured)
         print(f"  lakegate, commit interval {interval} s: producing {rate}/s for {seconds} s ...", flush=True)
         produced = produce(self.stack.kafka.bootstrap_servers, name, rate, seconds)
         wait_for(poller, produced, timeout=seconds + 180)
         used = {k: cpu_seconds([p]) - before[k] for k, p in pids.items() if p is not None}
+        jit = jit_seconds(jit_before, measured)
         connect.delete_connector(name)
         sidecar.stop()
         service.stop()
@@ -279,7 +319,7 @@ class Pipeline:
             "system": "lakegate",
             "interval_s": interval,
             "cpu_by_process_s": {k: round(v, 1) for k, v in used.items()},
-            **figures(poller, produced, sum(used.values()), used["sidecar"] + used["service"], rate),
+            **figures(poller, produced, sum(used.values()), used["sidecar"] + used["service"], rate, jit),
         }
 
     def spark(self, interval: int, rate: int, seconds: int) -> dict[str, Any]:
@@ -313,8 +353,9 @@ class Pipeline:
                 time.sleep(0.5)
             poller = Poller(self.s3, self.fs, f"{name}/")
             poller.start()
-            warm_up(poller, self.stack.kafka.bootstrap_servers, name)
+            warm_up(poller, self.stack.kafka.bootstrap_servers, name, rate, self.warm_up_seconds)
             before = cpu_seconds([proc.pid])
+            jit_before = jit_threads([proc.pid])
             print(
                 f"  spark structured streaming, trigger {interval} s: producing {rate}/s for {seconds} s ...",
                 flush=True,
@@ -322,6 +363,7 @@ class Pipeline:
             produced = produce(self.stack.kafka.bootstrap_servers, name, rate, seconds)
             wait_for(poller, produced, timeout=seconds + 180)
             used = cpu_seconds([proc.pid]) - before
+            jit = jit_seconds(jit_before, [proc.pid])
         finally:
             proc.terminate()
             try:
@@ -332,13 +374,13 @@ class Pipeline:
         return {
             "system": "spark-structured-streaming",
             "interval_s": interval,
-            **figures(poller, produced, used, None, rate),
+            **figures(poller, produced, used, None, rate, jit),
         }
 
 
-def run(work: Path, intervals: list[int], rate: int, seconds: int) -> dict[str, Any]:
+def run(work: Path, intervals: list[int], rate: int, seconds: int, warm_up_seconds: int = 0) -> dict[str, Any]:
     rows = []
-    with Pipeline(work) as pipeline:
+    with Pipeline(work, warm_up_seconds) as pipeline:
         flush_ms = pipeline.stack.workers[0].offset_flush_interval_ms
         for interval in intervals:
             for system in (pipeline.lakegate, pipeline.spark):
@@ -346,7 +388,14 @@ def run(work: Path, intervals: list[int], rate: int, seconds: int) -> dict[str, 
                 rows.append(row)
                 print(
                     f"  {row['system']:>26} {interval:>3} s: freshness p50 {row['freshness_p50_s']} s, "
-                    f"p99 {row['freshness_p99_s']} s; {row['cpu_s_per_million']} CPU-s per million records",
+                    f"p99 {row['freshness_p99_s']} s; {row['cpu_s_per_million']} CPU-s per million records "
+                    f"({row['jit_cpu_s']} of its {row['cpu_s']} CPU-s in JIT compilers)",
                     flush=True,
                 )
-    return {"rate": rate, "seconds": seconds, "connect_offset_flush_ms": flush_ms, "results": rows}
+    return {
+        "rate": rate,
+        "seconds": seconds,
+        "warm_up_seconds": warm_up_seconds,
+        "connect_offset_flush_ms": flush_ms,
+        "results": rows,
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import sys
@@ -64,3 +65,36 @@ def test_report_renders_what_was_measured(bench: ModuleType, tmp_path: Path) -> 
     assert "| checkpoints inline | 0.30 s | 9.50 s | 12.00 s |" in text
     assert "| checkpoints background | 0.31 s | 0.60 s | 0.90 s |" in text
     assert "Spark rewrite" not in text  # no commit.json: no commit table
+
+
+@pytest.fixture(scope="module")
+def pipeline() -> ModuleType:
+    sys.path.insert(0, str(SCRIPTS))
+    return importlib.import_module("bench_pipeline")
+
+
+def test_cpu_is_read_for_a_process_and_its_children(pipeline: ModuleType) -> None:
+    """The pipeline part charges a system with the CPU of its processes' whole trees (the service's
+    JVM is a child of its Python process); a tree without a JVM has no JIT compiler thread."""
+    import os
+    import subprocess
+
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\ntime.sleep(120)"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}])"]
+    )
+    try:
+        tree: list[int] = []
+        for _ in range(600):  # until the grandchild has started and burnt its CPU (bounded)
+            tree = pipeline.process_tree([parent.pid])
+            if len(tree) == 2 and pipeline.cpu_seconds([tree[1]]) >= 0.3:
+                break
+            subprocess.run(["sleep", "0.05"], check=True)
+        assert tree[0] == parent.pid and len(tree) == 2
+        assert pipeline.cpu_seconds([parent.pid]) >= pipeline.cpu_seconds([tree[1]]) >= 0.3
+        assert pipeline.jit_threads([parent.pid]) == {}
+        assert pipeline.jit_seconds({}, [os.getpid()]) == 0
+    finally:
+        for pid in pipeline.process_tree([parent.pid])[::-1]:
+            os.kill(pid, 9)
+        parent.wait()
