@@ -93,7 +93,6 @@ def test_cpu_is_read_for_a_process_and_its_children(pipeline: ModuleType) -> Non
         assert tree[0] == parent.pid and len(tree) == 2
         assert pipeline.cpu_seconds([parent.pid]) >= pipeline.cpu_seconds([tree[1]]) >= 0.3
         assert pipeline.jit_threads([parent.pid]) == {}
-        assert pipeline.jit_seconds({}, [os.getpid()]) == 0
     finally:
         for pid in pipeline.process_tree([parent.pid])[::-1]:
             os.kill(pid, 9)
