@@ -47,6 +47,7 @@ from commit_service.errors import (
 )
 from commit_service.java_errors import Failure, classify, java_summary
 from commit_service.jvm_actions import ActionBuilder, ActionKind
+from commit_service.jvm_handles import JvmHandles
 from commit_service.maintenance import MaintenancePolicy
 from commit_service.paths import delta_path, root_prefix, table_location
 from commit_service.prefetch import FactsCache, storage_facts
@@ -124,8 +125,8 @@ class DeltaCommitter:
         self.offset_check = offset_check
         self.checkpoint_in_commit = checkpoint_in_commit  # False: the service writes them (see checkpoint)
         self._jvm = spark._jvm
-        self._delta = self._jvm.org.apache.spark.sql.delta
-        self._actions = ActionBuilder(self._jvm)
+        self._handles = JvmHandles.resolve(self._jvm)
+        self._actions = ActionBuilder(self._jvm, self._handles)
         self._maintainer = DeltaMaintainer(spark, table, self.location, self._log)
         self._spark_schemas: dict[str, dict[str, Any]] = {}  # footer schema (Arrow text) -> Spark's schema
         self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
@@ -136,11 +137,11 @@ class DeltaCommitter:
     def _log(self) -> Any:
         """The table's DeltaLog, with this thread's active SparkSession set first: Delta asks for the
         active session (a JVM thread-local) and the service's threads (HTTP, commit loop) start without one."""
-        getattr(self._jvm, "org.apache.spark.sql.classic.SparkSession").setActiveSession(self.spark._jsparkSession)
-        return self._delta.DeltaLog.forTable(self.spark._jsparkSession, self.location)
+        self._handles.set_active_session(self.spark._jsparkSession)
+        return self._handles.delta_log_for_table(self.spark._jsparkSession, self.location)
 
     def _fresh_snapshot(self) -> Any:
-        return self._log().update(False, self._jvm.scala.Option.empty(), self._jvm.scala.Option.empty())
+        return self._log().update(False, self._handles.none, self._handles.none)
 
     # -- maintenance (between commit rounds; see delta_maintenance) ------------------------
 
@@ -280,11 +281,11 @@ class DeltaCommitter:
             released=plan.released or None,
             committed_at_ms=millis,
         )
-        op = self._delta.DeltaOperations.StreamingUpdate(
-            self._jvm.org.apache.spark.sql.streaming.OutputMode.Append(),
+        op = self._handles.streaming_update(
+            self._handles.append_mode,
             f"lakegate-{self.table}",
             expected_version,
-            self._jvm.scala.Option.apply(json.dumps(record.user_metadata())),
+            self._handles.some(json.dumps(record.user_metadata())),
         )
         actions = self._actions.seq(*data, txns)
         faults.point(faults.BEFORE_DELTA_COMMIT)
@@ -375,7 +376,7 @@ class DeltaCommitter:
         """appId -> version of a Scala sequence of SetTransactions, in one py4j call (written as
         JSON by Delta's own mapper) however many partitions the table has: iterating the sequence
         took three round trips per partition, and a py4j exception to end the iteration."""
-        mapper = self._jvm.org.apache.spark.sql.delta.util.JsonUtils.mapper()
+        mapper = self._handles.json_mapper
         return {t["appId"]: int(t["version"]) for t in json.loads(mapper.writeValueAsString(set_transactions))}
 
     def _check_offsets(self, txn: Any, plan: CommitPlan, read_version: int) -> None:
@@ -448,7 +449,7 @@ class DeltaCommitter:
             group = [p for p in files if p.file.format is fmt]
             if group:
                 adds = txn.writeFiles(reader.group_frame(group)._jdf)
-                written.append(self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(adds))
+                written.append(self._handles.as_java(adds))
         return written
 
     def _place(self, files: list[PendingFile]) -> dict[str, str]:

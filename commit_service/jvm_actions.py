@@ -16,6 +16,8 @@ from typing import Any
 
 from py4j.java_gateway import get_java_class
 
+from commit_service.jvm_handles import JvmHandles
+
 
 class ActionKind(str, Enum):
     """A Delta action class the builder reads arrays of (the class name in ``delta.actions``)."""
@@ -27,15 +29,15 @@ class ActionKind(str, Enum):
 class ActionBuilder:
     """Builds action lists in the committer's JVM (one per committer; py4j is thread-safe)."""
 
-    def __init__(self, jvm: Any) -> None:
-        self._jvm = jvm
-        delta = jvm.org.apache.spark.sql.delta
-        self._delta = delta
-        self._mapper = delta.util.JsonUtils.mapper()
+    def __init__(self, jvm: Any, handles: JvmHandles) -> None:
+        self._handles = handles
+        self._mapper = handles.json_mapper
         types = self._mapper.getTypeFactory()
-        array_list = get_java_class(jvm.java.util.ArrayList)
+        array_list = get_java_class(handles.array_list)
         self._list_types = {
-            kind: types.constructCollectionType(array_list, get_java_class(getattr(delta.actions, kind.value)))
+            kind: types.constructCollectionType(
+                array_list, get_java_class(getattr(jvm, f"org.apache.spark.sql.delta.actions.{kind.value}"))
+            )
             for kind in ActionKind
         }
 
@@ -43,16 +45,16 @@ class ActionBuilder:
         """A ``java.util.ArrayList`` of ``kind`` actions, one per object (the action's own fields,
         e.g. ``{"path": ..., "size": ...}`` for an ``AddFile``): one py4j call."""
         if not objects:
-            return self._jvm.java.util.ArrayList()
+            return self._handles.array_list()
         return self._mapper.readValue(json.dumps(objects), self._list_types[kind])
 
     def one(self, wrapped: dict[str, Any]) -> Any:
         """One action from its log form (``{"metaData": {...}}``)."""
-        return self._delta.actions.Action.fromJson(json.dumps(wrapped))
+        return self._handles.action_from_json(json.dumps(wrapped))
 
     def seq(self, *lists: Any) -> Any:
         """The Scala ``Seq`` of all actions of ``lists`` (Java lists), in order, for ``txn.commit``."""
-        out = self._jvm.java.util.ArrayList()
+        out = self._handles.array_list()
         for java_list in lists:
             out.addAll(java_list)
-        return self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(out).toSeq()
+        return self._handles.as_scala(out).toSeq()

@@ -243,8 +243,9 @@ def test_batched_actions_equal_delta_s_own_one_by_one(spark: Any) -> None:
     must equal what ``Action.fromJson`` gives for it alone (paths with escapes, stats, no stats,
     64-bit sizes and offsets)."""
     from commit_service.jvm_actions import ActionBuilder, ActionKind
+    from commit_service.jvm_handles import JvmHandles
 
-    builder = ActionBuilder(spark._jvm)
+    builder = ActionBuilder(spark._jvm, JvmHandles.resolve(spark._jvm))
     adds = [
         {
             "path": f"data/o%20r%25d-{i}",
