@@ -18,7 +18,8 @@ Parts (``--parts``, default all but ``upsert``):
 - ``intake``: ``scripts/bench_intake.py`` (the HTTP handler in-process, no JVM).
 - ``pipeline``: end-to-end freshness and CPU-seconds per million records, Lakegate's whole
   pipeline (Connect sink, sidecar, service) beside a Spark Structured Streaming job on the same
-  records, at each of ``--intervals`` (``scripts/bench_pipeline.py``).
+  records, at each of ``--intervals``, after ``--warm-up-seconds`` at the rate that are not
+  measured; each system's CPU and its JIT compilers' part of it (``scripts/bench_pipeline.py``).
 - ``http``: the real service (gunicorn, Spark started and idle) under ``wrk``: one-file manifests
   from ``--clients`` concurrent connections for ``--seconds`` each; manifests/s, p50/p90/p99.
 - ``upsert``: one upsert round of each of ``--upsert-keys`` changed keys into a table of
