@@ -124,9 +124,8 @@ class DeltaCommitter:
         self.unwrap = unwrap
         self.offset_check = offset_check
         self.checkpoint_in_commit = checkpoint_in_commit  # False: the service writes them (see checkpoint)
-        self._jvm = spark._jvm
-        self._handles = JvmHandles.resolve(self._jvm)
-        self._actions = ActionBuilder(self._jvm, self._handles)
+        self._handles = JvmHandles.resolve(spark._jvm)
+        self._actions = ActionBuilder(spark._jvm, self._handles)
         self._maintainer = DeltaMaintainer(spark, table, self.location, self._log)
         self._spark_schemas: dict[str, dict[str, Any]] = {}  # footer schema (Arrow text) -> Spark's schema
         self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)

@@ -7,7 +7,7 @@ py4j resolves ``jvm.org.apache.spark.sql.delta.DeltaLog`` one name at a time, a 
 asking the JVM whether ``org``, ``org.apache``, ... is a class. Each package prefix is a miss, and
 a miss is a search of every jar on Spark's class path: about 1 ms for ``jvm.scala.Option``, 2 ms
 for ``DeltaLog``. Calling a static method costs one more round trip to look the member up. A
-10-file commit on a local table made 32 such lookups (16 of them misses) among its 112 py4j
+one-file commit on a local table made 32 such lookups (16 of them misses) among its 112 py4j
 commands. Here each class is looked up by its whole name (one round trip, no miss), each static
 method once, and the constants (``OutputMode.Append()``, ``None``, Delta's JSON mapper) are read
 once. py4j members and objects may be called from any thread.

@@ -21,7 +21,6 @@ process and a Spark session of its own. Prints the figures and writes JSON (defa
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import statistics
 import subprocess
@@ -35,10 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from bench_result import report
-from bench_s3_commit import BUCKET, PARTITIONS, ROWS, TOPIC, upload
+from bench_s3_commit import BUCKET, PARTITIONS, ROWS, TOPIC, parquet_body, upload
 
 from commit_service.delta_commit import DeltaCommitter
 from commit_service.spark import LOCAL_LOG_WRITES, S3Settings, SparkSettings, create_session
@@ -102,12 +99,7 @@ def local_place(work: Path, conf: dict[str, str]) -> Iterator[Place]:
     def land(i: int) -> DataFile:
         start = i * ROWS
         path = landing / f"{TOPIC}-0-{start:020d}"
-        offsets = pa.array(range(start, start + ROWS), pa.int64())
-        body = io.BytesIO()
-        pq.write_table(
-            pa.table({"id": pa.array([f"0-{o}" for o in range(start, start + ROWS)]), "offset": offsets}), body
-        )
-        path.write_bytes(body.getvalue())
+        path.write_bytes(parquet_body(0, start))
         return DataFile(
             f"file://{path}", TOPIC, 0, start, start + ROWS - 1, path.stat().st_size, FileFormat.PARQUET, ROWS
         )

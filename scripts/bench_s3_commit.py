@@ -32,18 +32,25 @@ from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 TOPIC, PARTITIONS, ROWS, BUCKET = "bench", 3, 1000, "lake"
 
 
-def upload(client: object, i: int) -> DataFile:
-    """File ``i``: partition i % 3, offsets continuing within the partition."""
-    partition, start = i % PARTITIONS, (i // PARTITIONS) * ROWS
+def parquet_body(partition: int, start: int) -> bytes:
+    """The Parquet file of ``ROWS`` records of ``partition`` from offset ``start`` (``id``, ``offset``)."""
     offsets = range(start, start + ROWS)
     body = io.BytesIO()
     pq.write_table(
         pa.table({"id": [f"{partition}-{o}" for o in offsets], "offset": pa.array(offsets, pa.int64())}), body
     )
+    return body.getvalue()
+
+
+def upload(client: object, i: int) -> DataFile:
+    """File ``i``: partition i % 3, offsets continuing within the partition."""
+    partition, start = i % PARTITIONS, (i // PARTITIONS) * ROWS
+    body = parquet_body(partition, start)
     key = f"landing/{TOPIC}-{partition}-{start:020d}"
-    client.put_object(Bucket=BUCKET, Key=key, Body=body.getvalue())  # type: ignore[attr-defined]
-    size = len(body.getvalue())
-    return DataFile(f"s3a://{BUCKET}/{key}", TOPIC, partition, start, start + ROWS - 1, size, FileFormat.PARQUET, ROWS)
+    client.put_object(Bucket=BUCKET, Key=key, Body=body)  # type: ignore[attr-defined]
+    return DataFile(
+        f"s3a://{BUCKET}/{key}", TOPIC, partition, start, start + ROWS - 1, len(body), FileFormat.PARQUET, ROWS
+    )
 
 
 def timed(label: str, work: object) -> float:
