@@ -45,6 +45,18 @@ def test_hadoop_aws_matches_the_hadoop_inside_pyspark() -> None:
     assert (jars / f"hadoop-client-api-{artifacts.HADOOP_VERSION}.jar").is_file()
 
 
+def test_the_log_store_compiles_against_the_pinned_delta_and_hadoop() -> None:
+    """delta-log-store/ is built against the Delta and Hadoop the service runs (its POM cannot read
+    the pins from Python, so this holds the two in step)."""
+    project = GROUPS["log-store"].build_project
+    assert project is not None
+    pom = ET.parse(artifacts.REPO_ROOT / project / "pom.xml").getroot()
+    props = pom.find("m:properties", NS)
+    assert props is not None
+    assert props.findtext("m:delta.version", namespaces=NS) == artifacts.DELTA_VERSION
+    assert props.findtext("m:hadoop.version", namespaces=NS) == artifacts.HADOOP_VERSION
+
+
 def test_fingerprint_changes_with_a_pin() -> None:
     a = ArtifactGroup("x", "d", (Dependency("g:a:1"),))
     b = ArtifactGroup("x", "d", (Dependency("g:a:2"),))
