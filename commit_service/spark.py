@@ -102,6 +102,15 @@ def spark_jars(jars_dir: Path | None, *, with_s3a: bool) -> list[Path]:
 # (scripts/bench-log-listing --store local). The checksum goes through Spark's FileSystem-based
 # writer, which on s3a copies as the FileContext one does. Only file: paths use the log store.
 LOCAL_LOG_STORE = "io.lakegate.delta.LocalListFromLogStore"
+# Hadoop's local file system without its native library (pyspark ships none) sets each new file's
+# permission by running `chmod` in a child process: four per commit of a file: table (the version,
+# the version checksum, Hadoop's hidden .crc of each), more per checkpoint, and a commit beside a
+# background checkpoint waited longer for its own (a JFR recording of scripts/bench --parts
+# checkpoints). Lakegate's NioPermissionsLocalFileSystem (delta-log-store/) sets the same bits
+# through java.nio; everything else is Hadoop's LocalFileSystem.
+LOCAL_FILE_SYSTEM = "io.lakegate.delta.NioPermissionsLocalFileSystem"
+LOCAL_FILE_SYSTEM_JAR = "-local-fs.jar"  # the log-store group's jar that holds it, and nothing else
+DRIVER_CLASS_PATH = "spark.driver.extraClassPath"
 LOCAL_LOG_WRITES = {
     "spark.delta.logStore.file.impl": LOCAL_LOG_STORE,
     "spark.hadoop.io.delta.kernel.logStore.file.impl": LOCAL_LOG_STORE,
@@ -114,11 +123,19 @@ LOCAL_LOG_WRITES = {
 def spark_conf(settings: SparkSettings) -> dict[str, str]:
     """Every Spark property the factory sets, none of them secret (they end up on the JVM's command
     line); pure, so it is unit-tested without a JVM."""
-    with_s3a = settings.s3 is not None
+    jars = spark_jars(settings.jars_dir, with_s3a=settings.s3 is not None)
+    file_system_jars = [p for p in jars if p.name.endswith(LOCAL_FILE_SYSTEM_JAR)]
+    if not file_system_jars:
+        raise SparkSetupError(
+            f"no *{LOCAL_FILE_SYSTEM_JAR} among the {LOG_STORE_GROUP} jars (built before the file system was "
+            f"added): run `scripts/fetch-jars {LOG_STORE_GROUP}`"
+        )
     conf = {
         "spark.master": settings.master,
         "spark.app.name": settings.app_name,
-        "spark.jars": ",".join(str(p) for p in spark_jars(settings.jars_dir, with_s3a=with_s3a)),
+        "spark.jars": ",".join(str(p) for p in jars),  # executors' tasks get the file system from here
+        # and the driver from its class path, from the JVM's start: spark-submit opens the jars through it
+        DRIVER_CLASS_PATH: os.pathsep.join(str(p) for p in file_system_jars),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.ui.enabled": str(settings.ui_enabled).lower(),
@@ -142,6 +159,7 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         # log objects: a commit's p50 0.26 s either way, 0.70 s listing it all. Only s3a reads it.
         "spark.hadoop.delta.enableFastS3AListFrom": "true",
         **LOCAL_LOG_WRITES,
+        "spark.hadoop.fs.file.impl": LOCAL_FILE_SYSTEM,
     }
     if settings.local_dir is not None:
         conf["spark.local.dir"] = str(settings.local_dir / "tmp")
@@ -149,7 +167,11 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={settings.local_dir / 'derby'}"
     if settings.s3 is not None:
         conf.update(s3a_conf(settings.s3))
-    conf.update({str(k): str(v) for k, v in settings.conf.items()})
+    user = {str(k): str(v) for k, v in settings.conf.items()}
+    user_class_path = user.pop(DRIVER_CLASS_PATH, "")  # added to the file system's jar, not instead of it
+    conf.update(user)
+    if user_class_path:
+        conf[DRIVER_CLASS_PATH] = os.pathsep.join([conf[DRIVER_CLASS_PATH], user_class_path])
     return conf
 
 

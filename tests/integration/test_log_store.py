@@ -1,7 +1,10 @@
-"""Lakegate's Delta log store for file: tables (delta-log-store/), in the service's real Spark session.
+"""Lakegate's Delta log store and local file system for file: tables (delta-log-store/), in the
+service's real Spark session.
 
 ``LocalListFromLogStore`` is Delta's ``LocalLogStore`` whose listing stats only the entries from
 its start name on; what it lists must be exactly what Delta's own store lists, for every start.
+``NioPermissionsLocalFileSystem`` is Hadoop's local file system that sets permissions without a
+``chmod`` child process; the permissions must be exactly Hadoop's own.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import pytest
 from deltalake import DeltaTable
 from py4j.protocol import Py4JJavaError
 
-from commit_service.spark import LOCAL_LOG_STORE
+from commit_service.spark import LOCAL_FILE_SYSTEM, LOCAL_LOG_STORE
 
 pytestmark = pytest.mark.integration
 
@@ -71,3 +74,49 @@ def test_the_service_s_tables_use_the_store_and_it_lists_what_delta_s_lists(spar
     (log / "00000000000000000011.json:copy").unlink()
     (log / "zz-folder").rmdir()
     assert DeltaTable(str(root)).version() == 11 and DeltaTable(str(root)).to_pyarrow_table().num_rows == 36
+
+
+def children_cpu_ticks(pid: int) -> int:
+    """CPU clock ticks of ``pid``'s children that have exited and been waited for (cutime + cstime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[13]) + int(fields[14])
+
+
+def test_local_files_get_hadoop_s_permissions_without_a_child_process(spark: Any, tmp_path: Path) -> None:
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    ours = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"), conf)
+    assert ours.getClass().getName() == LOCAL_FILE_SYSTEM
+    hadoops = jvm.org.apache.hadoop.fs.LocalFileSystem()  # Hadoop's own, through chmod processes
+    hadoops.initialize(jvm.java.net.URI("file:///"), conf)
+    permission = jvm.org.apache.hadoop.fs.permission.FsPermission
+
+    def modes(fs: Any, root: Path) -> dict[str, int]:
+        """Make the same files and folders through ``fs``; each one's permission bits."""
+        root.mkdir()
+        path = jvm.org.apache.hadoop.fs.Path
+        fs.create(path(f"file:{root}/default")).close()  # the default: 0666 less the umask
+        for mode in (0o600, 0o640, 0o755, 0o444):
+            fs.create(path(f"file:{root}/f{mode:o}"), permission(mode), False, 4096, 1, 1 << 20, None).close()
+        fs.mkdirs(path(f"file:{root}/d750"), permission(0o750))
+        fs.mkdirs(path(f"file:{root}/sticky"), permission(0o755))  # mkdirs applies the umask
+        fs.setPermission(path(f"file:{root}/sticky"), permission(0o1777))  # the sticky bit: Hadoop's way
+        fs.setPermission(path(f"file:{root}/default"), permission(0o604))
+        return {p.name: p.stat().st_mode & 0o7777 for p in sorted(root.iterdir()) if not p.name.startswith(".")}
+
+    expected = modes(hadoops, tmp_path / "hadoop")
+    assert modes(ours, tmp_path / "ours") == expected
+    assert expected["f640"] == 0o640 and expected["d750"] == 0o750 and expected["sticky"] == 0o1777
+
+    jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
+    path = jvm.org.apache.hadoop.fs.Path
+
+    def create_files(fs: Any, folder: Path) -> int:
+        """CPU ticks the JVM's child processes used while ``fs`` created 200 files (and their .crc)."""
+        before = children_cpu_ticks(jvm_pid)
+        for i in range(200):
+            fs.create(path(f"file:{folder}/{i}")).close()
+        return children_cpu_ticks(jvm_pid) - before
+
+    assert create_files(hadoops, tmp_path / "many-hadoop") > 0, "Hadoop's own file system runs chmod"
+    assert create_files(ours, tmp_path / "many-ours") == 0, "no child process"

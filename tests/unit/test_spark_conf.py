@@ -16,7 +16,7 @@ from lakegate_core.configfile import build
 def jars_dir(tmp_path: Path) -> Path:
     groups = {
         "delta": ["delta-spark.jar", "delta-storage.jar"],
-        "log-store": ["lakegate-delta-log-store.jar"],
+        "log-store": ["lakegate-delta-log-store.jar", "lakegate-delta-log-store-local-fs.jar"],
         "hadoop-aws": ["hadoop-aws.jar"],
     }
     for group, names in groups.items():
@@ -33,11 +33,20 @@ def test_local_defaults_configure_delta_and_the_ui(jars_dir: Path) -> None:
     assert conf["spark.sql.catalog.spark_catalog"] == "org.apache.spark.sql.delta.catalog.DeltaCatalog"
     assert conf["spark.ui.port"] == "4141"
     jars = [Path(p).name for p in conf["spark.jars"].split(",")]
-    assert jars == ["delta-spark.jar", "delta-storage.jar", "lakegate-delta-log-store.jar"]
+    assert jars == [
+        "delta-spark.jar",
+        "delta-storage.jar",
+        "lakegate-delta-log-store-local-fs.jar",
+        "lakegate-delta-log-store.jar",
+    ]
     assert not any(k.startswith("spark.hadoop.fs.s3a") for k in conf)
     # file: tables' log through Lakegate's LocalLogStore, for Delta on Spark and Delta Kernel
     assert conf["spark.delta.logStore.file.impl"] == "io.lakegate.delta.LocalListFromLogStore"
     assert conf["spark.hadoop.io.delta.kernel.logStore.file.impl"] == "io.lakegate.delta.LocalListFromLogStore"
+    # local files' permissions without a chmod process; its jar on the driver's class path from the
+    # JVM's start (spark-submit opens the jars through it)
+    assert conf["spark.hadoop.fs.file.impl"] == "io.lakegate.delta.NioPermissionsLocalFileSystem"
+    assert conf["spark.driver.extraClassPath"] == str(jars_dir / "log-store" / "lakegate-delta-log-store-local-fs.jar")
 
 
 def test_s3a_adds_hadoop_aws_and_endpoint_settings(jars_dir: Path) -> None:
@@ -111,6 +120,18 @@ def test_ui_host_defaults_to_the_service_host() -> None:
 def test_user_conf_wins(jars_dir: Path) -> None:
     conf = spark_conf(SparkSettings(jars_dir=jars_dir, conf={"spark.sql.shuffle.partitions": "64"}))
     assert conf["spark.sql.shuffle.partitions"] == "64"
+
+
+def test_a_user_class_path_is_added_to_the_file_system_s_jar(jars_dir: Path) -> None:
+    conf = spark_conf(SparkSettings(jars_dir=jars_dir, conf={"spark.driver.extraClassPath": "/opt/mine.jar"}))
+    fs_jar = jars_dir / "log-store" / "lakegate-delta-log-store-local-fs.jar"
+    assert conf["spark.driver.extraClassPath"] == f"{fs_jar}:/opt/mine.jar"
+
+
+def test_a_log_store_build_without_the_file_system_says_what_to_run(jars_dir: Path) -> None:
+    (jars_dir / "log-store" / "lakegate-delta-log-store-local-fs.jar").unlink()
+    with pytest.raises(SparkSetupError, match="scripts/fetch-jars log-store"):
+        spark_conf(SparkSettings(jars_dir=jars_dir))
 
 
 def test_missing_jars_say_what_to_run(tmp_path: Path) -> None:
