@@ -36,49 +36,22 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from kafka import KafkaProducer
 
+from lakegate_stack import procfs
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import s3_sink_config
 from lakegate_stack.kafka import create_topic
+from lakegate_stack.procfs import process_tree, tree_cpu_seconds
 from lakegate_stack.services import ServiceProcess, SidecarProcess
 from lakegate_stack.stack import LocalStack
 
 BUCKET = "lake"
 PARTITIONS = 3
-TICKS = os.sysconf("SC_CLK_TCK")
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
-
-
-def process_tree(pids: list[int]) -> list[int]:
-    """These processes and all their descendants, now."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    tree, todo = [], list(pids)
-    while todo:
-        pid = todo.pop()
-        if pid not in tree:
-            tree.append(pid)
-            todo.extend(children.get(pid, []))
-    return tree
-
-
-def _cpu(stat: Path) -> float:
-    """User + system CPU seconds from a ``/proc`` stat file; 0 when it is gone."""
-    try:
-        fields = stat.read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / TICKS
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 def cpu_seconds(pids: list[int]) -> float:
     """User + system CPU seconds of these processes and all their descendants, now."""
-    return sum(_cpu(Path(f"/proc/{pid}/stat")) for pid in process_tree(pids))
+    return tree_cpu_seconds(pids)
 
 
 def jit_threads(pids: list[int]) -> dict[str, float]:
@@ -93,7 +66,7 @@ def jit_threads(pids: list[int]) -> dict[str, float]:
             except OSError:
                 continue
             if name.startswith(("C1 CompilerThre", "C2 CompilerThre")):
-                found[f"{pid}/{task.name}"] = _cpu(task / "stat")
+                found[f"{pid}/{task.name}"] = procfs.cpu_seconds(task / "stat")
     return found
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import threading
@@ -24,19 +23,14 @@ from kafka import KafkaProducer
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import s3_sink_config
 from lakegate_stack.kafka import create_topic
+from lakegate_stack.procfs import process_cpu_seconds, rss_mib
 from lakegate_stack.services import ServiceProcess, SidecarProcess
 from lakegate_stack.stack import LocalStack
-
-TICKS = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def sample(pid: int) -> tuple[float, float]:
     """(RSS in MiB, CPU seconds user+system) of a process, children not included."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / TICKS
-    rss_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
-    return rss_pages * PAGE / 2**20, cpu
+    return rss_mib(pid), process_cpu_seconds(pid)
 
 
 def main(argv: list[str] | None = None) -> int:

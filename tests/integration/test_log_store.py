@@ -17,6 +17,7 @@ from deltalake import DeltaTable
 from py4j.protocol import Py4JJavaError
 
 from commit_service.spark import LOCAL_FILE_SYSTEM, LOCAL_LOG_STORE
+from lakegate_stack.procfs import children_cpu_seconds
 
 pytestmark = pytest.mark.integration
 
@@ -76,12 +77,6 @@ def test_the_service_s_tables_use_the_store_and_it_lists_what_delta_s_lists(spar
     assert DeltaTable(str(root)).version() == 11 and DeltaTable(str(root)).to_pyarrow_table().num_rows == 36
 
 
-def children_cpu_ticks(pid: int) -> int:
-    """CPU clock ticks of ``pid``'s children that have exited and been waited for (cutime + cstime)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[13]) + int(fields[14])
-
-
 def test_local_files_get_hadoop_s_permissions_without_a_child_process(spark: Any, tmp_path: Path) -> None:
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
@@ -112,11 +107,11 @@ def test_local_files_get_hadoop_s_permissions_without_a_child_process(spark: Any
     path = jvm.org.apache.hadoop.fs.Path
 
     def create_files(fs: Any, folder: Path) -> int:
-        """CPU ticks the JVM's child processes used while ``fs`` created 200 files (and their .crc)."""
-        before = children_cpu_ticks(jvm_pid)
+        """CPU seconds the JVM's child processes used while ``fs`` created 200 files (and their .crc)."""
+        before = children_cpu_seconds(jvm_pid)
         for i in range(200):
             fs.create(path(f"file:{folder}/{i}")).close()
-        return children_cpu_ticks(jvm_pid) - before
+        return children_cpu_seconds(jvm_pid) - before
 
     assert create_files(hadoops, tmp_path / "many-hadoop") > 0, "Hadoop's own file system runs chmod"
     assert create_files(ours, tmp_path / "many-ours") == 0, "no child process"

@@ -9,7 +9,6 @@ HTTP side runs: ``/healthz`` answers, ``/readyz`` says why it failed.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from lakegate_stack.procfs import process_cpu_seconds
 from lakegate_stack.slowclients import SlowClients, healthz_latency, probe_service
 from tests.service_helpers import ServiceProcess
 
@@ -138,21 +138,16 @@ def test_readyz_says_why_start_up_failed_in_one_line(service: ServiceProcess) ->
     assert ready["error"]["message"].startswith("no jars in ") and "\n" not in ready["error"]["message"]
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def test_at_max_connections_the_worker_waits_without_spinning(bare_service: Callable[..., ServiceProcess]) -> None:
     svc = bare_service(threads=2, max_connections=10, read_timeout_seconds=3)
     arbiter = svc.process.pid
     assert arbiter is not None
     (worker,) = (int(p) for p in Path(f"/proc/{arbiter}/task/{arbiter}/children").read_text().split())
     with SlowClients("127.0.0.1", svc.port, 15, interval=0.5):  # 10 held, 5 in the listen backlog
-        before = cpu_seconds(worker)
+        before = process_cpu_seconds(worker)
         started = time.monotonic()
         latency = healthz_latency(svc.url, timeout=15)  # queued until the read deadline frees connections
-        spent = cpu_seconds(worker) - before
+        spent = process_cpu_seconds(worker) - before
         elapsed = time.monotonic() - started
     assert latency is not None, "/healthz was never answered"
     assert spent < 0.5 * elapsed, f"the worker burnt {spent:.2f} s of CPU in {elapsed:.2f} s at max connections"

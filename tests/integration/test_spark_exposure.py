@@ -12,28 +12,15 @@ from urllib.parse import urlsplit
 import requests
 
 from lakegate_stack import s3 as s3mod
+from lakegate_stack.procfs import process_tree
 from lakegate_stack.s3 import S3Server
 
 LISTEN = "0A"  # TCP state in /proc/net/tcp*
 
 
 def descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` (from /proc: parent ids)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(stat.parent.name))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
+    """Every process below ``pid``."""
+    return set(process_tree([pid])) - {pid}
 
 
 def cmdline(pid: int) -> bytes:
