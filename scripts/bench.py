@@ -9,8 +9,9 @@ Parts (``--parts``, default all but ``upsert``):
   ``DeltaCommitter`` alone), and the rewrite a Spark job would do
   (``read.parquet(files).write.format("delta").mode("append")``).
 - ``checkpoints``: ``--commits`` consecutive 10-file commits through the ``TableCoordinator``,
-  once with Delta's checkpoints inside every 10th commit and once with them in the background
-  (the default): p50, p99 and max of the commit time.
+  once with Delta's checkpoints inside every 10th commit, once with no checkpoint at all (the
+  control: how much the commit path varies by itself) and once with them in the background (the
+  default): p50, p99, max and p99/p50 of the commit time.
 - ``history``: commit time (p50/p99 of ``--window`` commits) once the table is at each version of
   ``--history`` (checkpoints in the background).
 - ``jsonl``: one commit of N gzip JSON-lines files (``--rows`` lines each, N in ``--jsonl-files``),
@@ -62,6 +63,8 @@ TOPIC = "bench"
 PARTITIONS = 3
 COLUMNS = 10
 PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline", "upsert")
+CHECKPOINT_MODES = ("inline", "none", "background")  # checkpoints: the modes, in the order they run
+NO_CHECKPOINTS = 1_000_000_000  # checkpoints "none": a background checkpoint every this many commits
 DEFAULT_PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline")
 WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
 
@@ -245,6 +248,8 @@ class Bench:
     def part_checkpoints(self, commits: int) -> dict[str, Any]:
         modes = {
             "inline": MaintenancePolicy(checkpoint_interval_commits=0),  # Delta: inside every 10th commit
+            # the control: no checkpoint in 200 commits, so what the commit path alone varies by
+            "none": MaintenancePolicy(checkpoint_interval_commits=NO_CHECKPOINTS),
             "background": MaintenancePolicy(),  # after every 10th commit, from a background thread
         }
         out: dict[str, Any] = {"commits": commits, "files_per_commit": 10}
@@ -269,7 +274,8 @@ class Bench:
                 "checkpoint_seconds": [round(r.duration_ms / 1000, 3) for r in checkpoints],
             }
             print(
-                f"{mode:>10}: p50 {out[mode]['p50_s']:.3f} s  p99 {out[mode]['p99_s']:.3f} s  max {out[mode]['max_s']:.3f} s",
+                f"{mode:>10}: p50 {out[mode]['p50_s']:.3f} s  p99 {out[mode]['p99_s']:.3f} s  "
+                f"max {out[mode]['max_s']:.3f} s  p99/p50 {out[mode]['p99_s'] / out[mode]['p50_s']:.2f}",
                 flush=True,
             )
         return out
@@ -406,10 +412,12 @@ def report(out_dir: Path) -> str:
         )
     if (d := load("checkpoints")) is not None:
         table(
-            [f"{d['commits']} commits of {d['files_per_commit']} files", "p50", "p99", "max"],
+            [f"{d['commits']} commits of {d['files_per_commit']} files", "p50", "p99", "max", "p99/p50"],
             [
-                [f"checkpoints {m}", *(f"{d[m][k]:.2f} s" for k in ("p50_s", "p99_s", "max_s"))]
-                for m in ("inline", "background")
+                [f"checkpoints {m}", *(f"{d[m][k]:.3f} s" for k in ("p50_s", "p99_s", "max_s"))]
+                + [f"{d[m]['p99_s'] / d[m]['p50_s']:.2f}"]
+                for m in CHECKPOINT_MODES
+                if m in d
             ],
         )
     if (d := load("history")) is not None:
@@ -484,7 +492,7 @@ def plot(part: str, data: dict[str, Any], path: Path) -> None:
         ax.set_xlabel("files in the commit")
         ax.set_ylabel("seconds")
     elif part == "checkpoints":
-        for mode in ("inline", "background"):
+        for mode in (m for m in CHECKPOINT_MODES if m in data):
             ax.plot(range(1, data["commits"] + 1), data[mode]["seconds"], label=f"checkpoints {mode}", linewidth=0.8)
         ax.set_xlabel("commit")
         ax.set_ylabel("seconds")

@@ -57,13 +57,14 @@ def test_report_renders_what_was_measured(bench: ModuleType, tmp_path: Path) -> 
                 "commits": 200,
                 "files_per_commit": 10,
                 "inline": {"p50_s": 0.3, "p99_s": 9.5, "max_s": 12.0},
-                "background": {"p50_s": 0.31, "p99_s": 0.6, "max_s": 0.9},
+                "background": {"p50_s": 0.031, "p99_s": 0.062, "max_s": 0.09},
             }
         )
     )
     text = bench.report(tmp_path)
-    assert "| checkpoints inline | 0.30 s | 9.50 s | 12.00 s |" in text
-    assert "| checkpoints background | 0.31 s | 0.60 s | 0.90 s |" in text
+    assert "| checkpoints inline | 0.300 s | 9.500 s | 12.000 s | 31.67 |" in text
+    assert "| checkpoints background | 0.031 s | 0.062 s | 0.090 s | 2.00 |" in text
+    assert "checkpoints none" not in text  # a run from before the control was added
     assert "Spark rewrite" not in text  # no commit.json: no commit table
 
 
