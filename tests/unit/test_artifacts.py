@@ -57,6 +57,25 @@ def test_the_log_store_compiles_against_the_pinned_delta_and_hadoop() -> None:
     assert props.findtext("m:hadoop.version", namespaces=NS) == artifacts.HADOOP_VERSION
 
 
+def test_the_file_system_jar_the_service_looks_for_is_the_one_the_pom_makes() -> None:
+    """The service finds its local file system's jar by name (``*-local-fs.jar``) and puts it on
+    the driver's class path; the POM makes that jar with a classifier, holding that class alone."""
+    from commit_service.spark import LOCAL_FILE_SYSTEM, LOCAL_FILE_SYSTEM_JAR
+
+    project = GROUPS["log-store"].build_project
+    assert project is not None
+    pom = ET.parse(artifacts.REPO_ROOT / project / "pom.xml").getroot()
+    executions = {e.findtext("m:id", namespaces=NS): e for e in pom.iterfind(".//m:execution", NS)}
+    class_files = LOCAL_FILE_SYSTEM.replace(".", "/") + "*"
+    own = executions["local-fs"].find("m:configuration", NS)
+    assert own is not None
+    assert f"-{own.findtext('m:classifier', namespaces=NS)}.jar" == LOCAL_FILE_SYSTEM_JAR
+    assert [i.text for i in own.iterfind("m:includes/m:include", NS)] == [class_files]
+    main_jar = executions["default-jar"].find("m:configuration", NS)
+    assert main_jar is not None
+    assert [x.text for x in main_jar.iterfind("m:excludes/m:exclude", NS)] == [class_files]
+
+
 def test_fingerprint_changes_with_a_pin() -> None:
     a = ArtifactGroup("x", "d", (Dependency("g:a:1"),))
     b = ArtifactGroup("x", "d", (Dependency("g:a:2"),))
