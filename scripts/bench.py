@@ -494,6 +494,7 @@ def plot(part: str, data: dict[str, Any], path: Path) -> None:
     elif part == "checkpoints":
         for mode in (m for m in CHECKPOINT_MODES if m in data):
             ax.plot(range(1, data["commits"] + 1), data[mode]["seconds"], label=f"checkpoints {mode}", linewidth=0.8)
+        ax.set_yscale("log")  # inline's seconds beside the others' milliseconds
         ax.set_xlabel("commit")
         ax.set_ylabel("seconds")
     elif part == "history":
