@@ -76,9 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         pid = sidecar.process.pid
         assert pid is not None
         stop = threading.Event()
+        bootstrap = stack.kafka.bootstrap_servers
 
         def produce() -> None:
-            producer = KafkaProducer(bootstrap_servers=stack.kafka.bootstrap_servers, linger_ms=50)
+            producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=50)
             i = 0
             while not stop.is_set():
                 for _ in range(args.rate // 10):
