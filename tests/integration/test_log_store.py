@@ -106,7 +106,7 @@ def test_local_files_get_hadoop_s_permissions_without_a_child_process(spark: Any
     jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
     path = jvm.org.apache.hadoop.fs.Path
 
-    def create_files(fs: Any, folder: Path) -> int:
+    def create_files(fs: Any, folder: Path) -> float:
         """CPU seconds the JVM's child processes used while ``fs`` created 200 files (and their .crc)."""
         before = children_cpu_seconds(jvm_pid)
         for i in range(200):
