@@ -70,6 +70,7 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: 
                 checkpoint_in_commit=not table.maintenance.background_checkpoints,
                 facts=facts,
                 upsert=table.upsert,
+                type_widening=table.type_widening,
             )
 
         return DeferredCommitter(

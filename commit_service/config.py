@@ -179,6 +179,7 @@ class TableConfig:
     cdc: Cdc = Cdc.NONE
     delete_on_tombstone: bool = False
     deletion_vectors: bool = True  # upsert: replaced rows are marked deleted, their files kept
+    type_widening: bool = False  # a column may widen (int -> long, ...) with Delta's typeWidening feature
 
     def __post_init__(self) -> None:
         self._check_upsert()

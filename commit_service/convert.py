@@ -1,28 +1,36 @@
-"""The files a commit rewrites into the table, read as Spark DataFrames (one reader per commit).
+"""The files a commit rewrites into the table, read as Spark DataFrames of the round's one schema.
 
-Used by :class:`~commit_service.delta_commit.DeltaCommitter` inside a commit's transaction: its
-frames go to ``txn.writeFiles``, which writes new Parquet files under the table root. Rewritten
-are JSON-lines and CSV files, and Parquet files whose sink envelope is unwrapped (their columns
-change, so they cannot be added in place).
+Used by :class:`~commit_service.delta_commit.DeltaCommitter` (and for upsert tables by
+:class:`~commit_service.delta_upsert.UpsertWriter`) inside a commit's transaction: the committer
+asks each file's :meth:`FrameReader.shape`, reconciles them with the table's
+(:func:`commit_service.round_schema.reconcile`), and then :meth:`FrameReader.frame` reads the
+rewritten files as one frame holding exactly that schema for ``txn.writeFiles``. Rewritten are
+JSON-lines and CSV files, Parquet files whose sink envelope is unwrapped, and Parquet files whose
+types differ from the table's (or that lie outside an ``in_place`` table's root).
 
 Text files are read whole through :class:`~commit_service.storage.StorageReader` and decompressed
 by their magic bytes (:mod:`commit_service.content`): Spark would pick a codec by file extension
-only, and sinks write gzip objects without one. Spark then parses the lines (``read.json`` /
-``read.csv`` over an RDD of lines), so types are inferred exactly as Spark infers them from files.
-Where the table's ``unwrap`` says so, the envelope's ``value`` fields become top-level columns and
-its ``key``/``offset``/``timestamp``/``headers`` become ``_kafka_*`` columns.
+only, and sinks write gzip objects without one. JSON lines are parsed here and typed by
+:mod:`commit_service.json_infer` (as Spark would, but a null-only value keeps no type); Spark then
+parses them with that explicit schema, failing on any line that does not fit it. Parquet files
+are read by Spark, files of one footer schema together. Where the table's ``unwrap`` says so, the
+envelope's ``value`` fields become top-level columns and its ``key``/``offset``/``timestamp``/
+``headers`` become ``_kafka_*`` columns.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from commit_service import json_infer
+from commit_service.conform import conform, devoid
 from commit_service.content import KAFKA_COLUMNS, ContentError, Unwrap, decode_text, envelope_shape
 from commit_service.errors import DataFileError
 from commit_service.paths import table_location
+from commit_service.round_schema import VOID, Schema
 from commit_service.state import PendingFile
 from commit_service.storage import FileFacts, StorageReader
 from lakegate_core.protocol import FileFormat
@@ -30,23 +38,74 @@ from lakegate_core.protocol import FileFormat
 CORRUPT_RECORD = "_corrupt_record"  # Spark's column for lines it cannot parse (PERMISSIVE mode)
 LINES_PER_SLICE = 20_000
 
+# Spark's schema (JSON form) of a Parquet file, given its path and footer key (the committer
+# remembers them across commits: a sink writes the same schema file after file)
+ParquetSchemas = Callable[[str, "str | None"], Schema]
+
+
+def marked_voids(schema: Schema, paths: Sequence[str]) -> Schema:
+    """``schema`` with the struct leaves at the dotted ``paths`` typed :data:`VOID`."""
+    if not paths:
+        return schema
+    heads: dict[str, list[str]] = {}
+    for path in paths:
+        head, _, rest = path.partition(".")
+        heads.setdefault(head, []).append(rest)
+    fields = []
+    for f in schema["fields"]:
+        rests = heads.get(f["name"])
+        if rests is not None and "" in rests:
+            f = {**f, "type": VOID}
+        elif rests is not None and isinstance(f["type"], dict) and f["type"].get("type") == "struct":
+            f = {**f, "type": marked_voids(f["type"], rests)}
+        fields.append(f)
+    return {**schema, "fields": fields}
+
+
+def lifts(schema: Schema, unwrap: Unwrap) -> bool:
+    """Whether a file of (raw) ``schema`` has its envelope unwrapped: a void ``value`` (every record
+    a tombstone) counts as a record whose fields are unknown."""
+    structs = {
+        f["name"]: f["type"] == VOID or (isinstance(f["type"], dict) and f["type"].get("type") == "struct")
+        for f in schema["fields"]
+    }
+    return envelope_shape(structs, unwrap)
+
+
+def unwrapped(schema: Schema, unwrap: Unwrap) -> Schema:
+    """The columns a file of (raw) ``schema`` gives the table: the envelope's value fields and its
+    ``_kafka_*`` columns where it is unwrapped, else its own."""
+    if not lifts(schema, unwrap):
+        return schema
+    by_name = {f["name"]: f for f in schema["fields"]}
+    value = by_name["value"]["type"]
+    if isinstance(value, dict) and value.get("type") == "struct":
+        fields = list(value["fields"])
+    elif value == VOID:
+        fields = []
+    else:  # unwrap: value, and a value that is no record: it stays one column
+        fields = [by_name["value"]]
+    fields += [{**by_name[name], "name": alias} for name, alias in KAFKA_COLUMNS.items() if name in by_name]
+    return {"type": "struct", "fields": fields}
+
 
 class FrameReader:
-    """Reads one commit's rewritten files; caches each file's text and frame for that commit."""
+    """Reads one commit's rewritten files; caches each file's text, records and shape for that commit."""
 
-    def __init__(self, spark: Any, storage: StorageReader, unwrap: Unwrap) -> None:
+    def __init__(self, spark: Any, storage: StorageReader, unwrap: Unwrap, parquet_schemas: ParquetSchemas) -> None:
         self.spark = spark
         self.storage = storage
         self.unwrap = unwrap
+        self.parquet_schemas = parquet_schemas
         self._lines: dict[str, list[str]] = {}
-        self._frames: dict[str, Any] = {}
-        self._groups: dict[tuple[str, ...], Any] = {}
+        self._records: dict[str, list[dict[str, Any]]] = {}
+        self._raw: dict[str, Schema] = {}
 
-    def rewrites(self, p: PendingFile, facts: FileFacts | None) -> bool:
-        """Whether ``p`` is rewritten (text, or Parquet whose envelope is unwrapped) or added in place."""
-        if p.file.format is not FileFormat.PARQUET:
-            return True
-        return facts is not None and envelope_shape(dict(facts.columns), self.unwrap)
+    def lifts(self, p: PendingFile, facts: FileFacts | None) -> bool:
+        """Whether ``p`` is Parquet in the sink's envelope (rewritten: its columns change)."""
+        return (
+            p.file.format is FileFormat.PARQUET and facts is not None and lifts(self.raw_shape(p, facts), self.unwrap)
+        )
 
     def lines(self, p: PendingFile) -> list[str]:
         """The non-empty lines of a text file, decompressed whatever its name says."""
@@ -63,69 +122,99 @@ class FrameReader:
             self._lines[path] = [line for line in decoded.splitlines() if line.strip()]
         return self._lines[path]
 
-    def frame(self, p: PendingFile) -> Any:
-        """One file as the DataFrame the table would get (after unwrapping)."""
-        if p.file.path not in self._frames:
-            self._frames[p.file.path] = self._unwrapped(self._read([p]))
-        return self._frames[p.file.path]
+    def records(self, p: PendingFile) -> list[dict[str, Any]]:
+        """A JSON-lines file's records; a line that is not a JSON object refuses the file."""
+        path = p.file.path
+        if path not in self._records:
+            try:
+                self._records[path] = json_infer.parse_lines(self.lines(p))
+            except json_infer.LineError as exc:
+                raise DataFileError(path, f"has lines that are not jsonl records: {exc}") from None
+        return self._records[path]
 
-    def schema(self, p: PendingFile) -> dict[str, Any]:
-        """Spark's schema (JSON form) of :meth:`frame`; a file with unparseable lines is refused."""
-        schema: dict[str, Any] = json.loads(self.frame(p).schema.json())
-        if any(f["name"] == CORRUPT_RECORD for f in schema["fields"]):
-            raise DataFileError(p.file.path, f"has lines that are not {p.file.format.value} records")
-        return schema
+    def rows(self, p: PendingFile, facts: FileFacts | None) -> int:
+        """How many records ``p`` holds, counted from the file itself (each line of a text file is
+        one record: sinks write no header): what the round guard expects written."""
+        if p.file.format is FileFormat.PARQUET:
+            return facts.num_records if facts is not None and facts.num_records is not None else 0
+        return len(self.lines(p))
 
-    def group_schema(self, files: list[PendingFile]) -> dict[str, Any] | None:
-        """Spark's schema of :meth:`group_frame`: one inference over all of ``files`` instead of one
-        Spark job per file. None where each file's own schema is needed: CSV (headers are per
-        file), or a line that does not parse (:meth:`schema` then names the file)."""
-        if files[0].file.format is FileFormat.CSV:
-            return None
-        schema: dict[str, Any] = json.loads(self.group_frame(files).schema.json())
-        return None if any(f["name"] == CORRUPT_RECORD for f in schema["fields"]) else schema
-
-    def group_frame(self, files: list[PendingFile]) -> Any:
-        """All of ``files`` (one format) as one DataFrame, for one ``txn.writeFiles`` (made once per
-        commit: reading text infers its schema, a Spark job)."""
-        key = tuple(p.file.path for p in files)
-        if key not in self._groups:
-            if files[0].file.format is FileFormat.CSV:  # headers are per file: one frame each, unioned
-                frames = [self.frame(p) for p in files]
-                self._groups[key] = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+    def raw_shape(self, p: PendingFile, facts: FileFacts | None) -> Schema:
+        """``p``'s columns as the sink wrote them (envelope kept), null-only values typed :data:`VOID`."""
+        path = p.file.path
+        if path not in self._raw:
+            fmt = p.file.format
+            if fmt is FileFormat.JSONL:
+                self._raw[path] = json_infer.infer(self.records(p))
+            elif fmt is FileFormat.PARQUET:
+                physical = self.parquet_schemas(path, facts.schema_key if facts else None)
+                self._raw[path] = marked_voids(physical, facts.null_strings if facts else ())
             else:
-                self._groups[key] = self._unwrapped(self._read(files))
-        return self._groups[key]
+                self._raw[path] = json.loads(self._csv(p).schema.json())
+                if any(f["name"] == CORRUPT_RECORD for f in self._raw[path]["fields"]):
+                    raise DataFileError(path, "has lines that are not csv records")
+        return self._raw[path]
 
-    def raw_frame(self, files: list[PendingFile]) -> Any:
-        """``files`` (one format) as the sink wrote them, envelope kept: an upsert table reads its
-        changes from the envelope (:mod:`commit_service.upsert`)."""
-        return self._read(files)
+    def shape(self, p: PendingFile, facts: FileFacts | None) -> Schema:
+        """``p``'s columns as the table gets them (after unwrapping), voids marked."""
+        return unwrapped(self.raw_shape(p, facts), self.unwrap)
 
-    def _read(self, files: list[PendingFile]) -> Any:
-        fmt = files[0].file.format
+    def frame(
+        self, files: Sequence[PendingFile], facts: dict[str, FileFacts], target: Schema, *, raw: bool = False
+    ) -> Any:
+        """``files`` as one DataFrame of ``target``'s columns: unwrapped (``raw``: envelope kept, for
+        upsert tables), conformed (:func:`commit_service.conform.conform`), unioned. Files of one
+        format and one raw schema are read together."""
+        groups: dict[tuple[FileFormat, str], list[PendingFile]] = {}
+        for p in files:
+            key = (p.file.format, json.dumps(self.raw_shape(p, facts.get(p.file.path)), sort_keys=True))
+            groups.setdefault(key, []).append(p)
+        frames = []
+        for (fmt, _), group in groups.items():
+            source = self.raw_shape(group[0], facts.get(group[0].file.path))
+            df = self._read(fmt, group, source)
+            if not raw:
+                df, source = self._unwrapped(df, source), unwrapped(source, self.unwrap)
+            frames.append(conform(df, source, target))
+        union = functools.reduce(lambda a, b: a.union(b), frames)
+        return union.coalesce(self._slices(files, facts)) if len(frames) > 1 else union
+
+    def _slices(self, files: Sequence[PendingFile], facts: dict[str, FileFacts]) -> int:
+        """How many tasks (and so files) a round's frame is written by: one per LINES_PER_SLICE
+        records, at most one per core."""
+        rows = sum(self.rows(p, facts.get(p.file.path)) for p in files)
+        return max(1, min(self.spark.sparkContext.defaultParallelism, rows // LINES_PER_SLICE))
+
+    def _read(self, fmt: FileFormat, files: list[PendingFile], source: Schema) -> Any:
         if fmt is FileFormat.PARQUET:
             return self.spark.read.parquet(*[table_location(p.file.path) for p in files])
-        lines = list(self._all_lines(files)) or [""]
-        # a slice per LINES_PER_SLICE lines, at most one per core: one slice of a large commit is
-        # one task on one core, shipped as one huge task
-        slices = max(1, min(self.spark.sparkContext.defaultParallelism, len(lines) // LINES_PER_SLICE))
-        rdd = self.spark.sparkContext.parallelize(lines, slices)
-        if fmt is FileFormat.JSONL:
-            return self.spark.read.json(rdd)
-        return self.spark.read.option("header", "true").option("inferSchema", "true").csv(rdd)
-
-    def _all_lines(self, files: Iterable[PendingFile]) -> Iterable[str]:
-        for p in files:
-            yield from self.lines(p)
-
-    def _unwrapped(self, df: Any) -> Any:
-        from pyspark.sql import functions as F
+        if fmt is FileFormat.CSV:
+            return functools.reduce(lambda a, b: a.union(b), [self._csv(p) for p in files])
         from pyspark.sql.types import StructType
 
-        structs = {f.name: isinstance(f.dataType, StructType) for f in df.schema.fields}
-        if not envelope_shape(structs, self.unwrap):
+        lines = [line for p in files for line in self.lines(p)] or [""]
+        slices = max(1, min(self.spark.sparkContext.defaultParallelism, len(lines) // LINES_PER_SLICE))
+        rdd = self.spark.sparkContext.parallelize(lines, slices)
+        schema = StructType.fromJson(devoid(source))
+        return self.spark.read.schema(schema).option("mode", "FAILFAST").json(rdd)
+
+    def _csv(self, p: PendingFile) -> Any:
+        """A CSV file read as Spark reads CSV with a header row (kept from before; the round guard
+        refuses it when the sink wrote none, as Aiven's sink does)."""
+        rdd = self.spark.sparkContext.parallelize(self.lines(p) or [""], 1)
+        return self.spark.read.option("header", "true").option("inferSchema", "true").csv(rdd)
+
+    def _unwrapped(self, df: Any, source: Schema) -> Any:
+        from pyspark.sql import functions as F
+
+        if not lifts(source, self.unwrap):
             return df
-        cols = [F.col("value.*") if structs["value"] else F.col("value")]
-        cols += [F.col(name).alias(alias) for name, alias in KAFKA_COLUMNS.items() if name in structs]
+        by_name = {f["name"]: f["type"] for f in source["fields"]}
+        value = by_name["value"]
+        cols = []
+        if isinstance(value, dict) and value.get("type") == "struct":
+            cols.append(F.col("value.*"))
+        elif value != VOID:
+            cols.append(F.col("value"))
+        cols += [F.col(name).alias(alias) for name, alias in KAFKA_COLUMNS.items() if name in by_name]
         return df.select(*cols)

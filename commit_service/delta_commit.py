@@ -21,13 +21,13 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from py4j.protocol import Py4JError
 
-from commit_service import coverage, faults
+from commit_service import coverage, faults, round_guard
 from commit_service.committer import TableSnapshot
 from commit_service.config import Placement
 from commit_service.content import Unwrap
@@ -51,7 +51,7 @@ from commit_service.jvm_handles import JvmHandles
 from commit_service.maintenance import MaintenancePolicy
 from commit_service.paths import delta_path, root_prefix, table_location
 from commit_service.prefetch import FactsCache, storage_facts
-from commit_service.schema import merge_schema
+from commit_service.round_schema import FileShape, Widening, fits, reconcile, resolved_schema
 from commit_service.spark import job_label
 from commit_service.state import CommitPlan, PendingFile
 from commit_service.storage import FileFacts, StorageReader
@@ -66,6 +66,7 @@ APP_ID_PREFIX = "lakegate"
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 SCHEMA_CACHE = 256  # distinct footer schemas remembered
 NO_CHECKPOINT_IN_COMMIT = str(2**31 - 1)  # Delta checkpoints every N commits inside the commit: never
+TYPE_WIDENING = "delta.enableTypeWidening"  # a column widened (int -> long, ...) by a round
 ENABLE_DELETION_VECTORS = "delta.enableDeletionVectors"  # upsert tables: MERGE-style deletes without rewrites
 
 
@@ -113,6 +114,7 @@ class DeltaCommitter:
         checkpoint_in_commit: bool = True,
         facts: FactsCache | None = None,
         upsert: UpsertSpec | None = None,
+        type_widening: bool = False,
     ) -> None:
         self.spark = spark
         self.table = table
@@ -123,13 +125,14 @@ class DeltaCommitter:
         self.placement = placement
         self.unwrap = unwrap
         self.offset_check = offset_check
+        self.type_widening = type_widening  # a round may widen a column (Delta's typeWidening feature)
         self.checkpoint_in_commit = checkpoint_in_commit  # False: the service writes them (see checkpoint)
         self._handles = JvmHandles.resolve(spark._jvm)
         self._actions = ActionBuilder(spark._jvm, self._handles)
         self._maintainer = DeltaMaintainer(spark, table, self.location, self._log)
         self._spark_schemas: dict[str, dict[str, Any]] = {}  # footer schema (Arrow text) -> Spark's schema
         self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
-        self._upsert = UpsertWriter(spark, self.location, upsert) if upsert is not None else None
+        self._upsert = UpsertWriter(spark, self.location, upsert, type_widening) if upsert is not None else None
 
     # -- reading --------------------------------------------------------------------------
 
@@ -224,16 +227,10 @@ class DeltaCommitter:
             return ()
 
     def _commit(self, plan: CommitPlan, now_ms: int | None, commit_id: str) -> CommitRecord:
-        reader = FrameReader(self.spark, self.storage, self.unwrap)
+        reader = FrameReader(self.spark, self.storage, self.unwrap, self._parquet_schema)
         facts = self._facts(plan.files)
         for p in plan.files:
             coverage.check(p.file, self._coverage(p, facts[p.file.path], reader), self.offset_check)
-        in_place: list[PendingFile] = []
-        rewritten: list[PendingFile] = []
-        for p in plan.files:  # an upsert table rewrites every record: nothing is added in place (or copied)
-            rewrites = self._upsert is not None or reader.rewrites(p, facts[p.file.path])
-            (rewritten if rewrites else in_place).append(p)
-        placed = self._place(in_place)
 
         txn = self._log().startTransaction()
         read_version = int(txn.readVersion())
@@ -250,16 +247,15 @@ class DeltaCommitter:
         table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
         if self._upsert is not None:  # every file is read as changes and merged by key
             data = self._upsert.round(
-                txn, plan.files, reader, read_version, lambda s: self._set_schema(txn, read_version, table_schema, s)
+                txn,
+                plan.files,
+                reader,
+                facts,
+                read_version,
+                lambda s, widened: self._set_schema(txn, read_version, table_schema, s, widened),
             )
         else:
-            self._set_schema(
-                txn, read_version, table_schema, self._merged_schema(table_schema, in_place, facts, rewritten, reader)
-            )
-            adds = self._actions.many(
-                ActionKind.ADD, [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
-            )
-            data = [adds, *self._rewrite(txn, rewritten, reader)]
+            data = self._append(txn, plan.files, reader, facts, read_version, table_schema)
         millis = now_ms if now_ms is not None else int(self.clock() * 1000)
         txns = self._actions.many(
             ActionKind.TXN,
@@ -293,14 +289,92 @@ class DeltaCommitter:
         self.facts.forget(p.file for p in plan.files)
         return replace(record, version=version)
 
+    def _append(
+        self,
+        txn: Any,
+        files: Sequence[PendingFile],
+        reader: FrameReader,
+        facts: dict[str, FileFacts],
+        read_version: int,
+        table_schema: dict[str, Any] | None,
+    ) -> list[Any]:
+        """An append round's file actions: the round's schema reconciled (a conflicting file is
+        refused), Parquet files that fit it added in place, the others rewritten to it, and the
+        round guard's check of what was written."""
+        shapes = {p.file.path: reader.shape(p, facts[p.file.path]) for p in files}
+        joined = reconcile(
+            table_schema, [FileShape(p.file.path, shapes[p.file.path]) for p in files], widen=self.type_widening
+        )
+        if joined.refused:
+            path, reason = next(iter(joined.refused.items()))
+            raise SchemaMismatchError(path, reason)
+        target = resolved_schema(joined.schema)
+        in_place = [p for p in files if self._adds_in_place(p, reader, facts[p.file.path], target)]
+        rewritten = [p for p in files if p not in in_place]
+        placed = self._place(in_place)
+        self._set_schema(txn, read_version, table_schema, target, joined.widened)
+        adds = self._actions.many(
+            ActionKind.ADD, [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
+        )
+        written: list[Any] = [adds]
+        in_place_sources = [round_guard.Source(p.file.path, 0, shapes[p.file.path]) for p in in_place]
+        round_guard.check(self.table, in_place_sources, 0, target)
+        if rewritten:
+            frame = reader.frame(rewritten, facts, target)
+            new_adds = txn.writeFiles(frame._jdf)
+            sources = [
+                round_guard.Source(p.file.path, reader.rows(p, facts[p.file.path]), shapes[p.file.path])
+                for p in rewritten
+            ]
+            rows = round_guard.written_rows(self._add_stats(new_adds))
+            round_guard.check(self.table, sources, rows, json.loads(frame.schema.json()))
+            written.append(self._handles.as_java(new_adds))
+        return written
+
+    def _adds_in_place(self, p: PendingFile, reader: FrameReader, facts: FileFacts, target: dict[str, Any]) -> bool:
+        """Whether Parquet file ``p`` is committed where it lies (or copied): not in the envelope,
+        of the table's types, and for ``in_place`` under the table root; else it is rewritten."""
+        if p.file.format is not FileFormat.PARQUET or reader.lifts(p, facts):
+            return False
+        if self.placement is Placement.IN_PLACE and not p.file.path.startswith(self.root):
+            return False
+        return fits(self._parquet_schema(p.file.path, facts.schema_key), target)
+
+    def _add_stats(self, adds: Any) -> list[dict[str, Any] | None]:
+        """The statistics (``numRecords``, ...) of the AddFiles ``txn.writeFiles`` returned."""
+        mapper = self._handles.json_mapper
+        actions = json.loads(mapper.writeValueAsString(self._handles.as_java(adds)))
+        return [json.loads(a["stats"]) if a.get("stats") else None for a in actions]
+
     def _set_schema(
-        self, txn: Any, read_version: int, table_schema: dict[str, Any] | None, new_schema: dict[str, Any]
+        self,
+        txn: Any,
+        read_version: int,
+        table_schema: dict[str, Any] | None,
+        new_schema: dict[str, Any],
+        widened: Sequence[Widening] = (),
     ) -> None:
-        """Create the table's metadata, or widen it to ``new_schema``."""
+        """Create the table's metadata, or grow it to ``new_schema``; a column whose type widens
+        turns on Delta's type widening and is recorded as Delta records a type change."""
         if read_version < 0:
             txn.updateMetadataForNewTable(self._metadata_action(new_schema, created=int(self.clock() * 1000)))
-        elif new_schema != table_schema or not self._configured(txn.metadata()):
-            txn.updateMetadata(self._metadata_action(new_schema, like=txn.metadata()), False)
+            return
+        extra = {TYPE_WIDENING: "true"} if widened else {}
+        if widened and table_schema is not None:
+            new_schema = self._with_type_changes(txn, new_schema, table_schema)
+        if new_schema != table_schema or not self._configured(txn.metadata(), extra):
+            txn.updateMetadata(self._metadata_action(new_schema, like=txn.metadata(), extra=extra), False)
+
+    def _with_type_changes(self, txn: Any, schema: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+        """``schema`` with Delta's record of each widened column (``delta.typeChanges``), made by
+        Delta's own ``TypeWideningMetadata``."""
+        types = self.spark._jvm.org.apache.spark.sql.types.DataType
+        helper = self.spark._jvm.org.apache.spark.sql.delta.TypeWideningMetadata  # the object's static forwarders
+        marked = helper.addTypeWideningMetadata(
+            txn, types.fromJson(json.dumps(schema)), types.fromJson(json.dumps(old))
+        )
+        result: dict[str, Any] = json.loads(marked.json())
+        return result
 
     def prefetch(self, files: list[DataFile]) -> None:
         self.facts.prefetch(files)
@@ -391,65 +465,17 @@ class DeltaCommitter:
         if moved:
             raise OffsetsMovedError(f"table {self.table} offsets moved: {moved}", read_version, PartitionOffsets(moved))
 
-    def _merged_schema(
-        self,
-        table: dict[str, Any] | None,
-        in_place: list[PendingFile],
-        facts: dict[str, FileFacts],
-        rewritten: list[PendingFile],
-        reader: FrameReader,
-    ) -> dict[str, Any]:
-        """The table's schema widened by every file's. Rewritten files are merged as the one frame
-        per format that is written (one schema inference); only when that fails is each file
-        merged alone, so the error names the file to blame."""
-        schema = table
-        merged: list[dict[str, Any]] = []  # the in-place schemas merged (most files share one)
-        for path, file_schema in self._file_schemas(in_place, facts):
-            if not any(file_schema is m for m in merged):
-                schema = file_schema if schema is None else merge_schema(schema, file_schema, path)
-                merged.append(file_schema)
-        for fmt in FileFormat:
-            group = [p for p in rewritten if p.file.format is fmt]
-            if not group:
-                continue
-            group_schema = reader.group_schema(group)
-            try:
-                if group_schema is not None:
-                    schema = group_schema if schema is None else merge_schema(schema, group_schema, group[0].file.path)
-                    continue
-            except SchemaMismatchError:
-                pass  # find the file to blame
-            for p in group:
-                file_schema = reader.schema(p)
-                schema = file_schema if schema is None else merge_schema(schema, file_schema, p.file.path)
-        return schema if schema is not None else {"type": "struct", "fields": []}  # a release before any file
-
-    def _file_schemas(
-        self, in_place: list[PendingFile], facts: dict[str, FileFacts]
-    ) -> Iterable[tuple[str, dict[str, Any]]]:
-        """Spark's schema of each in-place file: one Spark read per distinct Parquet footer schema,
-        remembered across commits (a sink writes the same schema file after file)."""
-        for p in in_place:
-            key = facts[p.file.path].schema_key
-            schema = self._spark_schemas.get(key) if key is not None else None
-            if schema is None:
-                schema = json.loads(self.spark.read.parquet(table_location(p.file.path)).schema.json())
-                if key is not None:
-                    if len(self._spark_schemas) >= SCHEMA_CACHE:
-                        self._spark_schemas.clear()
-                    self._spark_schemas[key] = schema
-            yield p.file.path, schema
-
-    def _rewrite(self, txn: Any, files: list[PendingFile], reader: FrameReader) -> list[Any]:
-        """Write the rewritten files as new Parquet files inside ``txn``; returns their AddFiles,
-        one Java list per format written."""
-        written: list[Any] = []
-        for fmt in FileFormat:
-            group = [p for p in files if p.file.format is fmt]
-            if group:
-                adds = txn.writeFiles(reader.group_frame(group)._jdf)
-                written.append(self._handles.as_java(adds))
-        return written
+    def _parquet_schema(self, path: str, key: str | None) -> dict[str, Any]:
+        """Spark's schema of a Parquet file: one Spark read per distinct footer schema, remembered
+        across commits (a sink writes the same schema file after file)."""
+        schema = self._spark_schemas.get(key) if key is not None else None
+        if schema is None:
+            schema = json.loads(self.spark.read.parquet(table_location(path)).schema.json())
+            if key is not None:
+                if len(self._spark_schemas) >= SCHEMA_CACHE:
+                    self._spark_schemas.clear()
+                self._spark_schemas[key] = schema
+        return schema
 
     def _place(self, files: list[PendingFile]) -> dict[str, str]:
         """Where each in-place file is committed from: copied under ``<table>/data/<topic>/<partition>/``
@@ -482,15 +508,22 @@ class DeltaCommitter:
             props[ENABLE_DELETION_VECTORS] = "true"
         return props
 
-    def _configured(self, metadata: Any) -> bool:
+    def _configured(self, metadata: Any, extra: dict[str, str]) -> bool:
         have = json.loads(metadata.json())["metaData"].get("configuration") or {}
-        return all(have.get(k) == v for k, v in self._table_properties().items())
+        return all(have.get(k) == v for k, v in {**self._table_properties(), **extra}.items())
 
-    def _metadata_action(self, schema: dict[str, Any], *, created: int | None = None, like: Any = None) -> Any:
+    def _metadata_action(
+        self,
+        schema: dict[str, Any],
+        *,
+        created: int | None = None,
+        like: Any = None,
+        extra: dict[str, str] | None = None,
+    ) -> Any:
         if like is not None:
             meta = json.loads(like.json())["metaData"]
             meta["schemaString"] = json.dumps(schema)
-            meta["configuration"] = {**(meta.get("configuration") or {}), **self._table_properties()}
+            meta["configuration"] = {**(meta.get("configuration") or {}), **self._table_properties(), **(extra or {})}
             return self._actions.one({"metaData": meta})
         return self._actions.one(
             {

@@ -23,25 +23,34 @@ Files not holding a changed key are not touched.
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from commit_service import faults
+from commit_service import faults, round_guard
 from commit_service import upsert as changes_of
 from commit_service.convert import FrameReader
-from commit_service.errors import DataFileError
-from commit_service.schema import merge_schema
+from commit_service.errors import DataFileError, SchemaMismatchError
+from commit_service.facts import FileFacts
+from commit_service.round_schema import (
+    VOID,
+    Conflict,
+    FileShape,
+    Schema,
+    Widening,
+    merge_struct,
+    reconcile,
+    widenings,
+)
 from commit_service.state import PendingFile
 from commit_service.upsert import INTERNAL, ChangeError, UpsertSpec
-from lakegate_core.protocol import FileFormat
 
 FILE_COLUMN = "__lakegate_file"
 ROW_COLUMN = "__lakegate_row_index"
 # A round with at most this many changed keys sends them to every task joining them with the table
 # (a broadcast join); more are joined by shuffling both sides, the table too.
 BROADCAST_KEYS = 2_000_000
+_EMPTY: Schema = {"type": "struct", "fields": []}
 
 
 def _has_vectors(snapshot: Any) -> bool:
@@ -55,10 +64,11 @@ def _has_vectors(snapshot: Any) -> bool:
 class UpsertWriter:
     """Builds each upsert round's actions for one table (owned by its DeltaCommitter)."""
 
-    def __init__(self, spark: Any, location: str, spec: UpsertSpec) -> None:
+    def __init__(self, spark: Any, location: str, spec: UpsertSpec, type_widening: bool = False) -> None:
         self.spark = spark
         self.location = location
         self.spec = spec
+        self.type_widening = type_widening
         self._jvm = spark._jvm
 
     def round(
@@ -66,8 +76,9 @@ class UpsertWriter:
         txn: Any,
         files: Sequence[PendingFile],
         reader: FrameReader,
+        facts: Mapping[str, FileFacts],
         read_version: int,
-        set_schema: Callable[[dict[str, Any]], None],
+        set_schema: Callable[[dict[str, Any], Sequence[Widening]], None],
     ) -> list[Any]:
         """The round's actions as Java lists: the changes to existing files (re-added with deletion
         vectors, or removed), then the written rows' AddFiles. ``set_schema`` puts the table's new
@@ -78,7 +89,12 @@ class UpsertWriter:
 
         table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
         table_type = StructType.fromJson(table_schema) if table_schema is not None else None
-        changed = self._changes(files, reader, table_type)
+        raw = self._raw(files, reader, dict(facts), table_schema)
+        expected = sum(reader.rows(p, facts.get(p.file.path)) for p in files)
+        read = raw.count()
+        if read != expected:  # the round guard's row check, on the records read as changes
+            round_guard.check(self.location, [round_guard.Source("the round", expected, _EMPTY)], read, _EMPTY)
+        changed = self._changes(files, reader, dict(facts), table_schema, table_type, raw)
         last = changes_of.latest(changed, self.spec).localCheckpoint()  # read once, used several times
         table = None
         if read_version >= 0:
@@ -88,10 +104,26 @@ class UpsertWriter:
             if self.spec.orders_across_rounds:
                 last = changes_of.not_older(last, table, self.spec, broadcast=small).localCheckpoint()
         rows = last.where(~F.col(changes_of.DELETE)).drop(*INTERNAL)
+        image = changes_of.image_shape(
+            changes_of.typed_raw(
+                self._raw_schema(files, reader, dict(facts)), self.spec, table_schema, self.type_widening
+            ),
+            self.spec,
+        )
+        typeless = {f["name"] for f in image["fields"] if f["type"] == VOID} if image else set()
+        rows = rows.drop(*[c for c in rows.columns if c in typeless])  # no value has typed them yet
         schema: dict[str, Any] = json.loads(rows.schema.json())
+        widened: list[Widening] = []
         if table_schema is not None:
-            schema = merge_schema(table_schema, schema, f"this round's {len(files)} files")
-        set_schema(schema)
+            try:
+                merged = merge_struct(table_schema, schema, "", table_schema, self.type_widening)
+            except Conflict as exc:
+                raise DataFileError(files[0].file.path, f"this round's {len(files)} files: {exc}") from None
+            widened, schema = widenings(table_schema, merged), merged
+        shapes = [changes_of.image_shape(reader.raw_shape(p, facts.get(p.file.path)), self.spec) for p in files]
+        sources = [round_guard.Source(p.file.path, 0, shape) for p, shape in zip(files, shapes, strict=True) if shape]
+        round_guard.check(self.location, sources, 0, schema)
+        set_schema(schema, widened)
         if table is None:  # a new table: every row is new
             return [self._write(txn, rows, 1)]
         keys = last.select(*self.spec.key).distinct()
@@ -166,21 +198,51 @@ class UpsertWriter:
             removes.add(add.remove())
         return removes, kept.unionByName(rows, allowMissingColumns=True), len(touched)
 
-    def _changes(self, files: Sequence[PendingFile], reader: FrameReader, table_type: Any) -> Any:
+    def _changes(
+        self,
+        files: Sequence[PendingFile],
+        reader: FrameReader,
+        facts: dict[str, FileFacts],
+        table_schema: dict[str, Any] | None,
+        table_type: Any,
+        raw: Any,
+    ) -> Any:
         """The round's changes; a file that cannot be read as changes is named (read alone)."""
         try:
-            return changes_of.changes(self._raw(files, reader), self.spec, table_type)
+            return changes_of.changes(raw, self.spec, table_type)
         except ChangeError as exc:
             for p in files:
                 try:
-                    changes_of.changes(self._raw([p], reader), self.spec, table_type)
+                    changes_of.changes(self._raw([p], reader, facts, table_schema), self.spec, table_type)
                 except ChangeError as alone:
                     raise DataFileError(p.file.path, str(alone)) from None
             raise DataFileError(files[0].file.path, f"{exc} (the round's files together)") from None
 
-    @staticmethod
-    def _raw(files: Sequence[PendingFile], reader: FrameReader) -> Any:
-        """The files as the sink wrote them (envelope kept), one frame per format, unioned."""
-        groups = [[p for p in files if p.file.format is fmt] for fmt in FileFormat]
-        frames = [reader.raw_frame(group) for group in groups if group]
-        return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+    def _raw_schema(self, files: Sequence[PendingFile], reader: FrameReader, facts: dict[str, FileFacts]) -> Schema:
+        """The round's envelope schema: the files' raw schemas reconciled (voids kept); a file
+        whose shape conflicts with the others' is refused."""
+        joined = reconcile(None, [FileShape(p.file.path, reader.raw_shape(p, facts.get(p.file.path))) for p in files])
+        if joined.refused:
+            path, reason = next(iter(joined.refused.items()))
+            raise SchemaMismatchError(path, reason)
+        return joined.schema
+
+    def _raw(
+        self, files: Sequence[PendingFile], reader: FrameReader, facts: dict[str, FileFacts], table: Schema | None
+    ) -> Any:
+        """The files as the sink wrote them (envelope kept) as one frame: their schemas reconciled,
+        the row image typed by the table where the round's values are all null
+        (:func:`commit_service.upsert.typed_raw`)."""
+        raw = self._raw_schema(files, reader, facts)
+        try:
+            target = changes_of.typed_raw(raw, self.spec, table, self.type_widening)
+        except Conflict as exc:
+            for p in files:  # name the file whose values the table's columns refuse
+                try:
+                    changes_of.typed_raw(
+                        reader.raw_shape(p, facts.get(p.file.path)), self.spec, table, self.type_widening
+                    )
+                except Conflict as alone:
+                    raise SchemaMismatchError(p.file.path, f"cannot join the table's schema: {alone}") from None
+            raise SchemaMismatchError(files[0].file.path, f"cannot join the table's schema: {exc}") from None
+        return reader.frame(files, facts, target, raw=True)

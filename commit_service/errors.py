@@ -27,6 +27,7 @@ coordinator retries the ``retryable`` commit errors with backoff and reports the
         ├── DeltaWriteError                     retryable: Delta failed (persisting: a file is quarantined)
         │   └── DeltaUnavailableError           retryable, transient: the table's storage is unreachable
         ├── UnexpectedCommitError               retryable: anything else the commit path raised
+        ├── RoundShortfallError                 retryable: what would be written lacks rows or columns
         ├── ConnectCheckError                   retryable, transient: Connect's offsets cannot be read
         ├── OffsetsMovedError                   409 offsets_moved, retryable, transient: another writer
         └── DataFileError                       422 bad_data_file: a file is missing, resized, unreadable
@@ -65,6 +66,7 @@ __all__ = [
     "ProtocolError",
     "RequestError",
     "RequestTimeoutError",
+    "RoundShortfallError",
     "SchemaMismatchError",
     "SparkSetupError",
     "TooManyPendingError",
@@ -168,6 +170,15 @@ class DeltaUnavailableError(DeltaWriteError):
     outage, never blamed on a file; retried with backoff until it passes."""
 
     transient = True
+
+
+class RoundShortfallError(CommitError):
+    """The round guard (:mod:`commit_service.round_guard`) found that what would be written holds
+    fewer rows or columns than the round's files: nothing is committed. Treated like a persistent
+    :class:`DeltaWriteError` (the plan is narrowed until one file is to blame, then quarantined)."""
+
+    code = "round_shortfall"
+    retryable = True
 
 
 class UnexpectedCommitError(CommitError):

@@ -27,6 +27,7 @@ PackedFacts = tuple[
     "int | None",
     "int | None",
     "int | None",
+    "tuple[str, ...]",
 ]
 
 
@@ -41,6 +42,9 @@ class FileFacts:
     schema_key: str | None = None  # the footer's Arrow schema as text: files sharing it share a schema
     columns: tuple[tuple[str, bool], ...] = ()  # Parquet: each top-level column and whether it is a struct
     coverage: Coverage | None = None  # Parquet in the sink's envelope: the offsets its footer bounds
+    # Parquet: the dotted paths of string columns (not inside a list or map) null in every row: a
+    # sink's type for values it never saw, which never wins over a real type (round_schema.VOID)
+    null_strings: tuple[str, ...] = ()
 
     def packed(self) -> PackedFacts:
         c = self.coverage
@@ -54,12 +58,13 @@ class FileFacts:
             None if c is None else c.span.first,
             None if c is None else c.span.last,
             None if c is None else c.records,
+            self.null_strings,
         )
 
     @classmethod
     def unpacked(cls, packed: PackedFacts) -> FileFacts:
-        size, mtime, records, stats, schema, columns, first, last, covered = packed
+        size, mtime, records, stats, schema, columns, first, last, covered, null_strings = packed
         coverage = (
             None if first is None or last is None or covered is None else Coverage(OffsetSpan(first, last), covered)
         )
-        return cls(size, mtime, records, stats, schema, columns, coverage)
+        return cls(size, mtime, records, stats, schema, columns, coverage, null_strings)

@@ -110,7 +110,8 @@ class StorageReader:
         columns = tuple((f.name, pa.types.is_struct(f.type)) for f in arrow)
         stats = delta_stats(meta)
         covered = footer_coverage([name for name, _ in columns], stats, meta.num_rows)
-        return FileFacts(int(info.size or 0), mtime, meta.num_rows, stats, key, columns, covered)
+        nulls = null_strings(meta)
+        return FileFacts(int(info.size or 0), mtime, meta.num_rows, stats, key, columns, covered, nulls)
 
     def head(self, uri: str) -> bytes:
         """The first bytes of an object (enough to tell its encoding); empty if unreadable."""
@@ -255,6 +256,27 @@ def delta_stats(meta: pq.FileMetaData) -> str:
         if bounded and bound_lo is not None and bound_hi is not None:
             mins[name], maxs[name] = bound_lo, bound_hi
     return json.dumps({"numRecords": meta.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls})
+
+
+def null_strings(meta: pq.FileMetaData) -> tuple[str, ...]:
+    """The dotted paths of the footer's string leaves, outside lists and maps, that hold no value in
+    any row (every row group's statistics count a null in each row), for
+    :attr:`FileFacts.null_strings`."""
+    found = []
+    for col in range(meta.num_columns):
+        column = meta.schema.column(col)
+        if column.max_repetition_level or column.logical_type.type != "STRING":
+            continue
+        nulls = 0
+        for rg in range(meta.num_row_groups):
+            st = meta.row_group(rg).column(col).statistics
+            if st is None or not st.has_null_count:
+                break
+            nulls += st.null_count
+        else:
+            if nulls == meta.num_rows:
+                found.append(column.path)
+    return tuple(found)
 
 
 def footer_coverage(columns: list[str], stats_json: str, rows: int) -> Coverage | None:

@@ -30,6 +30,7 @@ from enum import Enum
 from typing import Any
 
 from commit_service.content import KAFKA_COLUMNS
+from commit_service.round_schema import VOID, Schema, merge_struct
 
 OFFSET_COLUMN = KAFKA_COLUMNS["offset"]  # "_kafka_offset": the default ordering
 DELETE = "__lakegate_delete"  # internal columns of a change; never written to the table
@@ -97,6 +98,46 @@ class UpsertSpec:
             raise ChangeError(f"the records lack the key column(s) {missing} (tables[].key)")
 
 
+def image_shape(raw: Schema, spec: UpsertSpec) -> Schema | None:
+    """The row image of a round's raw (envelope) schema, voids kept: the value's struct, or for
+    Debezium ``before`` and ``after`` joined (one row type; either is null in some changes).
+    None where no value has a type (every record a tombstone)."""
+    value = next((f["type"] for f in raw["fields"] if f["name"] == "value"), VOID)
+    if not isinstance(value, dict) or value.get("type") != "struct":
+        return None
+    if spec.cdc is Cdc.NONE:
+        return value
+    parts = {f["name"]: f["type"] for f in value["fields"]}
+    image: Schema = {"type": "struct", "fields": []}
+    for name in ("before", "after"):
+        part = parts.get(name, VOID)
+        if isinstance(part, dict) and part.get("type") == "struct":
+            image = merge_struct(image, part, "value.")
+    return image
+
+
+def typed_raw(raw: Schema, spec: UpsertSpec, table: Schema | None, widen: bool = False) -> Schema:
+    """A round's raw schema whose row image is typed by the table wherever the round's values are
+    all null, and for Debezium holds one row type in both ``before`` and ``after`` (a delete-only
+    round's ``after`` is null in every record). Raises :class:`~commit_service.round_schema.Conflict`
+    where the image cannot join the table's columns."""
+    image = image_shape(raw, spec)
+    if image is None:
+        return raw
+    if table is not None:
+        row = {**table, "fields": [f for f in table["fields"] if f["name"] not in KAFKA_COLUMNS.values()]}
+        image = merge_struct(row, image, "", row, widen)
+    fields = []
+    for f in raw["fields"]:
+        if f["name"] == "value" and spec.cdc is Cdc.NONE:
+            f = {**f, "type": image}
+        elif f["name"] == "value":
+            parts = [{**g, "type": image} if g["name"] in ("before", "after") else g for g in f["type"]["fields"]]
+            f = {**f, "type": {**f["type"], "fields": parts}}
+        fields.append(f)
+    return {**raw, "fields": fields}
+
+
 def changes(raw: Any, spec: UpsertSpec, table_type: Any | None = None) -> Any:
     """One change per record of ``raw`` (the sink's envelope, as Spark read it): the row image's
     columns, ``_kafka_*`` columns from the envelope, and :data:`DELETE` / :data:`ORDER`.
@@ -110,7 +151,13 @@ def changes(raw: Any, spec: UpsertSpec, table_type: Any | None = None) -> Any:
     value_type = raw.schema["value"].dataType
     kafka = [F.col(name).alias(alias) for name, alias in KAFKA_COLUMNS.items() if name in structs]
     tombstone = F.col("value").isNull()
-    if spec.cdc is Cdc.DEBEZIUM:
+    only_tombstones = not isinstance(value_type, StructType) and (
+        raw.where(F.col("value").isNotNull()).limit(1).count() == 0  # a Spark job, only in this case
+    )
+    if spec.cdc is Cdc.DEBEZIUM and only_tombstones:  # Debezium's tombstones after deletes, nothing else
+        image_type = _without_kafka(table_type) if table_type is not None else _key_type(raw, spec)
+        image, deletes, keep = None, F.lit(False), F.lit(False)
+    elif spec.cdc is Cdc.DEBEZIUM:
         if not isinstance(value_type, StructType) or not {"op", "after", "before"} <= set(value_type.names):
             raise ChangeError("cdc: debezium needs each value to be Debezium's envelope {before, after, op, ...}")
         op = F.col("value.op")
@@ -121,8 +168,7 @@ def changes(raw: Any, spec: UpsertSpec, table_type: Any | None = None) -> Any:
     else:
         if isinstance(value_type, StructType):
             image_type, image = value_type, F.col("value")
-        elif spec.delete_on_tombstone and raw.where(F.col("value").isNotNull()).limit(1).count() == 0:
-            # only tombstones: Spark could not type the values (a Spark job, only in this case)
+        elif spec.delete_on_tombstone and only_tombstones:  # Spark could not type the values
             image_type = _without_kafka(table_type) if table_type is not None else _key_type(raw, spec)
             image = None
         else:
@@ -135,8 +181,8 @@ def changes(raw: Any, spec: UpsertSpec, table_type: Any | None = None) -> Any:
         image = key_image if image is None else F.when(tombstone, key_image).otherwise(image)
         deletes = deletes | tombstone
         keep = keep | tombstone
-    if image is None:
-        raise ChangeError("cannot read the rows of these records")
+    if image is None:  # nothing of the round is kept: an empty frame of the row type
+        image = F.lit(None).cast(image_type)
     staged = raw.where(keep).select(image.alias("__image"), deletes.alias(DELETE), *kafka)
     order = F.col(spec.ordering if spec.ordering.startswith("_kafka_") else f"__image.{spec.ordering}")
     names = [f.name for f in image_type.fields]
