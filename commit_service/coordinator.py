@@ -39,7 +39,6 @@ from commit_service.state import MAX_TRACKED_MANIFESTS, PendingFile
 from commit_service.table_coordinator import TableCoordinator
 from lakegate_core.protocol import (
     DataFile,
-    FileFormat,
     FileReceipt,
     FileStatus,
     LeaseGrant,
@@ -211,14 +210,6 @@ class Coordinator:
             if table is None:
                 self._rejected("no_table")
                 receipts.append(FileReceipt(f.path, FileStatus.REJECTED, f"no table takes topic {f.topic!r}"))
-                continue
-            if table.adds_in_place and f.format is FileFormat.PARQUET and not table.holds(f.path):
-                self._rejected("outside_table")
-                outside = (
-                    f"placement in_place adds Parquet files where they are, but this one is not under the table "
-                    f"root {table.root}: point the sink's prefix there, or set placement: copy_into_table"
-                )
-                receipts.append(FileReceipt(f.path, FileStatus.REJECTED, outside, table.name))
                 continue
             denied = self.fencing.check(f, manifest.sidecar.id)
             if denied:

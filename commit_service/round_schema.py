@@ -275,8 +275,9 @@ def _same(a: SparkType, b: SparkType) -> bool:
 
 
 def leaf_columns(t: SparkType, column: str = "") -> set[str]:
-    """The dotted paths of ``t``'s typed leaves (lower case; void ones left out): what the round
-    guard (:mod:`commit_service.round_guard`) requires of the written schema."""
+    """The dotted paths of ``t``'s typed leaves (lower case; void ones, and arrays and maps of
+    voids, left out): what the round guard (:mod:`commit_service.round_guard`) requires of the
+    written schema."""
     if t == VOID:
         return set()
     if isinstance(t, str):
@@ -286,8 +287,5 @@ def leaf_columns(t: SparkType, column: str = "") -> set[str]:
         prefix = f"{column}." if column else ""
         return {leaf for f in t["fields"] for leaf in leaf_columns(f["type"], prefix + f["name"])}
     if kind == "array":
-        inner = leaf_columns(t["elementType"], f"{column}[]")
-        return inner or {column.lower()}
-    return leaf_columns(t["keyType"], f"{column}{{key}}") | leaf_columns(t["valueType"], f"{column}{{value}}") or {
-        column.lower()
-    }
+        return leaf_columns(t["elementType"], f"{column}[]")
+    return leaf_columns(t["keyType"], f"{column}{{key}}") | leaf_columns(t["valueType"], f"{column}{{value}}")

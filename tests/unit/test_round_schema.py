@@ -1,0 +1,182 @@
+"""The round's schema rule (round_schema) and the JSON typing it is fed (json_infer): pure."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commit_service import json_infer
+from commit_service.round_schema import (
+    VOID,
+    Conflict,
+    FileShape,
+    delta_widens,
+    fits,
+    leaf_columns,
+    merge,
+    reconcile,
+    resolved_schema,
+    wider_atomic,
+)
+
+
+def struct(**fields: Any) -> dict[str, Any]:
+    return {
+        "type": "struct",
+        "fields": [{"name": k, "type": t, "nullable": True, "metadata": {}} for k, t in fields.items()],
+    }
+
+
+def array(t: Any) -> dict[str, Any]:
+    return {"type": "array", "elementType": t, "containsNull": True}
+
+
+def test_json_is_typed_as_spark_types_it_but_null_only_values_stay_untyped() -> None:
+    records = json_infer.parse_lines(
+        [
+            '{"b": 1, "a": "x", "n": null, "e": [], "s": {"z": 1.5, "y": null}, "big": 123456789012345678901}',
+            '{"b": 2.5, "a": null, "t": true, "s": {"y": null}, "mix": 1}',
+            '{"mix": "text", "l": [1, 2.0]}',
+        ]
+    )
+    schema = json_infer.infer(records)
+    types = {f["name"]: f["type"] for f in schema["fields"]}
+    assert [f["name"] for f in schema["fields"]] == sorted(types)  # Spark sorts inferred fields
+    assert types["a"] == "string" and types["b"] == "double" and types["t"] == "boolean"
+    assert types["n"] == VOID and types["e"] == array(VOID) and types["big"] == "decimal(21,0)"
+    assert types["s"] == struct(y=VOID, z="double")
+    assert types["mix"] == "string"  # one file mixing a number and text: Spark's string
+    assert types["l"] == array("double")
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [("not json", "line 2 is not JSON"), ("[1, 2]", "line 2 is a JSON list, not an object"), ("3", "JSON int")],
+)
+def test_a_line_that_is_no_record_is_named(line: str, why: str) -> None:
+    with pytest.raises(json_infer.LineError, match=why):
+        json_infer.parse_lines(['{"a": 1}', line])
+
+
+def test_a_void_never_wins_and_structs_grow_at_any_depth() -> None:
+    table = struct(id="long", addr=struct(city="string"))
+    files = [
+        FileShape("f1", struct(id="long", addr=struct(city=VOID, geo=struct(lat="double")), score=VOID)),
+        FileShape("f2", struct(id="long", addr=VOID, score="long")),
+    ]
+    joined = reconcile(table, files)
+    assert not joined.refused
+    assert joined.schema == struct(id="long", addr=struct(city="string", geo=struct(lat="double")), score="long")
+
+
+def test_a_conflict_refuses_the_file_that_brings_it_and_names_column_and_types() -> None:
+    files = [
+        FileShape("a", struct(x="long")),
+        FileShape("b", struct(x=struct(y="long"))),
+        FileShape("c", struct(z="string")),
+    ]
+    joined = reconcile(None, files)
+    assert set(joined.refused) == {"b"}
+    assert "column 'x' is struct in this file but long in another file of the round" in joined.refused["b"]
+    assert joined.schema == struct(x="long", z="string")  # the refused file leaves no trace
+    in_table = reconcile(struct(x="string"), [FileShape("d", struct(x="long"))])
+    assert "column 'x' is long in this file but string in the table" in in_table.refused["d"]
+
+
+def test_numbers_widen_in_the_round_and_in_the_table_only_as_delta_allows() -> None:
+    assert reconcile(None, [FileShape("a", struct(n="long")), FileShape("b", struct(n="double"))]).schema == struct(
+        n="double"
+    )  # a JSON number column new to the table: Spark's long + double
+    widened = reconcile(struct(n="integer"), [FileShape("a", struct(n="long"))])
+    assert widened.schema == struct(n="long") and [(w.column, w.to_type) for w in widened.widened] == [("n", "long")]
+    assert (
+        "Delta cannot widen long to double"
+        in reconcile(struct(n="long"), [FileShape("a", struct(n="double"))]).refused["a"]
+    )
+    off = reconcile(struct(n="integer"), [FileShape("a", struct(n="long"))], widen=False)
+    assert "type_widening: true would widen it to long" in off.refused["a"]
+    narrower = reconcile(struct(n="long"), [FileShape("a", struct(n="integer"))], widen=False)
+    assert narrower.schema == struct(n="long") and not narrower.refused  # cast up on the write
+    assert delta_widens("decimal(5,2)", "decimal(10,4)") and not delta_widens("decimal(5,2)", "decimal(6,4)")
+    assert wider_atomic("integer", "decimal(5,2)") == "decimal(12,2)" and wider_atomic("string", "long") is None
+
+
+def test_case_only_differences_are_refused() -> None:
+    joined = reconcile(struct(Name="string"), [FileShape("a", struct(name="string"))])
+    assert "named 'name' here but 'Name' before" in joined.refused["a"]
+
+
+def test_resolved_leaves_out_voids_but_keeps_empty_arrays() -> None:
+    schema = struct(a=VOID, b=struct(c=VOID), d=array(VOID), e=struct(f=VOID, g="long"))
+    assert resolved_schema(schema) == struct(d=array("string"), e=struct(g="long"))
+
+
+def test_a_parquet_file_fits_in_place_only_with_the_tables_types() -> None:
+    target = struct(id="long", s=struct(a="long"), extra="string")
+    assert fits(struct(id="long", s=struct(a="long")), target)
+    assert not fits(struct(id="integer"), target)  # rewritten, cast to long
+    assert not fits(struct(s=struct(a="long", b="long")), struct(s=struct(a="long")))
+    assert not fits(struct(gone="string"), target)
+
+
+def test_leaf_columns_are_the_typed_paths() -> None:
+    schema = struct(a="long", s=struct(b=VOID, c=array(struct(d="string"))), m=VOID)
+    assert leaf_columns(schema) == {"a", "s.c[].d"} and leaf_columns(struct(e=array(VOID), f=array("long"))) == {"f[]"}
+
+
+# -- properties --------------------------------------------------------------------------
+
+atoms = st.sampled_from(["long", "double", "string", "boolean", VOID])
+types = st.recursive(
+    atoms,
+    lambda inner: st.one_of(
+        st.builds(array, inner),
+        st.dictionaries(st.sampled_from("abcde"), inner, min_size=1, max_size=3).map(lambda d: struct(**d)),
+    ),
+    max_leaves=8,
+)
+schemas = st.dictionaries(st.sampled_from("pqrst"), types, min_size=1, max_size=4).map(lambda d: struct(**d))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.none(), schemas.map(resolved_schema)), st.lists(schemas, min_size=1, max_size=4))
+def test_every_accepted_file_fits_the_round_schema_and_keeps_its_typed_columns(
+    table: dict[str, Any] | None, shapes: list[dict[str, Any]]
+) -> None:
+    """Whatever the shapes: each accepted file's typed columns are in the resolved schema, each
+    joins it without conflict (so its values can be cast up to it), and the table's columns stay."""
+    files = [FileShape(f"f{i}", s) for i, s in enumerate(shapes)]
+    joined = reconcile(table, files)
+    final = resolved_schema(joined.schema)
+    for f in files:
+        if f.path in joined.refused:
+            continue
+        assert leaf_columns(f.schema) <= leaf_columns(final)
+        assert merge(joined.schema, f.schema, "", joined.schema) == joined.schema  # already holds it
+    if table is not None:
+        assert leaf_columns(table) <= leaf_columns(final)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from("abc"), st.one_of(st.none(), st.integers(), st.text(max_size=3))), max_size=6
+    )
+)
+def test_inference_of_many_records_is_the_join_of_each_records_type(records: list[dict[str, Any]]) -> None:
+    whole = json_infer.infer(records)
+    one_by_one: Any = {"type": "struct", "fields": []}
+    for r in records:
+        one_by_one = json_infer.join(one_by_one, json_infer.type_of(r))
+    assert whole == one_by_one
+    assert json_infer.infer(json_infer.parse_lines([json.dumps(r) for r in records])) == whole
+
+
+def test_a_conflict_carries_its_column() -> None:
+    with pytest.raises(Conflict) as caught:
+        merge("long", struct(a="long"), "x.y", None)
+    assert caught.value.column == "x.y"
