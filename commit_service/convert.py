@@ -119,7 +119,9 @@ class FrameReader:
                 decoded = text.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise DataFileError(path, f"is not UTF-8 text: {exc}") from None
-            self._lines[path] = [line for line in decoded.splitlines() if line.strip()]
+            # records end at "\n" only: str.splitlines would also cut inside a JSON string holding
+            # U+2028 or U+0085, which sinks write unescaped
+            self._lines[path] = [line for line in decoded.split("\n") if line.strip()]
         return self._lines[path]
 
     def records(self, p: PendingFile) -> list[dict[str, Any]]:

@@ -1,0 +1,224 @@
+"""The fidelity property: random record shapes, written as sinks write them, come back whole.
+
+Used by ``tests/integration/test_fidelity.py`` (a bounded number of examples in every CI run) and
+by ``scripts/fidelity --examples N --seed S`` (more). One example is a :class:`Case`: 2-3 topics
+whose records draw fields from one pool (a field name has one type wherever it appears: nested
+structs that gain fields, arrays, unicode and empty strings, longs and doubles, nulls anywhere,
+whole files where a field is null), written as JSON lines or Parquet, with Aiven's envelope or
+plain, split into files and rounds at random, and committed through the real
+:class:`~commit_service.delta_commit.DeltaCommitter` into an append, an upsert or a Debezium table.
+:func:`check` then reads the table with delta-rs and with Spark and compares every field of every
+row with a model computed here from the records alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from hypothesis import strategies as st
+
+from lakegate_core.protocol import DataFile, FileFormat
+
+MODES = ("append", "upsert", "debezium")
+KEYS = 6  # upsert keys per partition: few, so that keys change and are deleted often
+
+
+@dataclass(frozen=True)
+class SinkFile:
+    """One file a sink wrote: its records (envelopes) and how it was written."""
+
+    topic: str
+    partition: int
+    start: int
+    envelopes: tuple[dict[str, Any], ...]
+    fmt: FileFormat
+    envelope: bool
+
+
+@dataclass
+class Case:
+    """One example: a table mode and the rounds of files committed into it, in order."""
+
+    mode: str
+    rounds: list[list[SinkFile]] = field(default_factory=list)
+
+    def describe(self) -> str:
+        files = [f for r in self.rounds for f in r]
+        return f"{self.mode}: {len(self.rounds)} rounds, {len(files)} files, {sum(len(f.envelopes) for f in files)} records"
+
+
+# -- record shapes ---------------------------------------------------------------------------
+
+texts = st.text(st.characters(codec="utf-8"), max_size=6)  # utf-8: no lone surrogates
+ATOMS = {
+    "long": st.integers(-(2**62), 2**62),
+    "double": st.floats(allow_nan=False, allow_infinity=False, width=64).map(lambda x: x if x != 0 else 0.5),
+    "string": texts,
+    "boolean": st.booleans(),
+}
+
+
+def type_strategy() -> st.SearchStrategy[Any]:
+    """A field type: an atom, an array of one, or a struct of 1-3 typed fields (one level deep in
+    a struct, two levels deep overall)."""
+    atom = st.sampled_from(sorted(ATOMS))
+    inner = st.one_of(atom, atom.map(lambda a: ("array", a)))
+    nested = st.dictionaries(st.sampled_from(["x", "y", "z", "é"]), inner, min_size=1, max_size=3)
+    return st.one_of(atom, atom.map(lambda a: ("array", a)), nested.map(lambda d: ("struct", tuple(sorted(d.items())))))
+
+
+def value_of(t: Any, draw: Any, *, nulls: bool) -> Any:
+    """A value of type ``t`` (None with some probability when ``nulls``); a struct may lack fields
+    (a record written before the struct gained them)."""
+    if nulls and draw(st.integers(0, 4)) == 0:
+        return None
+    if isinstance(t, str):
+        return draw(ATOMS[t])
+    if t[0] == "array":
+        return draw(st.lists(ATOMS[t[1]], min_size=0 if t[1] == "string" else 1, max_size=3))
+    present = draw(st.lists(st.sampled_from([n for n, _ in t[1]]), unique=True, min_size=1))
+    return {n: value_of(ft, draw, nulls=True) for n, ft in t[1] if n in present}
+
+
+@st.composite
+def cases(draw: Any, mode: str | None = None) -> Case:
+    """A :class:`Case` (its ``mode`` drawn unless given)."""
+    mode = mode or draw(st.sampled_from(MODES))
+    pool = draw(
+        st.dictionaries(st.sampled_from(["a", "b", "c", "d", "Ünï", "e_f"]), type_strategy(), min_size=1, max_size=4)
+    )
+    topics = [f"t{i}" for i in range(draw(st.integers(2, 3)))]
+    fields_of = {t: draw(st.lists(st.sampled_from(sorted(pool)), unique=True, min_size=1)) for t in topics}
+    # an upsert table's files share one format: a schemaless key is JSON text in Parquet and an
+    # object in JSON lines, two types of one _kafka_key column (refused, see docs/configuration.md)
+    one_format = draw(st.sampled_from([FileFormat.JSONL, FileFormat.PARQUET])) if mode != "append" else None
+    case = Case(mode)
+    next_offset: dict[tuple[str, int], int] = {}
+    live: dict[int, dict[str, Any]] = {}  # debezium: each key's current row, for before images
+    for _ in range(draw(st.integers(1, 3))):
+        files = []
+        for topic in draw(st.lists(st.sampled_from(topics), min_size=1, max_size=4)):
+            partition = draw(st.integers(0, 1))
+            start = next_offset.get((topic, partition), 0)
+            fmt = one_format or draw(st.sampled_from([FileFormat.JSONL, FileFormat.PARQUET]))
+            envelope = mode != "append" or draw(st.booleans())
+            all_null = draw(st.sets(st.sampled_from(fields_of[topic]), max_size=1))  # a field null in the whole file
+            envelopes = []
+            for i in range(draw(st.integers(1, 5))):
+                row = {n: (None if n in all_null else value_of(pool[n], draw, nulls=True)) for n in fields_of[topic]}
+                envelopes.append(_record(mode, topic, partition, start + i, row, draw, live))
+            next_offset[(topic, partition)] = start + len(envelopes)
+            files.append(SinkFile(topic, partition, start, tuple(envelopes), fmt, envelope))
+        case.rounds.append(files)
+    return case
+
+
+def _record(
+    mode: str, topic: str, partition: int, offset: int, row: dict[str, Any], draw: Any, live: dict[int, Any]
+) -> dict[str, Any]:
+    """One envelope: append rows carry a unique ``rid``; upsert and Debezium rows a key ``k``
+    owned by one topic partition (keys stay in their partition, as Kafka's partitioner keeps them)."""
+    if mode == "append":
+        value = {**row, "rid": f"{topic}-{partition}-{offset}"}
+        return {"key": None, "value": value, "offset": offset}
+    owner = (int(topic[1:]) * 2 + partition) * KEYS
+    k = owner + draw(st.integers(0, KEYS - 1))
+    if mode == "upsert":
+        tombstone = draw(st.integers(0, 4)) == 0
+        return {"key": {"k": k}, "value": None if tombstone else {**row, "k": k}, "offset": offset}
+    if k in live and draw(st.integers(0, 3)) == 0:
+        if draw(st.booleans()):  # the tombstone Debezium sends after a delete
+            return {"key": {"k": k}, "value": None, "offset": offset}
+        before = live.pop(k)
+        return {"key": {"k": k}, "value": {"before": before, "after": None, "op": "d"}, "offset": offset}
+    after = {**row, "k": k}
+    op = "u" if k in live else draw(st.sampled_from(["c", "r"]))
+    value = {"before": live.get(k), "after": after, "op": op}
+    live[k] = after
+    return {"key": {"k": k}, "value": value, "offset": offset}
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+def write(f: SinkFile, root: Path) -> DataFile:
+    """``f`` written under ``root`` as the sink writes it; a schemaless key is its JSON text in
+    Parquet (as the sink's Parquet output writes it) and an object in JSON lines."""
+    path = root / f"{f.topic}-{f.partition}-{f.start:020d}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [dict(e) for e in f.envelopes] if f.envelope else [e["value"] for e in f.envelopes]
+    if f.fmt is FileFormat.JSONL:
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    else:
+        if f.envelope:
+            rows = [{**r, "key": None if r["key"] is None else json.dumps(r["key"])} for r in rows]
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    end = f.start + len(f.envelopes) - 1
+    return DataFile(f"file://{path}", f.topic, f.partition, f.start, end, path.stat().st_size, f.fmt)
+
+
+# -- the model and the check -----------------------------------------------------------------
+
+
+def model(case: Case) -> dict[Any, dict[str, Any]]:
+    """What the table must hold: append, each record's value by ``rid``; upsert and Debezium, each
+    live key's last row (records applied in offset order per partition), by ``k``."""
+    out: dict[Any, dict[str, Any]] = {}
+    envelopes = [e for r in case.rounds for f in r for e in f.envelopes]
+    if case.mode == "append":
+        return {e["value"]["rid"]: e["value"] for e in envelopes}
+    for e in envelopes:  # per key, offsets grow in file order (a key lives in one partition)
+        v = e["value"]
+        if case.mode == "upsert":
+            if v is None:
+                out.pop(e["key"]["k"], None)
+            else:
+                out[v["k"]] = v
+        elif v is not None:
+            if v["op"] == "d":
+                out.pop(v["before"]["k"], None)
+            else:
+                out[v["after"]["k"]] = v["after"]
+    return out
+
+
+def same(expected: Any, got: Any) -> bool:
+    """Equal as values: a missing field equals null; numbers compare by value (a long column that
+    became double holds the same number)."""
+    if isinstance(expected, dict) or isinstance(got, dict):
+        a, b = expected or {}, got or {}
+        if not isinstance(a, dict) or not isinstance(b, dict):
+            return False
+        return all(same(a.get(k), b.get(k)) for k in set(a) | set(b))
+    if isinstance(expected, list) and isinstance(got, list):
+        return len(expected) == len(got) and all(same(x, y) for x, y in zip(expected, got, strict=True))
+    if isinstance(expected, bool) or isinstance(got, bool):
+        return isinstance(expected, bool) and isinstance(got, bool) and expected == got
+    return bool(expected == got)
+
+
+def differences(case: Case, readers: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Every way in which what each reader returned differs from :func:`model` (empty: whole)."""
+    want = model(case)
+    key = "rid" if case.mode == "append" else "k"
+    problems = []
+    for reader, rows in readers.items():
+        got: dict[Any, dict[str, Any]] = {}
+        for r in rows:
+            row = {k: v for k, v in r.items() if not k.startswith("_kafka_")}
+            if row.get(key) in got:
+                problems.append(f"{reader}: {key}={row.get(key)!r} twice")
+            got[row.get(key)] = row
+        for k in sorted(set(want) - set(got), key=str)[:5]:
+            problems.append(f"{reader}: {key}={k!r} missing")
+        for k in sorted(set(got) - set(want), key=str)[:5]:
+            problems.append(f"{reader}: {key}={k!r} should not be there: {got[k]}")
+        for k in sorted(set(want) & set(got), key=str):
+            if not same(want[k], got[k]):
+                problems.append(f"{reader}: {key}={k!r}: wrote {want[k]} read {got[k]}")
+    return problems
