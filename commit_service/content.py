@@ -2,11 +2,13 @@
 
 Pure (no I/O): called by :mod:`commit_service.convert` on bytes the storage reader fetched.
 Sinks compress objects whatever their names say — Aiven's S3 sink writes gzip by default and adds
-no extension with a custom ``file.name.template`` or with ``aws.s3.prefix`` naming — so the
-encoding is read from the magic bytes, never from the name:
+no extension with a custom ``file.name.template`` — so the encoding is read from the magic bytes,
+never from the name:
 
-- Parquet: ``PAR1``; gzip: ``1f 8b``; zstd: ``28 b5 2f fd``; Snappy framed stream: the
-  ``ff 06 00 00 sNaPpY`` stream identifier (what Aiven's ``snappy`` writes for text formats).
+- Parquet: ``PAR1``; gzip: ``1f 8b``; zstd: ``28 b5 2f fd``; snappy-java's stream (what Aiven's
+  ``snappy`` writes for text formats, ``SnappyOutputStream``): ``82 SNAPPY 00``, two 4-byte
+  versions, then blocks of a 4-byte big-endian length and a raw Snappy block; the Snappy framed
+  stream: the ``ff 06 00 00 sNaPpY`` stream identifier.
 
 Aiven's envelope (``format.output.envelope``, on by default) wraps each record as
 ``{"value": {...}}`` plus any of ``key``, ``offset``, ``timestamp``, ``headers``
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import Enum
+from typing import Any
 
 
 class Encoding(str, Enum):
@@ -26,7 +29,8 @@ class Encoding(str, Enum):
     PARQUET = "parquet"
     GZIP = "gzip"
     ZSTD = "zstd"
-    SNAPPY = "snappy"
+    SNAPPY = "snappy"  # the Snappy framed format
+    SNAPPY_JAVA = "snappy-java"  # snappy-java's SnappyOutputStream
     PLAIN = "plain"
 
 
@@ -43,7 +47,9 @@ MAGIC: tuple[tuple[bytes, Encoding], ...] = (
     (b"\x1f\x8b", Encoding.GZIP),
     (b"\x28\xb5\x2f\xfd", Encoding.ZSTD),
     (b"\xff\x06\x00\x00sNaPpY", Encoding.SNAPPY),
+    (b"\x82SNAPPY\x00", Encoding.SNAPPY_JAVA),
 )
+SNAPPY_JAVA_HEADER = 16  # the magic and two 4-byte versions
 HEAD_BYTES = max(len(m) for m, _ in MAGIC)  # how many leading bytes :func:`sniff` needs
 ENVELOPE_FIELDS = frozenset({"key", "value", "offset", "timestamp", "headers"})
 KAFKA_COLUMNS = {
@@ -78,11 +84,30 @@ def decode_text(data: bytes) -> bytes:
             return bytes(cramjam.zstd.decompress(data))
         if encoding is Encoding.SNAPPY:
             return bytes(cramjam.snappy.decompress(data))
+        if encoding is Encoding.SNAPPY_JAVA:
+            return _snappy_java(data, cramjam)
     except Exception as exc:  # cramjam raises its own DecompressionError
         raise ContentError(f"is not a valid {encoding.value} stream: {exc}") from exc
     if encoding is Encoding.PARQUET:
         raise ContentError("is a Parquet file, not text")
     return data
+
+
+def _snappy_java(data: bytes, cramjam: Any) -> bytes:
+    """The bytes of snappy-java's stream: after the header, blocks of a big-endian length and a raw
+    Snappy block (a truncated block is a corrupt stream)."""
+    out = bytearray()
+    pos = SNAPPY_JAVA_HEADER
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise ValueError("a block's length is cut short")
+        size = int.from_bytes(data[pos : pos + 4], "big")
+        block = data[pos + 4 : pos + 4 + size]
+        if len(block) != size:
+            raise ValueError(f"a block of {size} bytes is cut short at {len(block)}")
+        out += bytes(cramjam.snappy.decompress_raw(block))
+        pos += 4 + size
+    return bytes(out)
 
 
 def envelope_shape(columns: Mapping[str, bool], unwrap: Unwrap) -> bool:

@@ -25,7 +25,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from commit_service import json_infer
+from commit_service import csv_records, json_infer
 from commit_service.conform import conform, devoid
 from commit_service.content import KAFKA_COLUMNS, ContentError, Unwrap, decode_text, envelope_shape
 from commit_service.errors import DataFileError
@@ -33,9 +33,8 @@ from commit_service.paths import table_location
 from commit_service.round_schema import VOID, Schema
 from commit_service.state import PendingFile
 from commit_service.storage import FileFacts, StorageReader
-from lakegate_core.protocol import FileFormat
+from lakegate_core.protocol import CsvLayout, FileFormat
 
-CORRUPT_RECORD = "_corrupt_record"  # Spark's column for lines it cannot parse (PERMISSIVE mode)
 LINES_PER_SLICE = 20_000
 
 # Spark's schema (JSON form) of a Parquet file, given its path and footer key (the committer
@@ -108,9 +107,20 @@ class FrameReader:
         )
 
     def lines(self, p: PendingFile) -> list[str]:
-        """The non-empty lines of a text file, decompressed whatever its name says."""
+        """The records of a text file as JSON lines: a JSON-lines file's own non-empty lines, a CSV
+        file's records (:mod:`commit_service.csv_records`) written as JSON."""
         path = p.file.path
-        if path not in self._lines:
+        if path not in self._lines and p.file.format is FileFormat.CSV:
+            self._lines[path] = [json.dumps(r) for r in self.records(p)]
+        return self._text_lines(p) if p.file.format is FileFormat.JSONL else self._lines[path]
+
+    def _text_lines(self, p: PendingFile) -> list[str]:
+        """A text file's lines, decompressed whatever its name says: JSON lines' non-empty ones, a
+        CSV file's every line but an empty last one (a record whose fields are all null is an
+        empty line)."""
+        path = p.file.path
+        key = f"text:{path}"
+        if key not in self._lines:
             try:
                 text = decode_text(self.storage.read_bytes(path))
             except ContentError as exc:
@@ -121,17 +131,28 @@ class FrameReader:
                 raise DataFileError(path, f"is not UTF-8 text: {exc}") from None
             # records end at "\n" only: str.splitlines would also cut inside a JSON string holding
             # U+2028 or U+0085, which sinks write unescaped
-            self._lines[path] = [line for line in decoded.split("\n") if line.strip()]
-        return self._lines[path]
+            pieces = decoded.split("\n")
+            if p.file.format is FileFormat.CSV:  # an empty line is a record (a null value alone)
+                self._lines[key] = pieces[:-1] if pieces[-1] == "" else pieces
+            else:
+                self._lines[key] = [line for line in pieces if line.strip()]
+        return self._lines[key]
 
     def records(self, p: PendingFile) -> list[dict[str, Any]]:
-        """A JSON-lines file's records; a line that is not a JSON object refuses the file."""
+        """A text file's records; a line that is not one refuses the file."""
         path = p.file.path
         if path not in self._records:
             try:
-                self._records[path] = json_infer.parse_lines(self.lines(p))
+                if p.file.format is FileFormat.CSV:
+                    layout = p.file.csv or CsvLayout()
+                    self._records[path] = csv_records.records(self._text_lines(p), layout)
+                else:
+                    self._records[path] = json_infer.parse_lines(self._text_lines(p))
             except json_infer.LineError as exc:
-                raise DataFileError(path, f"has lines that are not jsonl records: {exc}") from None
+                what = p.file.format.value
+                raise DataFileError(
+                    path, f"has lines that are not {what} records as the sink writes them: {exc}"
+                ) from None
         return self._records[path]
 
     def rows(self, p: PendingFile, facts: FileFacts | None) -> int:
@@ -139,22 +160,17 @@ class FrameReader:
         one record: sinks write no header): what the round guard expects written."""
         if p.file.format is FileFormat.PARQUET:
             return facts.num_records if facts is not None and facts.num_records is not None else 0
-        return len(self.lines(p))
+        return len(self._text_lines(p))
 
     def raw_shape(self, p: PendingFile, facts: FileFacts | None) -> Schema:
         """``p``'s columns as the sink wrote them (envelope kept), null-only values typed :data:`VOID`."""
         path = p.file.path
         if path not in self._raw:
-            fmt = p.file.format
-            if fmt is FileFormat.JSONL:
-                self._raw[path] = json_infer.infer(self.records(p))
-            elif fmt is FileFormat.PARQUET:
+            if p.file.format is FileFormat.PARQUET:
                 physical = self.parquet_schemas(path, facts.schema_key if facts else None)
                 self._raw[path] = marked_voids(physical, facts.null_strings if facts else ())
             else:
-                self._raw[path] = json.loads(self._csv(p).schema.json())
-                if any(f["name"] == CORRUPT_RECORD for f in self._raw[path]["fields"]):
-                    raise DataFileError(path, "has lines that are not csv records")
+                self._raw[path] = json_infer.infer(self.records(p))
         return self._raw[path]
 
     def shape(self, p: PendingFile, facts: FileFacts | None) -> Schema:
@@ -190,8 +206,6 @@ class FrameReader:
     def _read(self, fmt: FileFormat, files: list[PendingFile], source: Schema) -> Any:
         if fmt is FileFormat.PARQUET:
             return self.spark.read.parquet(*[table_location(p.file.path) for p in files])
-        if fmt is FileFormat.CSV:
-            return functools.reduce(lambda a, b: a.union(b), [self._csv(p) for p in files])
         from pyspark.sql.types import StructType
 
         lines = [line for p in files for line in self.lines(p)] or [""]
@@ -199,12 +213,6 @@ class FrameReader:
         rdd = self.spark.sparkContext.parallelize(lines, slices)
         schema = StructType.fromJson(devoid(source))
         return self.spark.read.schema(schema).option("mode", "FAILFAST").json(rdd)
-
-    def _csv(self, p: PendingFile) -> Any:
-        """A CSV file read as Spark reads CSV with a header row (kept from before; the round guard
-        refuses it when the sink wrote none, as Aiven's sink does)."""
-        rdd = self.spark.sparkContext.parallelize(self.lines(p) or [""], 1)
-        return self.spark.read.option("header", "true").option("inferSchema", "true").csv(rdd)
 
     def _unwrapped(self, df: Any, source: Schema) -> Any:
         from pyspark.sql import functions as F

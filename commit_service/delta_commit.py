@@ -399,9 +399,7 @@ class DeltaCommitter:
             return None
         if p.file.format is FileFormat.PARQUET:
             return None if facts is None else facts.coverage
-        if p.file.format is FileFormat.JSONL:
-            return coverage.from_lines(reader.lines(p))
-        return None
+        return coverage.from_lines(reader.lines(p))  # JSON lines, or CSV records as JSON lines
 
     @staticmethod
     def _check_size(p: PendingFile, facts: FileFacts) -> None:

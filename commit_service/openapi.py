@@ -20,6 +20,7 @@ from lakegate_core.wire import MAX_LONG, MAX_PARTITION
 
 MODELS: tuple[type, ...] = (
     protocol.SidecarInfo,
+    protocol.CsvLayout,
     protocol.DataFile,
     protocol.Manifest,
     protocol.OffsetSpan,

@@ -67,6 +67,41 @@ class SidecarInfo(WireModel):
         return cls(id=read_text(d, "id", path, max_len=256), worker=read_text(d, "worker", path, max_len=256))
 
 
+CSV_FIELDS = ("key", "value", "offset", "timestamp", "headers")  # what a sink's CSV line may hold
+VALUE_ENCODINGS = ("base64", "none")
+
+
+@dataclass(frozen=True)
+class CsvLayout(WireModel):
+    """How a headerless CSV file lays out a record, sent by the sidecar with each CSV file from the
+    connector's config (Aiven's S3 sink: ``format.output.fields`` in that order, default ``value``;
+    the value base64 unless ``format.output.fields.value.encoding=none``; the key always base64)."""
+
+    fields: tuple[str, ...] = ("value",)
+    value_encoding: str = "base64"
+
+    def __post_init__(self) -> None:
+        if not self.fields or len(set(self.fields)) != len(self.fields):
+            raise ProtocolError("csv.fields", f"must name each field once, not {list(self.fields)}")
+        unknown = [f for f in self.fields if f not in CSV_FIELDS]
+        if unknown:
+            raise ProtocolError("csv.fields", f"{unknown} are not among {list(CSV_FIELDS)}")
+        if self.value_encoding not in VALUE_ENCODINGS:
+            raise ProtocolError("csv.value_encoding", f"must be one of {list(VALUE_ENCODINGS)}")
+
+    @classmethod
+    def from_dict(cls, raw: Any, path: str = "csv.") -> CsvLayout:
+        d = read_object(raw, path.rstrip("."))
+        fields = read_list(d, "fields", path)
+        if not all(isinstance(f, str) for f in fields):
+            raise ProtocolError(f"{path}fields", "must be a list of field names")
+        encoding = read_text(d, "value_encoding", path, max_len=16, required=False) or "base64"
+        try:
+            return cls(tuple(fields), encoding)
+        except ProtocolError as exc:
+            raise ProtocolError(f"{path}{exc.field.removeprefix('csv.')}", exc.reason) from None
+
+
 @dataclass(frozen=True)
 class DataFile(WireModel):
     """One completed data file: where it is and which offsets of which partition it holds."""
@@ -80,6 +115,7 @@ class DataFile(WireModel):
     format: FileFormat = FileFormat.PARQUET
     record_count: int | None = None
     lease_epoch: int | None = None  # the sender's lease on this partition (required when fencing)
+    csv: CsvLayout | None = None  # a CSV file's layout (None: Aiven's defaults)
 
     def __post_init__(self) -> None:
         if self.start_offset > self.end_offset:
@@ -113,6 +149,7 @@ class DataFile(WireModel):
                 format=file_format,
                 record_count=read_count(d, "record_count", path, required=False),
                 lease_epoch=read_count(d, "lease_epoch", path, required=False),
+                csv=CsvLayout.from_dict(d["csv"], f"{path}csv.") if d.get("csv") is not None else None,
             )
         except ProtocolError as exc:
             if exc.field == "end_offset":  # raised by __post_init__ without the prefix

@@ -46,11 +46,12 @@ def s3_sink_config(
     """A storage sink connector config with Aiven's keys: schemaless JSON in, files out.
 
     ``None`` leaves a key unset, i.e. at Aiven's default: ``output="jsonl", compression=None`` is
-    gzip JSON lines with the envelope on (Aiven's default format, headerless CSV, is not one Lakegate
-    reads, so ``format.output.type`` is always worth setting). A ``prefix`` (non-empty: Aiven refuses
-    ``""``) selects Aiven's prefix naming, ``<prefix><topic>-<partition>-<start offset zero-padded to
-    20 digits>``; without one objects are named by ``file.name.template`` (default
-    ``{{topic}}-{{partition}}-{{start_offset}}`` + the compression's extension).
+    gzip JSON lines with the envelope on (``output=None`` is Aiven's default, headerless CSV, which
+    needs a bytes value: ``value.converter=...ByteArrayConverter`` in ``overrides``). A ``prefix``
+    (non-empty: Aiven refuses ``""``) selects Aiven's prefix naming, ``<prefix><topic>-<partition>-
+    <start offset zero-padded to 20 digits>`` + the compression's extension; without one objects
+    are named by ``file.name.template`` (default ``{{topic}}-{{partition}}-{{start_offset}}`` + the
+    compression's extension).
     """
     optional = {"aws.s3.prefix": prefix, "format.output.type": output, "file.compression.type": compression}
     return {

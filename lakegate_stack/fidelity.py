@@ -4,8 +4,8 @@ Used by ``tests/integration/test_fidelity.py`` (a bounded number of examples in 
 by ``scripts/fidelity --examples N --seed S`` (more). One example is a :class:`Case`: 2-3 topics
 whose records draw fields from one pool (a field name has one type wherever it appears: nested
 structs that gain fields, arrays, unicode and empty strings, longs and doubles, nulls anywhere,
-whole files where a field is null), written as JSON lines or Parquet, with Aiven's envelope or
-plain, split into files and rounds at random, and committed through the real
+whole files where a field is null), written as JSON lines, Parquet or Aiven's headerless CSV,
+with Aiven's envelope or plain, split into files and rounds at random, and committed through the real
 :class:`~commit_service.delta_commit.DeltaCommitter` into an append, an upsert or a Debezium table.
 :func:`check` then reads the table with delta-rs and with Spark and compares every field of every
 row with a model computed here from the records alone.
@@ -13,6 +13,8 @@ row with a model computed here from the records alone.
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
-from lakegate_core.protocol import DataFile, FileFormat
+from lakegate_core.protocol import CsvLayout, DataFile, FileFormat
 
 MODES = ("append", "upsert", "debezium")
 KEYS = 6  # upsert keys per partition: few, so that keys change and are deleted often
@@ -96,7 +98,7 @@ def cases(draw: Any, mode: str | None = None) -> Case:
     fields_of = {t: draw(st.lists(st.sampled_from(sorted(pool)), unique=True, min_size=1)) for t in topics}
     # an upsert table's files share one format: a schemaless key is JSON text in Parquet and an
     # object in JSON lines, two types of one _kafka_key column (refused, see docs/configuration.md)
-    one_format = draw(st.sampled_from([FileFormat.JSONL, FileFormat.PARQUET])) if mode != "append" else None
+    one_format = draw(st.sampled_from(list(FileFormat))) if mode != "append" else None
     case = Case(mode)
     next_offset: dict[tuple[str, int], int] = {}
     live: dict[int, dict[str, Any]] = {}  # debezium: each key's current row, for before images
@@ -105,7 +107,7 @@ def cases(draw: Any, mode: str | None = None) -> Case:
         for topic in draw(st.lists(st.sampled_from(topics), min_size=1, max_size=4)):
             partition = draw(st.integers(0, 1))
             start = next_offset.get((topic, partition), 0)
-            fmt = one_format or draw(st.sampled_from([FileFormat.JSONL, FileFormat.PARQUET]))
+            fmt = one_format or draw(st.sampled_from(list(FileFormat)))
             envelope = mode != "append" or draw(st.booleans())
             all_null = draw(st.sets(st.sampled_from(fields_of[topic]), max_size=1))  # a field null in the whole file
             envelopes = []
@@ -146,20 +148,47 @@ def _record(
 # -- writing ---------------------------------------------------------------------------------
 
 
-def write(f: SinkFile, root: Path) -> DataFile:
-    """``f`` written under ``root`` as the sink writes it; a schemaless key is its JSON text in
-    Parquet (as the sink's Parquet output writes it) and an object in JSON lines."""
-    path = root / f"{f.topic}-{f.partition}-{f.start:020d}"
-    path.parent.mkdir(parents=True, exist_ok=True)
+def name(f: SinkFile) -> str:
+    """The object name a sink gives ``f`` (Aiven's prefix naming)."""
+    return f"{f.topic}-{f.partition}-{f.start:020d}"
+
+
+def encode(f: SinkFile) -> tuple[bytes, CsvLayout | None]:
+    """``f``'s bytes as the sink writes them, and a CSV file's layout. A schemaless key is its JSON
+    text in Parquet (as the sink's Parquet output writes it) and an object in JSON lines; CSV is
+    Aiven's (no header, key and value base64 of their JSON text; "plain" is
+    ``format.output.fields=value``)."""
     rows = [dict(e) for e in f.envelopes] if f.envelope else [e["value"] for e in f.envelopes]
+    if f.fmt is FileFormat.CSV:
+        layout = CsvLayout(("key", "value", "offset") if f.envelope else ("value",))
+        lines = [",".join(str(e[n]) if n == "offset" else _csv_field(e[n]) for n in layout.fields) for e in f.envelopes]
+        return "\n".join(lines).encode(), layout
     if f.fmt is FileFormat.JSONL:
-        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    else:
-        if f.envelope:
-            rows = [{**r, "key": None if r["key"] is None else json.dumps(r["key"])} for r in rows]
-        pq.write_table(pa.Table.from_pylist(rows), path)
-    end = f.start + len(f.envelopes) - 1
-    return DataFile(f"file://{path}", f.topic, f.partition, f.start, end, path.stat().st_size, f.fmt)
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode(), None
+    if f.envelope:
+        rows = [{**r, "key": None if r["key"] is None else json.dumps(r["key"])} for r in rows]
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows), buf)
+    return buf.getvalue(), None
+
+
+def data_file(f: SinkFile, uri: str, size: int, csv: CsvLayout | None) -> DataFile:
+    """The manifest entry of ``f`` stored at ``uri``."""
+    return DataFile(uri, f.topic, f.partition, f.start, f.start + len(f.envelopes) - 1, size, f.fmt, csv=csv)
+
+
+def write(f: SinkFile, root: Path) -> DataFile:
+    """``f`` written under the local folder ``root``."""
+    data, csv = encode(f)
+    path = root / name(f)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return data_file(f, f"file://{path}", len(data), csv)
+
+
+def _csv_field(value: Any) -> str:
+    """A key or value as Aiven's CSV holds it: base64 of its JSON text; null an empty field."""
+    return "" if value is None else base64.b64encode(json.dumps(value, ensure_ascii=False).encode()).decode()
 
 
 # -- the model and the check -----------------------------------------------------------------

@@ -14,14 +14,15 @@ from typing import Any
 
 import requests
 
-from lakegate_core.protocol import FileFormat
+from lakegate_core.errors import ProtocolError
+from lakegate_core.protocol import CsvLayout, FileFormat
 from sidecar.errors import SourceError
 
 logger = logging.getLogger(__name__)
 
 
-# Aiven's format.output.type -> what the service is told (Aiven's default, csv, is headerless with
-# base64 values: not something the service can read as a table, so it must be set)
+# Aiven's format.output.type -> what the service is told (csv is headerless; its layout, from
+# format.output.fields and the value's encoding, goes with each file: csv_layout)
 AIVEN_FORMATS = {"jsonl": FileFormat.JSONL, "parquet": FileFormat.PARQUET, "csv": FileFormat.CSV}
 # Confluent's format.class (its simple name) -> the same
 CONFLUENT_FORMATS = {"ParquetFormat": FileFormat.PARQUET, "JsonFormat": FileFormat.JSONL}
@@ -41,10 +42,20 @@ def output_format(config: dict[str, Any]) -> tuple[FileFormat | None, str]:
         simple = str(config["format.class"]).rsplit(".", 1)[-1]
         found = CONFLUENT_FORMATS.get(simple)
         return found, f"format.class={simple}" + ("" if found else " is not ParquetFormat or JsonFormat")
+    if "aiven" in str(config.get("connector.class", "")).lower():
+        return FileFormat.CSV, "format.output.type unset: Aiven's default, csv"
     return None, (
-        "neither format.output.type nor format.class is set (Aiven's default is headerless csv); "
-        "set format.output.type=jsonl or parquet on the connector"
+        "neither format.output.type nor format.class is set; set format.output.type (jsonl, parquet "
+        "or csv) on the connector, or connect.formats in sidecar.yaml"
     )
+
+
+def csv_layout(config: dict[str, Any]) -> CsvLayout:
+    """How an Aiven sink lays out its CSV lines, from its config: ``format.output.fields`` in order
+    (default ``value``) and ``format.output.fields.value.encoding`` (default ``base64``)."""
+    fields = tuple(f.strip() for f in str(config.get("format.output.fields", "value")).split(",") if f.strip())
+    encoding = str(config.get("format.output.fields.value.encoding", "base64")).strip().lower()
+    return CsvLayout(fields or ("value",), encoding)
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,7 @@ class ConnectorView:
     topics: tuple[str, ...]
     output_format: FileFormat | None = FileFormat.PARQUET  # None: a format the service cannot commit
     format_source: str = ""  # which config key said so (for logs)
+    csv: CsvLayout | None = None  # how its CSV lines are laid out (sent with each CSV file)
 
 
 class ConnectRest:
@@ -94,7 +106,13 @@ class ConnectRest:
         topics = tuple(t.strip() for t in str(config.get("topics", "")).split(",") if t.strip())
         fmt, source = output_format(config)
         state = str(status.get("connector", {}).get("state", "UNKNOWN"))
-        return ConnectorView(name, state, mine, topics, fmt, source)
+        try:
+            layout = csv_layout(config)
+        except ProtocolError as exc:
+            if fmt is FileFormat.CSV:
+                fmt, source = None, f"format.output.fields: {exc.reason}"
+            layout = None
+        return ConnectorView(name, state, mine, topics, fmt, source, layout)
 
     def followed(self, names: tuple[str, ...], regex: str | None) -> list[str]:
         if regex is None:

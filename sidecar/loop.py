@@ -20,6 +20,7 @@ from typing import Protocol
 
 from lakegate_core.connect_group import GroupReadError
 from lakegate_core.protocol import (
+    CsvLayout,
     DataFile,
     FileFormat,
     FileStatus,
@@ -123,6 +124,7 @@ class SidecarLoop:
         # per partition: Connect's committed offset (and when read) whose files all went out last
         # round; sent with the next lease claim so the service can tell a complete round (VTTS)
         self._watermarks: dict[TopicPartition, Watermark] = {}
+        self._layouts: dict[str, CsvLayout] = {}  # connector -> how its CSV lines are laid out
         self._warned: set[str] = set()  # connectors already reported as writing an unusable format
         # (key, size) -> the offsets the service found in the file's content (orphan guard)
         self._holds: dict[tuple[str, int], OffsetSpan] = {}
@@ -142,6 +144,7 @@ class SidecarLoop:
             if not view.my_tasks:
                 continue  # no task of it runs here (or it is paused): another sidecar reports
             fmt = s.formats.get(name, view.output_format)
+            self._layouts[name] = view.csv or CsvLayout()
             if fmt is None:
                 self._unsupported(name, view.format_source)
                 continue
@@ -234,6 +237,10 @@ class SidecarLoop:
             report.partitions[tp] = PartitionRound(connector, fmt)
         return answer.now_ms if answer.now_ms is not None else sent_at_ms
 
+    def _csv_layout(self, p: PartitionRound) -> CsvLayout | None:
+        """The layout sent with a CSV file: its connector's (Aiven's defaults if unknown)."""
+        return self._layouts.get(p.connector, CsvLayout()) if p.format is FileFormat.CSV else None
+
     def _send(self, batch: list[CompleteFile], report: RoundReport) -> None:
         s = self.settings
         files = tuple(
@@ -246,6 +253,7 @@ class SidecarLoop:
                 c.file.size,
                 report.partitions[c.tp].format,
                 lease_epoch=report.partitions[c.tp].epoch,
+                csv=self._csv_layout(report.partitions[c.tp]),
             )
             for c in batch
         )

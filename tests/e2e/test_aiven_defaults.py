@@ -2,7 +2,7 @@
 
 Two connectors on one real Connect worker, both writing JSON lines with Aiven's defaults (gzip, the
 envelope on, ``file.compression.type`` unset): one names objects by ``aws.s3.prefix`` (zero-padded
-offsets, no extension), the other by the default template (``<topic>-<partition>-<start>.gz``).
+offsets, ``.gz`` appended), the other by the default template (``<topic>-<partition>-<start>.gz``).
 Neither sidecar is told the format: each reads it from its connector. At quiesce every record is
 in the table exactly once as top-level columns with its Kafka offset, ``txn`` equals Connect's
 committed offsets, and delta-rs agrees with Spark.
@@ -100,7 +100,7 @@ def test_aiven_defaults_land_exactly_once_as_top_level_columns(
         service.stop()
 
     keys = [o["Key"] for o in s3_server.client().list_objects_v2(Bucket=BUCKET)["Contents"]]
-    assert any(re.fullmatch(r"landing/a/av-prefixed-\d-\d{20}", k) for k in keys), keys
+    assert any(re.fullmatch(r"landing/a/av-prefixed-\d-\d{20}\.gz", k) for k in keys), keys
     assert any(re.fullmatch(r"av-template-\d-\d+\.gz", k) for k in keys), keys
 
     options = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV}

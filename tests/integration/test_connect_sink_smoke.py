@@ -30,6 +30,9 @@ import pyarrow.parquet as pq
 import requests
 from kafka import TopicPartition
 
+from commit_service import csv_records
+from commit_service.content import decode_text
+from lakegate_core.protocol import CsvLayout
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import SINK_CLASS, ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import KafkaBroker
@@ -42,7 +45,7 @@ DEFAULT_PART_SIZE = 5 * 1024 * 1024  # aws.s3.part.size.bytes default (S3's mini
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-SNAPPY_FRAMED_MAGIC = b"\xff\x06\x00\x00sNaPpY"  # the stream identifier chunk of the framed format
+SNAPPY_JAVA_MAGIC = b"\x82SNAPPY\x00"  # snappy-java's SnappyOutputStream, as Aiven's sink writes it
 PARQUET_MAGIC = b"PAR1"
 MULTIPART_ETAG = re.compile(r'^"([0-9a-f]{32})-(\d+)"$')
 
@@ -68,8 +71,8 @@ def minimal_config(
     topic: str, bucket: str, s3: S3Server, extra: dict[str, str] | None = None, *, tasks: int = 2
 ) -> dict[str, str]:
     """Only what a sink cannot default (where to write, how to read); everything else is the
-    plugin's default unless given in ``extra``. ``format.output.type`` is set to jsonl by the
-    callers because Aiven's own default (csv) is not implemented."""
+    plugin's default unless given in ``extra`` (the callers set ``format.output.type``: Aiven's
+    default, csv, needs a bytes value, see the CSV test)."""
     return {
         "connector.class": SINK_CLASS,
         "topics": topic,
@@ -149,8 +152,8 @@ def assert_multipart(key: str, content: bytes, etag: str, part_size: int = DEFAU
 
 def jsonl(text: bytes) -> list[Any]:
     lines = text.decode().split("\n")
-    assert lines[-1] == "", "a JSONL file ends with a newline"
-    return [json.loads(line) for line in lines[:-1]]
+    assert lines[-1] != "", "no newline after the last record (Aiven's writer)"
+    return [json.loads(line) for line in lines]
 
 
 def assert_once_in_order(files: list[tuple[int, int, list[int]]], partitions: int, per_partition: int) -> None:
@@ -248,11 +251,11 @@ def test_aiven_defaults_write_enveloped_gzip_jsonl_named_dot_gz(
     assert_once_in_order(files, 3, SMALL_PER_PARTITION)
 
 
-def test_prefix_names_objects_with_padded_offsets_and_no_extension(
+def test_prefix_names_objects_with_padded_offsets_and_the_extension(
     kafka_broker: KafkaBroker, connect_worker: ConnectWorker, s3_server: S3Server
 ) -> None:
-    """``aws.s3.prefix`` set: ``<prefix><topic>-<partition>-<20-digit offset>``, no ``.gz`` although
-    the content is gzip, and ``file.name.template`` is ignored."""
+    """``aws.s3.prefix`` set: ``<prefix><topic>-<partition>-<20-digit offset>.gz`` (Aiven appends the
+    compression's extension in prefix mode too), and ``file.name.template`` is ignored."""
     topic, bucket, name, prefix = "prefixed-orders", "landing-prefixed", "prefixed-sink", "lake/orders/"
     s3_server.create_bucket(bucket)
     produce_spread(kafka_broker, topic, 3, SMALL_PER_PARTITION)
@@ -268,12 +271,12 @@ def test_prefix_names_objects_with_padded_offsets_and_no_extension(
     )
     run_sinks(kafka_broker, connect_worker, {name: (config, committed_end(topic, 3, SMALL_PER_PARTITION))})
 
-    pattern = re.compile(rf"^{re.escape(prefix + topic)}-(\d+)-(\d{{20}})$")
+    pattern = re.compile(rf"^{re.escape(prefix + topic)}-(\d+)-(\d{{20}})\.gz$")
     files = []
     for key, (content, etag) in objects(s3_server, bucket).items():
         match = pattern.match(key)
-        assert match, f"object {key!r} is not named <prefix><topic>-<partition>-<20-digit startOffset>"
-        assert content[:2] == GZIP_MAGIC, f"{key} is not gzip (Aiven's default) although it has no extension"
+        assert match, f"object {key!r} is not named <prefix><topic>-<partition>-<20-digit startOffset>.gz"
+        assert content[:2] == GZIP_MAGIC, f"{key} is not gzip (Aiven's default)"
         lines = jsonl(gzip.decompress(content))
         assert all(set(line) == {"value"} for line in lines), key
         files.append((int(match[1]), int(match[2]), [line["value"]["id"] for line in lines]))
@@ -284,8 +287,8 @@ def test_prefix_names_objects_with_padded_offsets_and_no_extension(
 def test_custom_template_is_used_as_is_without_extension(
     kafka_broker: KafkaBroker, connect_worker: ConnectWorker, s3_server: S3Server
 ) -> None:
-    """A custom ``file.name.template`` is rendered as is: no ``.snappy`` appended; the content is a
-    Snappy *framed* stream."""
+    """A custom ``file.name.template`` is rendered as is: no ``.snappy`` appended; the content is
+    snappy-java's stream (as Aiven's sink writes it), which the service's decoder reads."""
     topic, bucket, name = "templated-orders", "landing-templated", "templated-sink"
     s3_server.create_bucket(bucket)
     produce_spread(kafka_broker, topic, 3, SMALL_PER_PARTITION)
@@ -306,12 +309,52 @@ def test_custom_template_is_used_as_is_without_extension(
     for key, (content, etag) in objects(s3_server, bucket).items():
         match = pattern.match(key)
         assert match, f"object {key!r} does not follow the template exactly (no extension may be added)"
-        assert content.startswith(SNAPPY_FRAMED_MAGIC), f"{key} is not a Snappy framed stream"
-        lines = jsonl(bytes(cramjam.snappy.decompress(content)))
+        assert content.startswith(SNAPPY_JAVA_MAGIC), f"{key} is not snappy-java's stream"
+        lines = jsonl(decode_text(content))
         assert all(set(line) == {"value"} for line in lines), key
         files.append((int(match[1]), int(match[2]), [line["value"]["id"] for line in lines]))
         assert_multipart(key, content, etag)
     assert_once_in_order(files, 3, SMALL_PER_PARTITION)
+
+
+def test_csv_is_aivens_default_headerless_with_base64_key_and_value(
+    kafka_broker: KafkaBroker, connect_worker: ConnectWorker, s3_server: S3Server
+) -> None:
+    """``format.output.type`` unset is csv (Aiven's default): no header, the fields in order, key and
+    value base64, the timestamp in epoch millis, no newline after the last record; the service's
+    CSV reader (``csv_records``) reads back every record's key, value and offset."""
+    topic, bucket, name = "csv-orders", "landing-csv", "csv-sink"
+    s3_server.create_bucket(bucket)
+    produce_spread(kafka_broker, topic, 2, SMALL_PER_PARTITION)
+    fields = ("key", "value", "offset", "timestamp", "headers")
+    config = minimal_config(
+        topic,
+        bucket,
+        s3_server,
+        {
+            "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+            "format.output.fields": ",".join(fields),
+            "file.compression.type": "none",
+        },
+    )
+    del config["value.converter.schemas.enable"]
+    run_sinks(kafka_broker, connect_worker, {name: (config, committed_end(topic, 2, SMALL_PER_PARTITION))})
+
+    pattern = re.compile(rf"^{re.escape(topic)}-(\d+)-(\d+)$")
+    files = []
+    for key, (content, _) in objects(s3_server, bucket).items():
+        match = pattern.match(key)
+        assert match, f"object {key!r} is not named <topic>-<partition>-<startOffset> (compression none)"
+        text = content.decode("ascii")
+        assert not text.endswith("\n") and not text.startswith("key"), "no header, no trailing newline"
+        records = csv_records.records(text.split("\n"), CsvLayout(fields))
+        start = int(match[2])
+        for n, r in enumerate(records):
+            i = r["value"]["id"]
+            assert r["value"] == record_value(i) and r["key"] == f"k{i}" and r["offset"] == start + n, r
+            assert isinstance(r["timestamp"], int) and r["timestamp"] > 1_600_000_000_000 and r["headers"] is None
+        files.append((int(match[1]), start, [r["value"]["id"] for r in records]))
+    assert_once_in_order(files, 2, SMALL_PER_PARTITION)
 
 
 def test_codecs_formats_and_unwrapped_values(

@@ -6,6 +6,7 @@ and the raw ``_delta_log`` JSON.
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +22,7 @@ from commit_service.delta_commit import DeltaCommitter, app_id
 from commit_service.errors import OffsetsMovedError, RoundShortfallError, SchemaMismatchError
 from commit_service.state import PendingFile, TableState
 from commit_service.storage import StorageReader
-from lakegate_core.protocol import DataFile, FileFormat
+from lakegate_core.protocol import CsvLayout, DataFile, FileFormat
 from tests.delta_helpers import commit_all
 
 TOPIC = "orders"
@@ -200,19 +201,52 @@ def test_many_jsonl_files_are_one_frame_and_a_mistyped_one_is_named(spark: Any, 
     assert committer.snapshot().version == 0
 
 
-def test_a_csv_file_read_with_a_header_row_is_refused_by_the_round_guard(spark: Any, tmp_path: Path) -> None:
-    """Sinks write CSV without a header (Aiven: one record per line); read with a header row, a
-    file's first record would become column names. The round guard counts the file's lines and
-    refuses the round that would write one row fewer: nothing is committed."""
-    src = tmp_path / "landing" / "clicks-0-0.csv"
-    src.parent.mkdir(parents=True)
-    src.write_text("".join(f"{i},/p{i % 3}\n" for i in range(6)))
-    f = DataFile(f"file://{src}", "clicks", 0, 0, 5, src.stat().st_size, FileFormat.CSV, 6)
+def aiven_csv(path: Path, start: int, values: list[Any]) -> DataFile:
+    """A CSV file as Aiven's sink writes it with ``format.output.fields=key,value,offset,timestamp``:
+    no header, key and value base64, no newline after the last record."""
+    b64 = lambda text: base64.b64encode(text.encode()).decode()  # noqa: E731
+    lines = [
+        f"{b64(f'k{start + i}')},{'' if v is None else b64(json.dumps(v))},{start + i},{1_700_000_000_000 + i}"
+        for i, v in enumerate(values)
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines))
+    layout = CsvLayout(("key", "value", "offset", "timestamp"))
+    return DataFile(
+        f"file://{path}", "clicks", 0, start, start + len(values) - 1, path.stat().st_size, FileFormat.CSV, csv=layout
+    )
+
+
+def test_aivens_headerless_csv_lands_every_record_and_field(spark: Any, tmp_path: Path) -> None:
+    values = [{"id": i, "page": f"/p{i % 3}", "geo": {"c": "NO"} if i % 2 else None} for i in range(5)] + [None]
+    f = aiven_csv(tmp_path / "landing" / "clicks-0-0", 0, values)
+    root = tmp_path / "clicks"
+    commit_all(
+        DeltaCommitter(spark, "clicks", str(root), StorageReader()), TableState("clicks"), [PendingFile(f, "m", "sc")]
+    )
+    rows = sorted(DeltaTable(str(root)).to_pyarrow_table().to_pylist(), key=lambda r: r["_kafka_offset"])
+    assert len(rows) == 6
+    for i, (row, value) in enumerate(zip(rows, values, strict=True)):
+        assert row["_kafka_key"] == f"k{i}" and row["_kafka_offset"] == i
+        assert row["_kafka_timestamp"] == 1_700_000_000_000 + i
+        assert {k: row[k] for k in ("id", "page", "geo")} == (value or {"id": None, "page": None, "geo": None})
+
+
+def test_a_csv_read_with_a_header_row_is_refused_by_the_round_guard(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read as if its first line were a header (what the service did before), a file would commit
+    one record short; the round guard counts the file's lines and refuses the round."""
+    from commit_service import csv_records
+
+    f = aiven_csv(tmp_path / "landing" / "clicks-0-0", 0, [{"id": i} for i in range(6)])
+    real = csv_records.records
+    monkeypatch.setattr(csv_records, "records", lambda lines, layout: real(lines[1:], layout))
     root = tmp_path / "clicks"
     committer = DeltaCommitter(spark, "clicks", str(root), StorageReader())
     with pytest.raises(RoundShortfallError, match="hold 6 records but 5 rows were written"):
         commit_all(committer, TableState("clicks"), [PendingFile(f, "m", "sc")])
-    assert not (root / "_delta_log").exists() or committer.snapshot().version == -1
+    assert committer.snapshot().version == -1
 
 
 def test_a_release_commits_offsets_without_files_even_on_a_new_table(spark: Any, tmp_path: Path) -> None:

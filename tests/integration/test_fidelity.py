@@ -1,12 +1,14 @@
-"""The fidelity property through the real commit path (Spark + Delta on local files): random record
-shapes, written as sinks write them and committed in random rounds, come back whole from delta-rs
-and from Spark, every field of every record (lakegate_stack.fidelity). ``LAKEGATE_FIDELITY_EXAMPLES``
-sets how many examples (100 by default); ``scripts/fidelity`` runs more."""
+"""The fidelity property through the real commit path (Spark + Delta, on local files and on the S3
+server): random record shapes, written as sinks write them and committed in random rounds, come
+back whole from delta-rs and from Spark, every field of every record (lakegate_stack.fidelity).
+``LAKEGATE_FIDELITY_EXAMPLES`` sets how many examples run on local files (200 by default; a
+quarter of that on S3); ``scripts/fidelity`` runs more."""
 
 from __future__ import annotations
 
+import itertools
 import os
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,42 +16,69 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 
 from commit_service.delta_commit import DeltaCommitter
+from commit_service.spark import S3Settings
 from commit_service.state import PendingFile, TableState
 from commit_service.storage import StorageReader
 from commit_service.upsert import Cdc, UpsertSpec
+from lakegate_core.protocol import DataFile
 from lakegate_stack import fidelity
+from lakegate_stack import s3 as s3mod
 from lakegate_stack.delta_read import live_rows
-from tests.delta_helpers import commit_all
+from lakegate_stack.s3 import S3Server
+from tests.delta_helpers import commit_all, delta_rs_options
 
-EXAMPLES = int(os.environ.get("LAKEGATE_FIDELITY_EXAMPLES", "100"))
+EXAMPLES = int(os.environ.get("LAKEGATE_FIDELITY_EXAMPLES", "200"))
 SPECS = {
     "append": None,
     "upsert": UpsertSpec(("k",), delete_on_tombstone=True),
     "debezium": UpsertSpec(("k",), cdc=Cdc.DEBEZIUM),
 }
+SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
+Put = Callable[[fidelity.SinkFile], DataFile]  # stores a sink file, returns its manifest entry
 
 
-def run_case(spark: Any, root: Path, case: fidelity.Case) -> list[str]:
-    """Commit ``case`` into a new table under ``root``; the differences the readers show."""
-    table = root / "t"
-    committer = DeltaCommitter(spark, "t", str(table), StorageReader(local_roots=[str(root)]), upsert=SPECS[case.mode])
+def run_case(spark: Any, storage: StorageReader, table: str, put: Put, case: fidelity.Case, **rs: Any) -> list[str]:
+    """Commit ``case`` into a new table at ``table``; the differences the readers show."""
+    committer = DeltaCommitter(spark, "t", table, storage, upsert=SPECS[case.mode])
     state = TableState("t")
     for n, files in enumerate(case.rounds):
-        pending = [PendingFile(fidelity.write(f, root / "landing"), f"m-{n}-{i}", "sc") for i, f in enumerate(files)]
-        commit_all(committer, state, pending)
-    spark_rows = [r.asDict(recursive=True) for r in spark.read.format("delta").load(str(table)).collect()]
-    return fidelity.differences(case, {"delta-rs": live_rows(DeltaTable(str(table))), "spark": spark_rows})
+        commit_all(committer, state, [PendingFile(put(f), f"m-{n}-{i}", "sc") for i, f in enumerate(files)])
+    spark_rows = [
+        r.asDict(recursive=True) for r in spark.read.format("delta").load(table.replace("s3://", "s3a://")).collect()
+    ]
+    return fidelity.differences(case, {"delta-rs": live_rows(DeltaTable(table, **rs)), "spark": spark_rows})
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
-)
+@settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=SLOW)
 @given(case=fidelity.cases())
 def test_every_field_of_every_record_comes_back(
     spark: Any, tmp_path_factory: pytest.TempPathFactory, case: fidelity.Case
 ) -> None:
-    problems = run_case(spark, tmp_path_factory.mktemp("fidelity"), case)
+    root = tmp_path_factory.mktemp("fidelity")
+    storage = StorageReader(local_roots=[str(root)])
+    problems = run_case(spark, storage, str(root / "t"), lambda f: fidelity.write(f, root / "landing"), case)
+    assert not problems, f"{case.describe()}:\n" + "\n".join(problems[:20])
+
+
+TABLES = itertools.count()
+
+
+@settings(max_examples=max(1, EXAMPLES // 4), deadline=None, database=None, suppress_health_check=SLOW)
+@given(case=fidelity.cases())
+def test_every_field_of_every_record_comes_back_on_s3(spark: Any, s3_server: S3Server, case: fidelity.Case) -> None:
+    s3 = s3_server.client()
+    bucket = "lake-fidelity"
+    if bucket not in {b["Name"] for b in s3.list_buckets()["Buckets"]}:
+        s3.create_bucket(Bucket=bucket)
+    n = next(TABLES)
+    storage = StorageReader(S3Settings(s3_server.endpoint, access_key=s3mod.ACCESS_KEY, secret_key=s3mod.SECRET_KEY))
+
+    def put(f: fidelity.SinkFile) -> DataFile:
+        data, csv = fidelity.encode(f)
+        key = f"landing/{n}/{fidelity.name(f)}"
+        s3.put_object(Bucket=bucket, Key=key, Body=data)
+        return fidelity.data_file(f, f"s3a://{bucket}/{key}", len(data), csv)
+
+    options = delta_rs_options(s3_server.endpoint)
+    problems = run_case(spark, storage, f"s3://{bucket}/t{n}", put, case, storage_options=options)
     assert not problems, f"{case.describe()}:\n" + "\n".join(problems[:20])

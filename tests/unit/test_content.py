@@ -25,12 +25,23 @@ def parquet_bytes() -> bytes:
     return buf.getvalue()
 
 
+def snappy_java(data: bytes, block: int = 7) -> bytes:
+    """snappy-java's SnappyOutputStream format (what Aiven's sink writes for snappy JSON lines),
+    in blocks of ``block`` bytes: its header, then each raw block behind its big-endian length."""
+    out = bytearray(b"\x82SNAPPY\x00" + (1).to_bytes(4, "big") + (1).to_bytes(4, "big"))
+    for i in range(0, len(data), block):
+        raw = bytes(cramjam.snappy.compress_raw(data[i : i + block]))
+        out += len(raw).to_bytes(4, "big") + raw
+    return bytes(out)
+
+
 @pytest.mark.parametrize(
     ("data", "encoding"),
     [
         (gzip.compress(TEXT), Encoding.GZIP),
         (bytes(cramjam.zstd.compress(TEXT)), Encoding.ZSTD),
         (bytes(cramjam.snappy.compress(TEXT)), Encoding.SNAPPY),
+        (snappy_java(TEXT), Encoding.SNAPPY_JAVA),
         (TEXT, Encoding.PLAIN),
         (b"", Encoding.PLAIN),
     ],
@@ -46,6 +57,8 @@ def test_parquet_and_corrupt_streams_are_refused() -> None:
         decode_text(parquet_bytes())
     with pytest.raises(ContentError, match="gzip"):
         decode_text(gzip.compress(TEXT)[:20])
+    with pytest.raises(ContentError, match="snappy-java stream: a block of"):
+        decode_text(snappy_java(TEXT)[:-3])
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 import requests
 
+from lakegate_core.errors import ProtocolError
 from lakegate_core.protocol import (
+    CsvLayout,
+    DataFile,
     FileFormat,
     FileReceipt,
     FileStatus,
@@ -25,7 +28,7 @@ from lakegate_core.protocol import (
 from lakegate_core.types import PartitionOffsets, TopicPartition
 from sidecar.client import ServiceClient
 from sidecar.config import LoopSettings, load_config
-from sidecar.connect import ConnectorView, output_format
+from sidecar.connect import ConnectorView, csv_layout, output_format
 from sidecar.errors import ServiceError, SidecarConfigError
 from sidecar.loop import SidecarLoop
 from sidecar.metrics import SidecarMetrics
@@ -342,7 +345,8 @@ def test_malformed_names_are_logged_once(caplog: pytest.LogCaptureFixture) -> No
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
-        ({}, None),  # Aiven's default is headerless CSV with base64 values
+        ({}, None),  # not said, and not Aiven's sink: nothing to go by
+        ({"connector.class": "io.aiven.kafka.connect.s3.AivenKafkaConnectS3SinkConnector"}, FileFormat.CSV),
         ({"format.output.type": "parquet"}, FileFormat.PARQUET),
         ({"format.output.type": "JSONL", "file.compression.type": "zstd"}, FileFormat.JSONL),
         ({"format.output.type": "csv"}, FileFormat.CSV),
@@ -355,6 +359,31 @@ def test_malformed_names_are_logged_once(caplog: pytest.LogCaptureFixture) -> No
 def test_the_output_format_comes_from_the_connector_config(config: dict[str, str], expected: FileFormat | None) -> None:
     fmt, source = output_format(config)
     assert fmt is expected and source
+
+
+def test_a_csv_files_layout_is_read_from_its_connector_and_sent_with_it(tmp_path: Path) -> None:
+    assert csv_layout({}) == CsvLayout(("value",), "base64")  # Aiven's defaults
+    config = {"format.output.fields": "key, value,offset,timestamp", "format.output.fields.value.encoding": "NONE"}
+    assert csv_layout(config) == CsvLayout(("key", "value", "offset", "timestamp"), "none")
+    with pytest.raises(ProtocolError, match=r"\['size'\] are not among"):
+        csv_layout({"format.output.fields": "value,size"})
+    touch(tmp_path, "orders-0-0", "orders-0-10")
+    layout = CsvLayout(("key", "value", "offset"), "base64")
+    views = {"csv-sink": ConnectorView("csv-sink", "RUNNING", frozenset({0}), ("orders",), FileFormat.CSV, "", layout)}
+    service = FakeService()
+    loop = SidecarLoop(
+        LoopSettings("w:8083", "sc", connectors=tuple(views)),
+        connect=FakeConnect(views),
+        groups=FakeGroups({("orders", 0)}, {("orders", 0): 20}),
+        lister=LocalLister(tmp_path),
+        pattern=NamePattern("aiven"),
+        service=service,
+        metrics=SidecarMetrics(60),
+    )
+    loop.run_once()
+    files = [f for m in service.manifests for f in m.files]
+    assert files and all(f.csv == layout for f in files)
+    assert DataFile.from_dict(files[0].to_dict()) == files[0]  # the layout goes over the wire
 
 
 def test_each_connector_reports_its_own_format_and_unusable_ones_report_nothing(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
+import java.time.format.DateTimeFormatter;
 import java.util.List;
 import java.util.zip.GZIPOutputStream;
 
@@ -18,17 +20,18 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.github.luben.zstd.ZstdOutputStream;
 import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.sink.SinkRecord;
-import org.xerial.snappy.SnappyFramedOutputStream;
+import org.xerial.snappy.SnappyOutputStream;
 
 /**
- * JSON Lines output: one JSON document per record, '\n'-terminated, the whole file compressed with
- * {@code file.compression.type}: gzip ({@link GZIPOutputStream}), snappy (the Snappy framed stream
- * format, {@link SnappyFramedOutputStream}), zstd (one zstd frame, {@link ZstdOutputStream}) or none.
+ * JSON Lines output: one JSON document per record, separated by '\n' (none after the last, as Aiven's
+ * writer), the whole file compressed with {@code file.compression.type}: gzip
+ * ({@link GZIPOutputStream}), snappy (snappy-java's own stream, {@link SnappyOutputStream}, as
+ * Aiven's sink writes it), zstd (one zstd frame, {@link ZstdOutputStream}) or none.
  *
  * <p>With the envelope (the default) a line is an object with the configured fields in order:
  * {@code key} (nested JSON, as Aiven writes it: a string key is a string, a map or struct key an
  * object; null without a key), {@code value} (nested JSON), {@code offset} (number),
- * {@code timestamp} (epoch millis or null), {@code headers} (list of {@code {"key", "value"}}); so
+ * {@code timestamp} (ISO-8601 text, {@link DateTimeFormatter#ISO_INSTANT}, or null), {@code headers} (list of {@code {"key", "value"}}); so
  * with the default fields a line is {@code {"value": {...}}}. Without it
  * ({@code format.output.envelope=false}, exactly one field) the line is that field's JSON alone.
  */
@@ -49,20 +52,26 @@ final class JsonlRecordWriter implements RecordFileWriter {
 
     @Override
     public void write(List<SinkRecord> records, Path file) throws IOException {
-        try (OutputStream out = compressed(new BufferedOutputStream(Files.newOutputStream(file), 64 * 1024))) {
+        OutputStream raw = new BufferedOutputStream(Files.newOutputStream(file), 64 * 1024);
+        try (OutputStream out = compressed(raw, compression)) {
+            boolean first = true;
             for (SinkRecord record : records) {
+                if (!first) {
+                    out.write('\n');
+                }
+                first = false;
                 out.write(JsonValues.MAPPER.writeValueAsBytes(line(record)));
-                out.write('\n');
             }
         }
     }
 
-    private OutputStream compressed(OutputStream raw) throws IOException {
+    /** {@code raw} wrapped in the stream codec of {@code compression} (shared with the CSV writer). */
+    static OutputStream compressed(OutputStream raw, S3SinkConfig.Compression compression) throws IOException {
         switch (compression) {
             case GZIP:
                 return new GZIPOutputStream(raw, 64 * 1024);
             case SNAPPY:
-                return new SnappyFramedOutputStream(raw);
+                return new SnappyOutputStream(raw);
             case ZSTD:
                 return new ZstdOutputStream(raw);
             default:
@@ -93,7 +102,8 @@ final class JsonlRecordWriter implements RecordFileWriter {
             case OFFSET:
                 return nodes.numberNode(record.kafkaOffset());
             case TIMESTAMP:
-                return record.timestamp() == null ? nodes.nullNode() : nodes.numberNode(record.timestamp());
+                return record.timestamp() == null ? nodes.nullNode()
+                        : nodes.textNode(DateTimeFormatter.ISO_INSTANT.format(Instant.ofEpochMilli(record.timestamp())));
             case HEADERS:
                 ArrayNode headers = nodes.arrayNode();
                 for (Header header : record.headers()) {

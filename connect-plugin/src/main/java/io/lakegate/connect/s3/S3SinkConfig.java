@@ -39,6 +39,7 @@ public final class S3SinkConfig extends AbstractConfig {
     public static final String FORMAT_OUTPUT_TYPE = "format.output.type";
     public static final String FORMAT_OUTPUT_FIELDS = "format.output.fields";
     public static final String FORMAT_OUTPUT_ENVELOPE = "format.output.envelope";
+    public static final String FORMAT_OUTPUT_VALUE_ENCODING = "format.output.fields.value.encoding";
     public static final String FILE_COMPRESSION_TYPE = "file.compression.type";
     public static final String AWS_S3_PART_SIZE = "aws.s3.part.size.bytes";
     /** Test-only fault switch (see {@link S3SinkTask}); not a key of Aiven's sink. */
@@ -50,7 +51,7 @@ public final class S3SinkConfig extends AbstractConfig {
     public static final int MAX_PART_SIZE = 2_000_000_000;
 
     /** Output file formats ({@code format.output.type}). */
-    public enum Format { JSONL, PARQUET }
+    public enum Format { CSV, JSONL, PARQUET }
 
     /**
      * File compression ({@code file.compression.type}): the stream codec of a jsonl file, the page
@@ -88,15 +89,18 @@ public final class S3SinkConfig extends AbstractConfig {
                             + "is buffered in memory). S3 requires at least 5 MiB for every part but the last.")
             .define(AWS_S3_PREFIX, Type.STRING, null, S3SinkConfig::validatePrefix, Importance.MEDIUM,
                     "When set (non-empty), objects are named <prefix><topic>-<partition>-<start offset padded to "
-                            + "20 digits>, with no extension, and file.name.template is ignored (Aiven's legacy "
-                            + "naming). The prefix is used verbatim (no templating).")
+                            + "20 digits> plus the compression's extension, and file.name.template is ignored "
+                            + "(Aiven's legacy naming). The prefix is used verbatim (no templating).")
             .define(FILE_NAME_TEMPLATE, Type.STRING, null, S3SinkConfig::validateTemplate, Importance.MEDIUM,
                     "Object name template, used as is (no extension added); must use {{topic}}, {{partition}} "
                             + "and {{start_offset}} (the last two accept ':padding=true'). Unset: "
                             + FileNameTemplate.DEFAULT + " plus the compression's extension (.gz, .snappy, .zst).")
-            .define(FORMAT_OUTPUT_TYPE, Type.STRING, "jsonl",
-                    ConfigDef.CaseInsensitiveValidString.in("jsonl", "parquet"), Importance.MEDIUM,
-                    "Output file format: jsonl or parquet.")
+            .define(FORMAT_OUTPUT_TYPE, Type.STRING, "csv",
+                    ConfigDef.CaseInsensitiveValidString.in("csv", "jsonl", "parquet"), Importance.MEDIUM,
+                    "Output file format: csv (Aiven's default: no header, key and value base64), jsonl or parquet.")
+            .define(FORMAT_OUTPUT_VALUE_ENCODING, Type.STRING, "base64",
+                    ConfigDef.CaseInsensitiveValidString.in("base64", "none"), Importance.LOW,
+                    "csv: the value's encoding: base64 (default) or none (its bytes as they are).")
             .define(FORMAT_OUTPUT_FIELDS, Type.LIST, "value", S3SinkConfig::validateFields,
                     Importance.MEDIUM, "Comma-separated record fields to write, in order: "
                             + "key, value, offset, timestamp, headers.")
@@ -217,8 +221,8 @@ public final class S3SinkConfig extends AbstractConfig {
      * The object key of a file of {@code topic}/{@code partition} starting at {@code startOffset},
      * by Aiven's rules, whatever the format:
      * <ol>
-     *   <li>{@code aws.s3.prefix} set: {@code <prefix><topic>-<partition>-<startOffset padded to 20 digits>},
-     *       no extension ({@code file.name.template} is ignored);</li>
+     *   <li>{@code aws.s3.prefix} set: {@code <prefix><topic>-<partition>-<startOffset padded to 20 digits>}
+     *       + the compression's extension ({@code file.name.template} is ignored);</li>
      *   <li>no {@code file.name.template}: {@code <topic>-<partition>-<startOffset>} + the compression's
      *       extension ({@code .gz}, {@code .snappy}, {@code .zst}, or nothing for none);</li>
      *   <li>otherwise the rendered template, nothing appended.</li>
@@ -226,7 +230,8 @@ public final class S3SinkConfig extends AbstractConfig {
      */
     public String objectKey(String topic, int partition, long startOffset) {
         if (prefix() != null) {
-            return prefix() + topic + "-" + partition + "-" + String.format(Locale.ROOT, "%020d", startOffset);
+            return prefix() + topic + "-" + partition + "-" + String.format(Locale.ROOT, "%020d", startOffset)
+                    + compression.extension();
         }
         if (template == null) {
             return DEFAULT_TEMPLATE.render(topic, partition, startOffset)
@@ -237,9 +242,15 @@ public final class S3SinkConfig extends AbstractConfig {
 
     /** A new writer for the configured format; called once per task start. */
     RecordFileWriter newWriter() {
-        return format == Format.PARQUET
-                ? new ParquetRecordWriter(fields, envelope, parquetCodec)
-                : new JsonlRecordWriter(fields, envelope, compression);
+        switch (format) {
+            case PARQUET:
+                return new ParquetRecordWriter(fields, envelope, parquetCodec);
+            case CSV:
+                boolean base64 = "base64".equalsIgnoreCase(getString(FORMAT_OUTPUT_VALUE_ENCODING));
+                return new CsvRecordWriter(fields, base64, compression);
+            default:
+                return new JsonlRecordWriter(fields, envelope, compression);
+        }
     }
 
     private String passwordOrNull(String key) {

@@ -1,0 +1,221 @@
+"""Every field of every record through the whole pipeline: Kafka, the S3 sink on a real Connect
+worker, sidecars and the service, read back by delta-rs and compared value by value.
+
+One append table takes three topics of different shapes (``topics_regex``), each from its own
+connector and format: JSON lines, Parquet (the stand-in types schemaless values per file, so a
+struct that gains fields gives files of different schemas) and Aiven's default headerless CSV
+(base64 key and value; the sidecar sends the layout from the connector's config). Later batches
+add nested fields and null whole fields. A Debezium table gets creates and updates, then a quiet
+window where only deletes (and Debezium's tombstones after them) arrive: those rounds must commit,
+the keys go. At quiesce each table equals a model built from the produced records, every field,
+and every partition's ``txn`` equals Connect's committed offset.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from deltalake import DeltaTable
+from kafka import KafkaProducer, TopicPartition
+
+from lakegate_stack import s3 as s3mod
+from lakegate_stack.connect import ConnectWorker, s3_sink_config
+from lakegate_stack.delta_read import live_rows
+from lakegate_stack.kafka import KafkaBroker
+from lakegate_stack.s3 import S3Server
+from lakegate_stack.services import ADMIN_TOKEN, ServiceProcess, SidecarProcess, sidecar_config
+from tests.kafka_helpers import committed_offsets, create_topic, end_offsets
+
+BUCKET, PARTITIONS, PER_BATCH = "lake-fidelity", 2, 120
+S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
+FIELDS = "key,value,offset,timestamp"
+# connector -> (topic, table, sink settings)
+CONNECTORS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "shape-jsonl": ("shape-a", "mixed", {"output": "jsonl"}),
+    "shape-parquet": ("shape-b", "mixed", {"output": "parquet"}),
+    "shape-csv": (
+        "shape-c",
+        "mixed",
+        {"output": "csv", "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"},
+    ),
+    "cdc-sink": (
+        "db.cdc",
+        "cdc",
+        {
+            "output": "jsonl",
+            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "key.converter.schemas.enable": "false",
+        },
+    ),
+}
+
+
+def shape(topic: str, batch: int, i: int) -> dict[str, Any]:
+    """Record ``i`` of ``batch`` for ``topic``: each topic its own fields; later batches grow a
+    nested struct and leave a field null in every record of the batch."""
+    uid = f"{topic}/{batch}/{i}"
+    if topic == "shape-a":
+        geo = {"lat": i / 8} if batch == 0 else {"lat": i / 8, "lon": -i / 4, "alt": {"m": i}}
+        return {
+            "uid": uid,
+            "name": f"näme {i}",
+            "tags": ["x", f"t{i % 3}"][: i % 3],
+            "addr": {"city": "Oslo", "geo": geo},
+        }
+    if topic == "shape-b":
+        meta: dict[str, Any] = (
+            {"src": "b"} if batch == 0 else {"src": "b", "depth": {"n": i, "s": "" if i % 2 else None}}
+        )
+        return {"uid": uid, "amount": i * 0.25, "meta": meta, "note": None if batch == 1 else f"n{i}"}
+    return {"uid": uid, "qty": i, "flag": i % 2 == 0, "name": None if i % 5 == 0 else f"c{i}"}
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[int, Any, Any]]) -> None:
+    """(partition, key, value) records, keys and values as JSON (None: a tombstone), in order."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
+    try:
+        futures = [
+            producer.send(
+                topic,
+                key=json.dumps(k).encode(),
+                value=None if v is None else json.dumps(v).encode(),
+                partition=p,
+            )
+            for p, k, v in records
+        ]
+        producer.flush(60)
+        for f in futures:
+            f.get(timeout=60)
+    finally:
+        producer.close()
+
+
+def same(expected: Any, got: Any) -> bool:
+    """Equal as values; a field missing on one side equals null."""
+    if isinstance(expected, dict) or isinstance(got, dict):
+        a, b = expected or {}, got or {}
+        return isinstance(a, dict) and isinstance(b, dict) and all(same(a.get(k), b.get(k)) for k in set(a) | set(b))
+    if isinstance(expected, list) and isinstance(got, list):
+        return len(expected) == len(got) and all(same(x, y) for x, y in zip(expected, got, strict=True))
+    return bool(expected == got)
+
+
+def wait_committed(service: ServiceProcess, bootstrap: str, topics: list[str], timeout: float = 300) -> None:
+    """Until the tables' offsets reach the log ends of ``topics`` (bounded)."""
+    partitions = [TopicPartition(t, p) for t in topics for p in range(PARTITIONS)]
+    ends = end_offsets(bootstrap, partitions)
+    deadline, offsets = time.monotonic() + timeout, {}
+    while time.monotonic() < deadline:
+        offsets = {}
+        for name in ("mixed", "cdc"):
+            offsets.update(service.call("GET", f"/v1/tables/{name}/offsets").json())
+        if all(offsets.get(tp.topic, {}).get(str(tp.partition)) == ends[tp] for tp in partitions):
+            return
+        time.sleep(1)
+    raise AssertionError(f"table offsets {offsets} never reached the log ends {ends}")
+
+
+def test_every_field_of_three_shapes_and_a_delete_only_cdc_window_lands(
+    tmp_path: Path, kafka_broker: KafkaBroker, connect_worker: ConnectWorker, s3_server: S3Server
+) -> None:
+    s3_server.create_bucket(BUCKET)
+    bootstrap = kafka_broker.bootstrap_servers
+    for topic, _, _ in CONNECTORS.values():
+        create_topic(bootstrap, topic, PARTITIONS)
+    tables = [
+        {
+            "name": "mixed",
+            "path": f"s3a://{BUCKET}/mixed",
+            "topics_regex": "shape-.*",
+            "commit": {"interval_seconds": 2},
+        },
+        {
+            "name": "cdc",
+            "path": f"s3a://{BUCKET}/cdc",
+            "topics": ["db.cdc"],
+            "mode": "upsert",
+            "key": ["id"],
+            "cdc": "debezium",
+            "commit": {"interval_seconds": 2},
+        },
+    ]
+    s3 = {"endpoint": s3_server.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY}
+    service = ServiceProcess(tmp_path, tables, [f"s3a://{BUCKET}/"], s3=s3).start()
+    client = connect_worker.client()
+    sidecars: list[SidecarProcess] = []
+    sent: dict[str, dict[str, Any]] = {}  # mixed: uid -> value
+    live: dict[int, dict[str, Any]] = {}  # cdc: id -> row
+    shape_topics = [t for t, table, _ in CONNECTORS.values() if table == "mixed"]
+    try:
+        for name, (topic, _, sink) in CONNECTORS.items():
+            settings = {k: v for k, v in sink.items() if k != "output"}
+            config = s3_sink_config(
+                [topic],
+                BUCKET,
+                s3_server.endpoint,
+                s3mod.ACCESS_KEY,
+                s3mod.SECRET_KEY,
+                prefix=f"landing/{name}/",
+                output=sink["output"],
+                tasks=1,
+                **{"format.output.fields": FIELDS, **settings},
+            )
+            client.put_connector(name, config)
+            client.wait_running(name, tasks=1)
+            landing = {"kind": "s3", "bucket": BUCKET, "prefix": f"landing/{name}/", "endpoint": s3_server.endpoint}
+            config = sidecar_config(connect_worker, [name], bootstrap, landing, service.url)
+            sidecars.append(SidecarProcess(tmp_path, f"sidecar-{name}", config, env=S3_ENV).start())
+
+        for batch in range(2):
+            for topic in shape_topics:
+                records = [(i % PARTITIONS, f"k{i}", shape(topic, batch, i)) for i in range(PER_BATCH)]
+                sent.update({v["uid"]: v for _, _, v in records})
+                produce(bootstrap, topic, records)
+            changes = []
+            for i in range(PER_BATCH):
+                key = i % 40
+                after = {"id": key, "email": f"u{key}@b{batch}", "prefs": {"lang": "nb", "n": i}}
+                op = "u" if key in live else "c"
+                changes.append((key % PARTITIONS, {"id": key}, {"before": live.get(key), "after": after, "op": op}))
+                live[key] = after
+            produce(bootstrap, "db.cdc", changes)
+            wait_committed(service, bootstrap, [*shape_topics, "db.cdc"])
+        for window in range(2):  # quiet windows: only deletes, and Debezium's tombstone after each
+            deletes = []
+            for key in sorted(live)[window::4]:
+                deletes.append((key % PARTITIONS, {"id": key}, {"before": live.pop(key), "after": None, "op": "d"}))
+                deletes.append((key % PARTITIONS, {"id": key}, None))
+            produce(bootstrap, "db.cdc", deletes)
+            wait_committed(service, bootstrap, ["db.cdc"])
+        connect = {tp: o for name in CONNECTORS for tp, o in committed_offsets(bootstrap, f"connect-{name}").items()}
+        letters = service.call("GET", "/v1/dead-letters", ADMIN_TOKEN).json()
+        assert not letters["dead_letters"], letters  # no file refused: every shape joined its table
+    finally:
+        for proc in sidecars:
+            proc.stop()
+        for name in CONNECTORS:
+            client.delete_connector(name)
+        service.stop()
+
+    options = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV}
+    mixed = DeltaTable(f"s3://{BUCKET}/mixed", storage_options=options)
+    rows = live_rows(mixed)
+    got = {r["uid"]: r for r in rows}
+    assert len(got) == len(rows) == len(sent), "every record exactly once"
+    wrong = [
+        (uid, v, got[uid])
+        for uid, v in sent.items()
+        if not same(v, {k: x for k, x in got[uid].items() if not k.startswith("_kafka_")})
+    ]
+    assert not wrong, wrong[:3]
+    cdc = DeltaTable(f"s3://{BUCKET}/cdc", storage_options=options)
+    table = {r["id"]: {k: v for k, v in r.items() if not k.startswith("_kafka_")} for r in live_rows(cdc)}
+    assert table == live
+    for name, (topic, table_name, _) in CONNECTORS.items():
+        t = mixed if table_name == "mixed" else cdc
+        for p in range(PARTITIONS):
+            tp = TopicPartition(topic, p)
+            assert t.transaction_version(f"lakegate-{table_name}-{topic}-{p}") == connect[tp], (name, tp)
