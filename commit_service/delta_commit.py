@@ -309,7 +309,8 @@ class DeltaCommitter:
             path, reason = next(iter(joined.refused.items()))
             raise SchemaMismatchError(path, reason)
         target = resolved_schema(joined.schema)
-        in_place = [p for p in files if self._adds_in_place(p, reader, facts[p.file.path], target)]
+        fitting: dict[int, tuple[Any, bool]] = {}  # id of a footer schema -> it, and whether it fits
+        in_place = [p for p in files if self._adds_in_place(p, reader, facts[p.file.path], target, fitting)]
         rewritten = [p for p in files if p not in in_place]
         placed = self._place(in_place)
         self._set_schema(txn, read_version, table_schema, target, joined.widened)
@@ -327,18 +328,30 @@ class DeltaCommitter:
                 for p in rewritten
             ]
             rows = round_guard.written_rows(self._add_stats(new_adds))
+            if rows < 0:  # a table that collects no statistics: count the frame (one Spark job)
+                rows = int(frame.count())
             round_guard.check(self.table, sources, rows, json.loads(frame.schema.json()))
             written.append(self._handles.as_java(new_adds))
         return written
 
-    def _adds_in_place(self, p: PendingFile, reader: FrameReader, facts: FileFacts, target: dict[str, Any]) -> bool:
+    def _adds_in_place(
+        self,
+        p: PendingFile,
+        reader: FrameReader,
+        facts: FileFacts,
+        target: dict[str, Any],
+        fitting: dict[int, tuple[Any, bool]],
+    ) -> bool:
         """Whether Parquet file ``p`` is committed where it lies (or copied): not in the envelope,
         of the table's types, and for ``in_place`` under the table root; else it is rewritten."""
         if p.file.format is not FileFormat.PARQUET or reader.lifts(p, facts):
             return False
         if self.placement is Placement.IN_PLACE and not p.file.path.startswith(self.root):
             return False
-        return fits(self._parquet_schema(p.file.path, facts.schema_key), target)
+        physical = self._parquet_schema(p.file.path, facts.schema_key)
+        if id(physical) not in fitting:  # the schema is kept with its answer: its id stays its own
+            fitting[id(physical)] = (physical, fits(physical, target))
+        return fitting[id(physical)][1]
 
     def _add_stats(self, adds: Any) -> list[dict[str, Any] | None]:
         """The statistics (``numRecords``, ...) of the AddFiles ``txn.writeFiles`` returned."""

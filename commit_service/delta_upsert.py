@@ -29,17 +29,18 @@ from typing import Any
 
 from commit_service import faults, round_guard
 from commit_service import upsert as changes_of
+from commit_service.conform import conform
 from commit_service.convert import FrameReader
 from commit_service.errors import DataFileError, SchemaMismatchError
 from commit_service.facts import FileFacts
 from commit_service.round_schema import (
-    VOID,
     Conflict,
     FileShape,
     Schema,
     Widening,
     merge_struct,
     reconcile,
+    resolved_schema,
     widenings,
 )
 from commit_service.state import PendingFile
@@ -110,8 +111,14 @@ class UpsertWriter:
             ),
             self.spec,
         )
-        typeless = {f["name"] for f in image["fields"] if f["type"] == VOID} if image else set()
-        rows = rows.drop(*[c for c in rows.columns if c in typeless])  # no value has typed them yet
+        if image is not None:  # columns and fields no value has typed yet are left out, at any depth
+            kafka = [
+                f
+                for f in json.loads(rows.schema.json())["fields"]
+                if f["name"] not in {g["name"] for g in image["fields"]}
+            ]
+            shape = {"type": "struct", "fields": [*image["fields"], *kafka]}
+            rows = conform(rows, shape, resolved_schema(shape))
         schema: dict[str, Any] = json.loads(rows.schema.json())
         widened: list[Widening] = []
         if table_schema is not None:

@@ -45,8 +45,8 @@ def check(table: str, sources: Sequence[Source], written_rows: int, written: Sch
 
 
 def written_rows(add_stats: Sequence[Mapping[str, object] | None]) -> int:
-    """The rows Delta wrote, summed from its AddFile statistics (``numRecords``); a file without
-    statistics counts as unknown and fails the check (-1)."""
+    """The rows Delta wrote, summed from its AddFile statistics (``numRecords``); -1 when a file
+    has none (the table collects no statistics: the caller counts another way)."""
     total = 0
     for stats in add_stats:
         rows = stats.get("numRecords") if stats else None

@@ -201,11 +201,18 @@ def reconcile(table: Schema | None, files: Sequence[FileShape], *, widen: bool =
     widen (Delta's type widening: delta-rs cannot read such a table)."""
     schema: Schema = table if table is not None else {"type": "struct", "fields": []}
     refused: dict[str, str] = {}
+    seen: dict[int, str | None] = {}  # id of a shape already joined -> its refusal (files share shapes)
     for f in files:
+        if id(f.schema) in seen:  # joining a shape again changes nothing
+            reason = seen[id(f.schema)]
+            if reason is not None:
+                refused[f.path] = reason
+            continue
         try:
             schema = merge_struct(schema, f.schema, "", table, widen)
+            seen[id(f.schema)] = None
         except Conflict as exc:
-            refused[f.path] = f"cannot join the table's schema: {exc}"
+            refused[f.path] = seen[id(f.schema)] = f"cannot join the table's schema: {exc}"
     return RoundSchema(schema, refused, tuple(widenings(table, schema)) if table is not None else ())
 
 

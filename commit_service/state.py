@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Final
 
-from lakegate_core.protocol import DataFile, FileFormat, FileStatus, OffsetSpan
+from lakegate_core.protocol import CsvLayout, DataFile, FileFormat, FileStatus, OffsetSpan
 from lakegate_core.status import ManifestState
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
@@ -35,7 +35,7 @@ MAX_TRACKED_MANIFESTS = 10_000
 # while the request threads wait for it, so a buffer of 100,000 files must add none.
 Place = tuple[str, int, int]  # where a buffered file sits: (topic, partition, start offset)
 # A buffered file: PendingFile's fields, flat (PendingFile.row / PendingFile.from_row)
-Row = tuple[str, str, int, int, int, int, str, "int | None", "int | None", str, str, float]
+Row = tuple[str, str, int, int, int, int, str, "int | None", "int | None", str, str, float, "str | None"]
 ROW_PATH: Final = 0
 ROW_END: Final = 4  # inclusive
 ROW_SIZE: Final = 5
@@ -108,12 +108,17 @@ class PendingFile:
             self.manifest_id,
             self.sidecar_id,
             self.arrived_at,
+            None if f.csv is None else f"{','.join(f.csv.fields)}|{f.csv.value_encoding}",
         )
 
     @classmethod
     def from_row(cls, row: Row) -> PendingFile:
-        path, topic, partition, start, end, size, fmt, records, epoch, manifest_id, sidecar_id, arrived_at = row
-        f = DataFile(path, topic, partition, start, end, size, FileFormat(fmt), records, epoch)
+        path, topic, partition, start, end, size, fmt, records, epoch, manifest_id, sidecar_id, arrived_at, csv = row
+        layout = None
+        if csv is not None:
+            fields, _, encoding = csv.partition("|")
+            layout = CsvLayout(tuple(fields.split(",")), encoding)
+        f = DataFile(path, topic, partition, start, end, size, FileFormat(fmt), records, epoch, layout)
         return cls(f, manifest_id, sidecar_id, arrived_at)
 
 

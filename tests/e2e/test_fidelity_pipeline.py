@@ -24,6 +24,7 @@ from kafka import KafkaProducer, TopicPartition
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.delta_read import live_rows
+from lakegate_stack.fidelity import same
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
 from lakegate_stack.services import ADMIN_TOKEN, ServiceProcess, SidecarProcess, sidecar_config
@@ -91,16 +92,6 @@ def produce(bootstrap: str, topic: str, records: list[tuple[int, Any, Any]]) -> 
             f.get(timeout=60)
     finally:
         producer.close()
-
-
-def same(expected: Any, got: Any) -> bool:
-    """Equal as values; a field missing on one side equals null."""
-    if isinstance(expected, dict) or isinstance(got, dict):
-        a, b = expected or {}, got or {}
-        return isinstance(a, dict) and isinstance(b, dict) and all(same(a.get(k), b.get(k)) for k in set(a) | set(b))
-    if isinstance(expected, list) and isinstance(got, list):
-        return len(expected) == len(got) and all(same(x, y) for x, y in zip(expected, got, strict=True))
-    return bool(expected == got)
 
 
 def wait_committed(service: ServiceProcess, bootstrap: str, topics: list[str], timeout: float = 300) -> None:

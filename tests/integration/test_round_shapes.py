@@ -26,6 +26,7 @@ from commit_service.storage import StorageReader
 from commit_service.upsert import Cdc, UpsertSpec
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.delta_read import live_rows
+from lakegate_stack.fidelity import same
 from tests.delta_helpers import commit_all
 
 
@@ -58,28 +59,6 @@ class Sink:
 def flat(envelope: dict[str, Any]) -> dict[str, Any]:
     """The row an unwrapped append table holds for one envelope."""
     return {**(envelope["value"] or {}), "_kafka_key": envelope["key"], "_kafka_offset": envelope["offset"]}
-
-
-def same(expected: dict[str, Any], got: dict[str, Any]) -> bool:
-    """Whether ``got`` holds ``expected``'s values (a column ``expected`` lacks must be null)."""
-    return all(_same(expected.get(k), got.get(k)) for k in set(expected) | set(got))
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, dict) or isinstance(b, dict):
-        a, b = a or {}, b or {}
-        return all(_same(a.get(k), b.get(k)) for k in set(a) | set(b))
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
-def by_offset(rows: list[dict[str, Any]], key: str = "_kafka_offset") -> dict[Any, dict[str, Any]]:
-    out = {}
-    for r in rows:
-        assert r[key] not in out, f"{key} {r[key]} is in the table twice"
-        out[r[key]] = r
-    return out
 
 
 def read_both(spark: Any, table: Path) -> list[list[dict[str, Any]]]:
@@ -266,3 +245,22 @@ def test_a_tombstone_only_file_commits_beside_normal_files_in_one_round(spark: A
     assert record.version == 1
     model = {r["id"]: r for r in first if r["id"] not in (0, 2)} | {r["id"]: r for r in later}
     assert all(rows == model for rows in debezium_rows(spark, table))
+
+
+def test_an_upsert_field_null_in_a_whole_round_takes_its_type_from_a_later_round(spark: Any, tmp_path: Path) -> None:
+    """A nested field null in every record of the first round gives the table no type for it (not
+    string); the next round's values type it, and both readers return every value."""
+    table, sink = tmp_path / "t", Sink(tmp_path)
+    spec = UpsertSpec(("id",), delete_on_tombstone=True)
+    committer = DeltaCommitter(spark, "t", str(table), StorageReader(local_roots=[str(tmp_path)]), upsert=spec)
+    state = TableState("t")
+    first = [{"id": i, "a": {"x": None, "y": f"y{i}"}, "z": None} for i in range(3)]
+    p1, _ = sink.write("u", 0, first, FileFormat.JSONL, keys=[{"id": i} for i in range(3)])
+    commit_all(committer, state, [p1])
+    later = [{"id": 1, "a": {"x": 5, "y": "again"}, "z": [True]}, {"id": 7, "a": {"x": None, "y": None}, "z": None}]
+    p2, _ = sink.write("u", 0, later, FileFormat.JSONL, keys=[{"id": 1}, {"id": 7}])
+    commit_all(committer, state, [p2])
+    model = {r["id"]: r for r in first} | {r["id"]: r for r in later}
+    for rows in debezium_rows(spark, table):
+        assert set(rows) == set(model)
+        assert all(same(model[k], rows[k]) for k in model), rows

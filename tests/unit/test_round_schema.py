@@ -180,3 +180,21 @@ def test_a_conflict_carries_its_column() -> None:
     with pytest.raises(Conflict) as caught:
         merge("long", struct(a="long"), "x.y", None)
     assert caught.value.column == "x.y"
+
+
+def test_the_round_guard_refuses_missing_rows_and_missing_columns() -> None:
+    from commit_service import round_guard
+    from commit_service.errors import RoundShortfallError
+
+    sources = [
+        round_guard.Source("a", 3, struct(id="long", s=struct(x="string"), n=VOID)),
+        round_guard.Source("b", 2, struct(id="long")),
+    ]
+    written = struct(id="long", s=struct(x="string", y="long"))
+    round_guard.check("t", sources, 5, written)  # whole: a void column need not be written
+    with pytest.raises(RoundShortfallError, match="hold 5 records but 4 rows were written"):
+        round_guard.check("t", sources, 4, written)
+    with pytest.raises(RoundShortfallError, match=r"the columns \['s.x'\] of a would not be written"):
+        round_guard.check("t", sources, 5, struct(id="long", s=struct(y="long")))
+    assert round_guard.written_rows([{"numRecords": 2}, {"numRecords": 3}]) == 5
+    assert round_guard.written_rows([{"numRecords": 2}, None]) == -1  # no statistics: counted another way

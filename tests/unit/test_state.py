@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commit_service.state import CommitPolicy, OnTimeout, PendingFile, TableState
-from lakegate_core.protocol import DataFile, FileStatus
+from lakegate_core.protocol import CsvLayout, DataFile, FileFormat, FileStatus
 from lakegate_core.status import ManifestState
 from lakegate_core.types import TopicPartition
 
@@ -349,3 +349,13 @@ def test_the_sorted_index_agrees_with_a_scan_of_the_buffer(ops: list[tuple[str, 
         assert sorted(s._by_path) == sorted(p.file.path for p in files.values())
         assert s.pending_bytes() == sum(p.file.size_bytes for p in files.values())
         assert s.pending_files() == len(files)
+
+
+def test_a_buffered_csv_file_keeps_its_layout() -> None:
+    f = DataFile("s3a://b/t-0-0", "t", 0, 0, 9, 100, FileFormat.CSV, csv=CsvLayout(("key", "value"), "none"))
+    p = PendingFile(f, "m", "sc", 1.5)
+    assert PendingFile.from_row(p.row()) == p
+    state = TableState("t")
+    state.offer(p, now=0)
+    plan = state.plan(now=0, force=True)
+    assert plan is not None and plan.files[0].file.csv == CsvLayout(("key", "value"), "none")
