@@ -88,14 +88,43 @@ def unwrapped(schema: Schema, unwrap: Unwrap) -> Schema:
     return {"type": "struct", "fields": fields}
 
 
-class FrameReader:
-    """Reads one commit's rewritten files; caches each file's text, records and shape for that commit."""
+def with_timestamp(schema: Schema, kind: str) -> Schema:
+    """An envelope's schema with its ``timestamp`` typed ``kind`` (unless no record has one)."""
+    fields = [{**f, "type": kind} if f["name"] == "timestamp" and f["type"] != VOID else f for f in schema["fields"]]
+    return {**schema, "fields": fields}
 
-    def __init__(self, spark: Any, storage: StorageReader, unwrap: Unwrap, parquet_schemas: ParquetSchemas) -> None:
+
+def timestamp_column(col: Any, source: Any, kind: str) -> Any:
+    """An envelope's ``timestamp`` column (of type ``source``: ISO-8601 text, epoch millis, or a
+    timestamp) as ``kind``: ``timestamp``, or ``long`` epoch millis."""
+    from pyspark.sql import functions as F
+
+    if source == kind:
+        return col
+    as_timestamp = F.to_timestamp(col) if source == "string" else F.timestamp_millis(col) if source == "long" else col
+    return as_timestamp if kind == "timestamp" else F.unix_millis(as_timestamp)
+
+
+class FrameReader:
+    """Reads one commit's rewritten files; caches each file's text, records and shape for that commit.
+
+    ``timestamp``: the type every envelope's ``timestamp`` is read as, whatever its format wrote
+    (JSON lines ISO-8601 text, CSV and Parquet epoch millis or a timestamp): ``timestamp``, or
+    ``long`` (epoch millis) for a table that already holds it so; ``None`` keeps each file's own."""
+
+    def __init__(
+        self,
+        spark: Any,
+        storage: StorageReader,
+        unwrap: Unwrap,
+        parquet_schemas: ParquetSchemas,
+        timestamp: str | None = "timestamp",
+    ) -> None:
         self.spark = spark
         self.storage = storage
         self.unwrap = unwrap
         self.parquet_schemas = parquet_schemas
+        self.timestamp = timestamp
         self._lines: dict[str, list[str]] = {}
         self._records: dict[str, list[dict[str, Any]]] = {}
         self._raw: dict[str, Schema] = {}
@@ -173,9 +202,16 @@ class FrameReader:
                 self._raw[path] = json_infer.infer(self.records(p))
         return self._raw[path]
 
+    def envelope_shape(self, p: PendingFile, facts: FileFacts | None) -> Schema:
+        """:meth:`raw_shape` with the envelope's ``timestamp`` as this reader reads it (upsert
+        tables read every file as the envelope)."""
+        raw = self.raw_shape(p, facts)
+        return raw if self.timestamp is None else with_timestamp(raw, self.timestamp)
+
     def shape(self, p: PendingFile, facts: FileFacts | None) -> Schema:
         """``p``'s columns as the table gets them (after unwrapping), voids marked."""
-        return unwrapped(self.raw_shape(p, facts), self.unwrap)
+        raw = self.raw_shape(p, facts)
+        return unwrapped(self.envelope_shape(p, facts), self.unwrap) if lifts(raw, self.unwrap) else raw
 
     def frame(
         self, files: Sequence[PendingFile], facts: dict[str, FileFacts], target: Schema, *, raw: bool = False
@@ -191,6 +227,8 @@ class FrameReader:
         for (fmt, _), group in groups.items():
             source = self.raw_shape(group[0], facts.get(group[0].file.path))
             df = self._read(fmt, group, source)
+            if raw or lifts(source, self.unwrap):
+                df, source = self._timestamps(df, source), self.envelope_shape(group[0], facts.get(group[0].file.path))
             if not raw:
                 df, source = self._unwrapped(df, source), unwrapped(source, self.unwrap)
             frames.append(conform(df, source, target))
@@ -213,6 +251,13 @@ class FrameReader:
         rdd = self.spark.sparkContext.parallelize(lines, slices)
         schema = StructType.fromJson(devoid(source))
         return self.spark.read.schema(schema).option("mode", "FAILFAST").json(rdd)
+
+    def _timestamps(self, df: Any, source: Schema) -> Any:
+        """``df`` (an envelope of ``source``) with its ``timestamp`` as :attr:`timestamp`."""
+        kind = next((f["type"] for f in source["fields"] if f["name"] == "timestamp"), VOID)
+        if self.timestamp is None or kind == VOID:
+            return df
+        return df.withColumn("timestamp", timestamp_column(df["timestamp"], kind, self.timestamp))
 
     def _unwrapped(self, df: Any, source: Schema) -> Any:
         from pyspark.sql import functions as F

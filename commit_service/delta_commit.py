@@ -30,7 +30,7 @@ from py4j.protocol import Py4JError
 from commit_service import coverage, faults, round_guard
 from commit_service.committer import TableSnapshot
 from commit_service.config import Placement
-from commit_service.content import Unwrap
+from commit_service.content import KAFKA_COLUMNS, Unwrap
 from commit_service.convert import FrameReader
 from commit_service.coverage import OffsetCheck
 from commit_service.delta_log import LogReadError, read_log
@@ -89,6 +89,16 @@ def log_snapshot(storage: StorageReader, table: str, root: str) -> TableSnapshot
     state = read_log(storage, root)
     offsets = {tp: v for key, v in state.txns.items() if (tp := parse_app_id(table, key)) is not None}
     return TableSnapshot(state.version, PartitionOffsets(offsets))
+
+
+def kafka_timestamp(table_schema: dict[str, Any] | None) -> str | None:
+    """How a round reads the envelope's ``timestamp``: as the table's ``_kafka_timestamp`` holds it
+    (``timestamp``, or ``long`` epoch millis in a table made so before), ``timestamp`` for a new
+    column; None (each file's own type) for a table that holds it in another type."""
+    for f in (table_schema or {}).get("fields", []):
+        if f["name"] == KAFKA_COLUMNS["timestamp"]:
+            return f["type"] if f["type"] in ("timestamp", "long") else None
+    return "timestamp"
 
 
 def job_group(table: str, commit_id: str, version: int | None = None) -> str:
@@ -245,6 +255,7 @@ class DeltaCommitter:
             "spark.jobGroup.id", job_group(self.table, commit_id, expected_version)
         )
         table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
+        reader.timestamp = kafka_timestamp(table_schema)
         if self._upsert is not None:  # every file is read as changes and merged by key
             data = self._upsert.round(
                 txn,

@@ -228,7 +228,9 @@ class UpsertWriter:
     def _raw_schema(self, files: Sequence[PendingFile], reader: FrameReader, facts: dict[str, FileFacts]) -> Schema:
         """The round's envelope schema: the files' raw schemas reconciled (voids kept); a file
         whose shape conflicts with the others' is refused."""
-        joined = reconcile(None, [FileShape(p.file.path, reader.raw_shape(p, facts.get(p.file.path))) for p in files])
+        joined = reconcile(
+            None, [FileShape(p.file.path, reader.envelope_shape(p, facts.get(p.file.path))) for p in files]
+        )
         if joined.refused:
             path, reason = next(iter(joined.refused.items()))
             raise SchemaMismatchError(path, reason)
@@ -247,7 +249,7 @@ class UpsertWriter:
             for p in files:  # name the file whose values the table's columns refuse
                 try:
                     changes_of.typed_raw(
-                        reader.raw_shape(p, facts.get(p.file.path)), self.spec, table, self.type_widening
+                        reader.envelope_shape(p, facts.get(p.file.path)), self.spec, table, self.type_widening
                     )
                 except Conflict as alone:
                     raise SchemaMismatchError(p.file.path, f"cannot join the table's schema: {alone}") from None

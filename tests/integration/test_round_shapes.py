@@ -7,6 +7,7 @@ with what delta-rs (``deltalake``) and Spark read back: a column lost, typed wro
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -264,3 +265,67 @@ def test_an_upsert_field_null_in_a_whole_round_takes_its_type_from_a_later_round
     for rows in debezium_rows(spark, table):
         assert set(rows) == set(model)
         assert all(same(model[k], rows[k]) for k in model), rows
+
+
+def test_the_record_timestamp_is_one_type_whatever_format_wrote_it(spark: Any, tmp_path: Path) -> None:
+    """Aiven's JSON lines write the record timestamp as ISO-8601 text, its CSV and Parquet as epoch
+    millis (the stand-in's Parquet as a timestamp): one round of all four lands one timestamp
+    column holding the same instants. A table whose column is epoch millis keeps it so."""
+    import base64
+    from datetime import UTC, datetime
+
+    from lakegate_core.protocol import CsvLayout
+
+    millis = [1_700_000_000_123, 1_700_000_001_000]
+    iso = ["2023-11-14T22:13:20.123Z", "2023-11-14T22:13:21Z"]  # ISO_INSTANT drops a zero fraction
+    land = tmp_path / "landing"
+    land.mkdir()
+    files = []
+
+    def add(name: str, fmt: FileFormat, data: bytes, csv: CsvLayout | None = None) -> None:
+        (land / name).write_bytes(data)
+        f = DataFile(f"file://{land / name}", name.split("-")[0], 0, 0, 1, len(data), fmt, csv=csv)
+        files.append(PendingFile(f, name, "sc"))
+
+    add(
+        "j-0-0",
+        FileFormat.JSONL,
+        "\n".join(json.dumps({"value": {"id": i}, "offset": i, "timestamp": t}) for i, t in enumerate(iso)).encode(),
+    )
+    b64 = base64.b64encode(b'{"id": 9}').decode()
+    add(
+        "c-0-0",
+        FileFormat.CSV,
+        "\n".join(f"{b64},{i},{m}" for i, m in enumerate(millis)).encode(),
+        CsvLayout(("value", "offset", "timestamp")),
+    )
+    for name, ts_type, ts in (("p-0-0", pa.int64(), millis), ("q-0-0", pa.timestamp("ms", tz="UTC"), millis)):
+        schema = pa.schema([("value", pa.struct([("id", pa.int64())])), ("offset", pa.int64()), ("timestamp", ts_type)])
+        rows = [{"value": {"id": i}, "offset": i, "timestamp": t} for i, t in enumerate(ts)]
+        buf = io.BytesIO()
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), buf)
+        add(name, FileFormat.PARQUET, buf.getvalue())
+    table = tmp_path / "t"
+    storage = StorageReader(local_roots=[str(tmp_path)])
+    commit_all(DeltaCommitter(spark, "t", str(table), storage), TableState("t"), files)
+    df = spark.read.format("delta").load(str(table))
+    assert df.schema["_kafka_timestamp"].dataType.simpleString() == "timestamp"
+    got = sorted(r[0] for r in df.selectExpr("unix_millis(_kafka_timestamp)").collect())
+    assert got == sorted(millis * 4)  # each format's two records, the same two instants
+    delta_rs = DeltaTable(str(table)).to_pyarrow_table().column("_kafka_timestamp").to_pylist()
+    assert sorted({t.astimezone(UTC) for t in delta_rs}) == [datetime.fromtimestamp(m / 1000, UTC) for m in millis]
+
+    old = tmp_path / "old"  # a table whose column was made epoch millis
+    plain = pa.table({"id": [1], "_kafka_timestamp": pa.array([5], pa.int64())})
+    (land / "o-0-0").parent.mkdir(exist_ok=True)
+    pq.write_table(plain, land / "o-0-0")
+    first = DataFile(f"file://{land / 'o-0-0'}", "o", 0, 0, 0, (land / "o-0-0").stat().st_size, FileFormat.PARQUET)
+    committer, state = DeltaCommitter(spark, "old", str(old), storage), TableState("old")
+    commit_all(committer, state, [PendingFile(first, "o", "sc")])
+    lines = [json.dumps({"value": {"id": 2 + i}, "offset": 1 + i, "timestamp": t}) for i, t in enumerate(iso)]
+    (land / "o-0-1").write_text("\n".join(lines))
+    jsonl = DataFile(f"file://{land / 'o-0-1'}", "o", 0, 1, 2, (land / "o-0-1").stat().st_size, FileFormat.JSONL)
+    commit_all(committer, state, [PendingFile(jsonl, "j", "sc")])
+    df = spark.read.format("delta").load(str(old))
+    assert df.schema["_kafka_timestamp"].dataType.simpleString() == "bigint"
+    assert sorted(r[0] for r in df.select("_kafka_timestamp").collect()) == [5, *millis]
