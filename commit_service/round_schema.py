@@ -13,9 +13,10 @@ The rules (``docs/configuration.md``, "Schema rules"):
 - a column or struct field new to the table is added (nullable), at any depth, inside arrays and
   map values too;
 - numbers widen as Delta's type widening allows (byte → short → int → long, float → double,
-  byte/short/int → double, decimals gaining digits, integers → decimal, date → timestamp_ntz);
-  inside one round a column the table does not have yet also joins long and double (a JSON
-  number) as double, as Spark's own JSON inference does;
+  byte/short/int → double, decimals gaining digits, integers → decimal, date → timestamp_ntz), a
+  table's column only with ``tables[].type_widening`` (delta-rs reads no table with that
+  feature); inside one round a column the table does not have yet also joins long and double (a
+  JSON number) as double, as Spark's own JSON inference does;
 - anything else (a string and a number, a struct and a string, ...) is a conflict: the file that
   brings it is refused, naming the column and both types, and the rest of the round goes on.
 """
