@@ -1,7 +1,7 @@
 """``lakegate-service``: validate the config, then serve the app under gunicorn.
 
 gunicorn runs ONE worker process (the single writer holding the SparkSession) with
-``server.threads`` request threads; :mod:`commit_service.server` holds its options. The app is
+``server.threads`` request threads; :mod:`commit_service.serving.options` holds its options. The app is
 built inside the worker, after the fork, so the JVM is never forked. ``--check-config`` validates
 and prints the effective config, then exits.
 """
@@ -50,8 +50,8 @@ def masked(config: ServiceConfig) -> dict[str, Any]:
 
 
 def serve(config: ServiceConfig) -> None:
-    from commit_service.app import create_app
-    from commit_service.server import gunicorn_options, run
+    from commit_service.http.app import create_app
+    from commit_service.serving.options import gunicorn_options, run
 
     def load() -> Any:
         setup_logging(config.server.log_format)

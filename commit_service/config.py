@@ -1,4 +1,4 @@
-"""The commit service's configuration (DESIGN §7), read by ``lakegate-service`` at start.
+"""The commit service's configuration , read by ``lakegate-service`` at start.
 
 One frozen dataclass per section, validated in ``__post_init__``; every key is documented in
 docs/configuration.md. Without a file the service runs on :func:`embedded_default`: a local
@@ -10,20 +10,20 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from commit_service.content import Unwrap
-from commit_service.coverage import OffsetCheck
-from commit_service.errors import ConfigError
-from commit_service.maintenance import MaintenancePolicy
-from commit_service.paths import UnsafePathError, root_prefix
-from commit_service.spark import S3Settings, SparkSettings
-from commit_service.state import CommitPolicy
-from commit_service.upsert import OFFSET_COLUMN, Cdc, TableMode, UpsertSpec
+from commit_service.domain.content import Unwrap
+from commit_service.domain.coverage import OffsetCheck
+from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.domain.paths import UnsafePathError, root_prefix
+from commit_service.domain.state import CommitPolicy
+from commit_service.domain.upsert import OFFSET_COLUMN, Cdc, TableMode, UpsertSpec
+from commit_service.errors import ConfigError, SparkSetupError
 from lakegate_core import configfile
 from lakegate_core.connect_group import KafkaSettings
 
@@ -47,7 +47,7 @@ class Role(str, Enum):
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """``server:``: the HTTP side; :func:`commit_service.server.gunicorn_options` turns it into gunicorn's."""
+    """``server:``: the HTTP side; :func:`commit_service.serving.options.gunicorn_options` turns it into gunicorn's."""
 
     host: str = "0.0.0.0"
     port: int = 8080
@@ -125,6 +125,43 @@ class StorageConfig:
                 root_prefix(root)
             except UnsafePathError as exc:
                 raise ConfigError(f"storage.allowed_roots: {root!r}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """s3a settings; credentials default to the AWS environment (Hadoop's provider chain)."""
+
+    endpoint: str | None = None
+    region: str = "us-east-1"
+    path_style: bool = True
+    access_key: str | None = None
+    secret_key: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.access_key is None) != (self.secret_key is None):
+            raise SparkSetupError("s3: set both access_key and secret_key, or neither")
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """How the service's SparkSession is built; read from the ``spark:`` config section."""
+
+    master: str = "local[*]"
+    app_name: str = "lakegate"
+    ui_enabled: bool = True
+    ui_port: int = 4040
+    ui_host: str | None = None  # the UI's listen address (and the driver's, see driver_environment); None: all
+    driver_memory: str = "2g"
+    jars_dir: Path | None = None
+    local_dir: Path | None = None
+    s3: S3Settings | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.master:
+            raise SparkSetupError("spark.master must not be empty")
+        if not 0 <= self.ui_port <= 65535:
+            raise SparkSetupError(f"spark.ui_port {self.ui_port} is not a TCP port")
 
 
 @dataclass(frozen=True)

@@ -148,7 +148,7 @@ class CommitError(LakegateError):
     """A commit round failed; nothing was committed and the buffered files are kept.
 
     ``transient`` errors (an outage, a concurrent writer) are only retried; the others count
-    towards quarantining a file (see :mod:`commit_service.failures`)."""
+    towards quarantining a file (see :mod:`commit_service.domain.failures`)."""
 
     status, code = 503, "commit_failed"
     transient: ClassVar[bool] = False
@@ -160,7 +160,7 @@ class CommitError(LakegateError):
 class DeltaWriteError(CommitError):
     """Delta refused or failed the commit (mapped from the JVM exception's class); retried with
     backoff, and if it persists the plan is narrowed until one file is found to blame and
-    quarantined (:mod:`commit_service.failures`)."""
+    quarantined (:mod:`commit_service.domain.failures`)."""
 
     retryable = True
 
@@ -173,7 +173,7 @@ class DeltaUnavailableError(DeltaWriteError):
 
 
 class RoundShortfallError(CommitError):
-    """The round guard (:mod:`commit_service.round_guard`) found that what would be written holds
+    """The round guard (:mod:`commit_service.domain.round_guard`) found that what would be written holds
     fewer rows or columns than the round's files: nothing is committed. Treated like a persistent
     :class:`DeltaWriteError` (the plan is narrowed until one file is to blame, then quarantined)."""
 
@@ -253,7 +253,7 @@ class ContentRangeError(DataFileError):
     ``offset`` field says so): the range was derived from the next file's name, and that file is
     an orphan of a re-written range. Not quarantined: the file leaves the buffer, the files
     starting inside ``holds`` are refused as orphans, and the sender claims ``holds`` instead
-    (:mod:`commit_service.coverage`)."""
+    (:mod:`commit_service.domain.coverage`)."""
 
     code = "content_range"
 

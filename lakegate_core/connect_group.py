@@ -72,7 +72,7 @@ def assignments(members: Iterable[dict[str, Any]], connector: str) -> dict[Topic
 class LazyClient:
     """One kafka-python client (admin or consumer) from an injected factory, made on first use and
     dropped after any error, so the next call makes a new one. Base of :class:`GroupReader` and of
-    the service's log-end reader (:class:`commit_service.lag.LogEnds`)."""
+    the service's log-end reader (:class:`commit_service.observe.lag.LogEnds`)."""
 
     def __init__(self, factory: Callable[[], Any]) -> None:
         self._factory = factory

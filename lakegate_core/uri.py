@@ -1,7 +1,7 @@
 """How an object key is written into a URI: the one percent-encoding the service and the sidecar share.
 
 The sidecar encodes each key it lists with :func:`encode_key`; the service parses paths (decoding
-once, ``commit_service.paths``) and writes its canonical URIs with the same function, so a path
+once, ``commit_service.domain.paths``) and writes its canonical URIs with the same function, so a path
 the sidecar sent comes back in every receipt and report exactly as it was sent.
 """
 

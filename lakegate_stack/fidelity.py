@@ -6,7 +6,7 @@ whose records draw fields from one pool (a field name has one type wherever it a
 structs that gain fields, arrays, unicode and empty strings, longs and doubles, nulls anywhere,
 whole files where a field is null), written as JSON lines, Parquet or Aiven's headerless CSV,
 with Aiven's envelope or plain, split into files and rounds at random, and committed through the real
-:class:`~commit_service.delta_commit.DeltaCommitter` into an append, an upsert or a Debezium table.
+:class:`~commit_service.delta.committer.DeltaCommitter` into an append, an upsert or a Debezium table.
 :func:`check` then reads the table with delta-rs and with Spark and compares every field of every
 row with a model computed here from the records alone.
 """

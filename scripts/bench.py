@@ -49,14 +49,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from commit_service.config import TableConfig
-from commit_service.delta_commit import DeltaCommitter
-from commit_service.maintenance import MaintenancePolicy
-from commit_service.prefetch import FactsCache, storage_facts
-from commit_service.spark import SparkSettings, create_session
-from commit_service.state import CommitPolicy, PendingFile, TableState
-from commit_service.storage import StorageReader
-from commit_service.table_coordinator import TableCoordinator
+from commit_service.config import SparkSettings, TableConfig
+from commit_service.coordination.table_coordinator import TableCoordinator
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.delta.session import create_session
+from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.domain.state import CommitPolicy, PendingFile, TableState
+from commit_service.storage.prefetch import FactsCache, storage_facts
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 
 TOPIC = "bench"

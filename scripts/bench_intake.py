@@ -1,6 +1,6 @@
 """Benchmark: the cost of accepting manifests in the commit service's HTTP handler.
 
-Builds the real Flask app (``commit_service.app.create_app``: validation, path model, routing,
+Builds the real Flask app (``commit_service.http.app.create_app``: validation, path model, routing,
 fencing off, the table state) in-process, with no committer work (nothing is committed during the
 run; the interval is an hour), and times ``POST /v1/manifests`` through Flask's test client (no
 socket, no gunicorn: ``scripts/bench-slowclients`` covers the transport). Cases: one manifest of N
@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from commit_service.app import create_app, settle_heap
 from commit_service.config import ServiceConfig
-from commit_service.runtime import runtime
+from commit_service.http.app import create_app, settle_heap
+from commit_service.http.runtime import runtime
 from lakegate_core.configfile import build
 
 TOKEN = "bench-sidecar-token-0000000001"
@@ -45,12 +45,12 @@ CONFIG = {
 
 class IdleCommitter:
     """Nothing is committed during the benchmark (the table stays empty). Accepted files are queued
-    to be read ahead as in production (:class:`~commit_service.prefetch.FactsCache`); the read
+    to be read ahead as in production (:class:`~commit_service.storage.prefetch.FactsCache`); the read
     itself is a constant here: the benchmark is about the HTTP thread, not storage."""
 
     def __init__(self) -> None:
-        from commit_service.prefetch import FactsCache
-        from commit_service.storage import FileFacts
+        from commit_service.storage.prefetch import FactsCache
+        from commit_service.storage.reader import FileFacts
 
         self.facts = FactsCache(lambda f: FileFacts(f.size_bytes, 0), name="bench")
 
@@ -58,7 +58,7 @@ class IdleCommitter:
         self.facts.prefetch(files)
 
     def snapshot(self) -> Any:
-        from commit_service.committer import TableSnapshot
+        from commit_service.ports import TableSnapshot
         from lakegate_core.types import PartitionOffsets
 
         return TableSnapshot(-1, PartitionOffsets())

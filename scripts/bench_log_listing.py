@@ -11,7 +11,7 @@ service's setting beside Delta's default (``--store``):
   (delta-log-store/), which stats only the entries from the checkpoint on, ``delta`` is Delta's
   ``LocalLogStore``, which stats every entry.
 
-The script makes a table through :class:`~commit_service.delta_commit.DeltaCommitter`, checkpoints
+The script makes a table through :class:`~commit_service.delta.committer.DeltaCommitter`, checkpoints
 it, times one-file commits, adds ``--extra`` entries to its log that sort before the checkpoint
 (as old commits' files do; Delta ignores their names), and times the commits again; each mode in a
 process and a Spark session of its own. Prints the figures and writes JSON (default
@@ -37,10 +37,11 @@ from typing import Any
 from bench_result import report
 from bench_s3_commit import BUCKET, PARTITIONS, ROWS, TOPIC, parquet_body, upload
 
-from commit_service.delta_commit import DeltaCommitter
-from commit_service.spark import LOCAL_LOG_WRITES, S3Settings, SparkSettings, create_session
-from commit_service.state import PendingFile, TableState
-from commit_service.storage import StorageReader
+from commit_service.config import S3Settings, SparkSettings
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.delta.session import LOCAL_LOG_WRITES, create_session
+from commit_service.domain.state import PendingFile, TableState
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 

@@ -24,11 +24,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
-from commit_service.delta_commit import DeltaCommitter
-from commit_service.maintenance import MaintenancePolicy
-from commit_service.spark import SparkSettings, create_session
-from commit_service.state import PendingFile, TableState
-from commit_service.storage import StorageReader
+from commit_service.config import SparkSettings
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.delta.session import create_session
+from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.domain.state import PendingFile, TableState
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import MaintenanceKind
 

@@ -21,11 +21,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from bench_result import report
 
-from commit_service.delta_commit import DeltaCommitter
-from commit_service.prefetch import THREADS, FactsCache, storage_facts
-from commit_service.spark import S3Settings, SparkSettings, create_session
-from commit_service.state import PendingFile, TableState
-from commit_service.storage import StorageReader
+from commit_service.config import S3Settings, SparkSettings
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.delta.session import create_session
+from commit_service.domain.state import PendingFile, TableState
+from commit_service.storage.prefetch import THREADS, FactsCache, storage_facts
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 

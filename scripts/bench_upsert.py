@@ -4,7 +4,7 @@ A Delta table of ``rows`` rows (``id``, ``name``, ``amount``, ``_kafka_offset``)
 ``files`` files, each holding one range of ids (as a table filled in key order over time is).
 Then, for each size, one round of that many changed keys (a tenth of them new, a twentieth
 deletes by tombstone) lands as a JSON-lines file in the sink's envelope and is committed by
-Lakegate's upsert path (:class:`~commit_service.delta_commit.DeltaCommitter`, ``upsert=``), twice:
+Lakegate's upsert path (:class:`~commit_service.delta.committer.DeltaCommitter`, ``upsert=``), twice:
 
 - **clustered**: the changed ids are one contiguous run (recent rows updated again): few files hold them;
 - **random**: the changed ids are spread over the whole table: every file holds some.
@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from commit_service.delta_commit import DeltaCommitter
-from commit_service.state import PendingFile, TableState
-from commit_service.storage import StorageReader
-from commit_service.upsert import UpsertSpec
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.upsert import UpsertSpec
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 
 TOPIC = "bench-upsert"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from commit_service.spark import S3Settings, SparkSettings, create_session
+from commit_service.config import S3Settings, SparkSettings
+from commit_service.delta.session import create_session
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker
 from lakegate_stack.kafka import KafkaBroker

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from commit_service.config import load_config
-from commit_service.metrics import ServiceMetrics
+from commit_service.observe.metrics import ServiceMetrics
 from lakegate_core.status import CommitRecord, TableSummary
 from lakegate_core.types import PartitionOffsets
 from sidecar.config import load_config as load_sidecar_config

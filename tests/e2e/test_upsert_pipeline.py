@@ -26,7 +26,7 @@ from typing import Any
 from deltalake import DeltaTable
 from kafka import KafkaProducer, TopicPartition
 
-from commit_service import faults
+from commit_service.delta import faults
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.delta_read import live_rows

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
-from commit_service.openapi import document
+from commit_service.http.openapi import document
 from tests.service_helpers import ADMIN_TOKEN, SIDECAR_TOKEN, ServiceProcess, manifest, write_parquet
 
 ROLES = {

@@ -30,8 +30,8 @@ import pyarrow.parquet as pq
 import requests
 from kafka import TopicPartition
 
-from commit_service import csv_records
-from commit_service.content import decode_text
+from commit_service.domain import csv_records
+from commit_service.domain.content import decode_text
 from lakegate_core.protocol import CsvLayout
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import SINK_CLASS, ConnectWorker, s3_sink_config

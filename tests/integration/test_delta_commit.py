@@ -19,11 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from commit_service.coverage import OffsetCheck
-from commit_service.delta_commit import DeltaCommitter, app_id
+from commit_service.delta.committer import DeltaCommitter, app_id
+from commit_service.domain.coverage import OffsetCheck
+from commit_service.domain.state import PendingFile, TableState
 from commit_service.errors import OffsetsMovedError, RoundShortfallError, SchemaMismatchError
-from commit_service.state import PendingFile, TableState
-from commit_service.storage import StorageReader
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import CsvLayout, DataFile, FileFormat
 from tests.delta_helpers import commit_all
 
@@ -240,7 +240,7 @@ def test_a_csv_read_with_a_header_row_is_refused_by_the_round_guard(
     """Read as if its first line were a header (what the service did before), a file would commit
     one record short; the round guard counts the file's lines and refuses the round. (The orphan
     guard would see the first offset missing too; it is off here, so the round guard stands alone.)"""
-    from commit_service import csv_records
+    from commit_service.domain import csv_records
 
     f = aiven_csv(tmp_path / "landing" / "clicks-0-0", 0, [{"id": i} for i in range(6)])
     real = csv_records.records
@@ -255,7 +255,7 @@ def test_a_csv_read_with_a_header_row_is_refused_by_the_round_guard(
 def test_a_release_commits_offsets_without_files_even_on_a_new_table(spark: Any, tmp_path: Path) -> None:
     """An admin release (a quarantined range skipped) is a commit of txn actions only, named in its
     metadata; on a table with no commit yet it creates the table, and the next file sets the schema."""
-    from commit_service.state import CommitPlan
+    from commit_service.domain.state import CommitPlan
     from lakegate_core.types import PartitionOffsets
 
     root = tmp_path / "orders"
@@ -277,8 +277,8 @@ def test_batched_actions_equal_delta_s_own_one_by_one(spark: Any) -> None:
     """The commit path builds all AddFiles / SetTransactions in one py4j call each: every action
     must equal what ``Action.fromJson`` gives for it alone (paths with escapes, stats, no stats,
     64-bit sizes and offsets)."""
-    from commit_service.jvm_actions import ActionBuilder, ActionKind
-    from commit_service.jvm_handles import JvmHandles
+    from commit_service.delta.jvm_actions import ActionBuilder, ActionKind
+    from commit_service.delta.jvm_handles import JvmHandles
 
     builder = ActionBuilder(spark._jvm, JvmHandles.resolve(spark._jvm))
     adds = [

@@ -10,11 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from commit_service.delta_commit import DeltaCommitter, app_id
+from commit_service.config import S3Settings
+from commit_service.delta.committer import DeltaCommitter, app_id
+from commit_service.domain.state import PendingFile, TableState
 from commit_service.errors import DataFileError
-from commit_service.spark import S3Settings
-from commit_service.state import PendingFile, TableState
-from commit_service.storage import StorageReader
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.s3 import S3Server

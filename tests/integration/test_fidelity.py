@@ -15,11 +15,11 @@ import pytest
 from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 
-from commit_service.delta_commit import DeltaCommitter
-from commit_service.spark import S3Settings
-from commit_service.state import PendingFile, TableState
-from commit_service.storage import StorageReader
-from commit_service.upsert import Cdc, UpsertSpec
+from commit_service.config import S3Settings
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.upsert import Cdc, UpsertSpec
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile
 from lakegate_stack import fidelity
 from lakegate_stack import s3 as s3mod

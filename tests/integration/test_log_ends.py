@@ -4,7 +4,7 @@ is an error the page shows, not an exception."""
 
 from __future__ import annotations
 
-from commit_service.lag import LogEnds
+from commit_service.observe.lag import LogEnds
 from lakegate_core.connect_group import KafkaSettings
 from lakegate_core.types import TopicPartition
 from lakegate_stack.kafka import KafkaBroker, create_topic

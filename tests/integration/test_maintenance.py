@@ -17,11 +17,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
-from commit_service.delta_commit import DeltaCommitter, app_id
-from commit_service.delta_maintenance import CHECKPOINT_NICE_INCREMENT
-from commit_service.maintenance import MaintenancePolicy
-from commit_service.state import PendingFile, TableState
-from commit_service.storage import StorageReader
+from commit_service.delta.committer import DeltaCommitter, app_id
+from commit_service.delta.maintenance import CHECKPOINT_NICE_INCREMENT
+from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.domain.state import PendingFile, TableState
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import MaintenanceKind
 from tests.delta_helpers import checkpoint_in_thread, peer_nice

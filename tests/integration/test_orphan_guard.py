@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from commit_service.delta_commit import DeltaCommitter
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.domain.state import CommitPlan, PendingFile, TableState
 from commit_service.errors import ContentRangeError
-from commit_service.state import CommitPlan, PendingFile, TableState
-from commit_service.storage import StorageReader
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat, OffsetSpan
 
 TOPIC = "orders"

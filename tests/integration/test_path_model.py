@@ -22,12 +22,12 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commit_service.delta_commit import DeltaCommitter
+from commit_service.config import S3Settings
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.domain.paths import UnsafePathError, normalize_uri
+from commit_service.domain.state import PendingFile, TableState
 from commit_service.errors import DataFileError
-from commit_service.paths import UnsafePathError, normalize_uri
-from commit_service.spark import S3Settings
-from commit_service.state import PendingFile, TableState
-from commit_service.storage import StorageReader
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.s3 import S3Server

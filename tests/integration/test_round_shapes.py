@@ -17,14 +17,14 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from commit_service import delta_commit
 from commit_service.config import Placement
-from commit_service.delta_commit import DeltaCommitter
+from commit_service.delta import committer as delta_commit
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.domain.round_schema import RoundSchema
+from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.upsert import Cdc, UpsertSpec
 from commit_service.errors import RoundShortfallError, SchemaMismatchError
-from commit_service.round_schema import RoundSchema
-from commit_service.state import PendingFile, TableState
-from commit_service.storage import StorageReader
-from commit_service.upsert import Cdc, UpsertSpec
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.delta_read import live_rows
 from lakegate_stack.fidelity import same

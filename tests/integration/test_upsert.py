@@ -19,12 +19,12 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from commit_service.delta_commit import DeltaCommitter, app_id
+from commit_service.delta.committer import DeltaCommitter, app_id
+from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.upsert import Cdc, UpsertSpec
 from commit_service.errors import CommitError, DataFileError
-from commit_service.maintenance import MaintenancePolicy
-from commit_service.state import PendingFile, TableState
-from commit_service.storage import StorageReader
-from commit_service.upsert import Cdc, UpsertSpec
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import MaintenanceKind
 from lakegate_core.types import TopicPartition

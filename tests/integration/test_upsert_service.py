@@ -1,6 +1,6 @@
 """An upsert table through the real service (gunicorn, Spark, Delta), SIGKILLed inside a round.
 
-The service is killed at two armed crash points (:mod:`commit_service.faults`): after an upsert
+The service is killed at two armed crash points (:mod:`commit_service.delta.faults`): after an upsert
 round wrote its new files but before the Delta commit (``commit.mid_merge``), and right after the
 commit landed (``commit.after_delta``). After each restart the sidecar's resend is simulated; at
 the end the table, read by delta-rs, equals the model computed from the records (one row per live
@@ -18,8 +18,8 @@ from typing import Any
 import requests
 from deltalake import DeltaTable
 
-from commit_service import faults
-from commit_service.delta_commit import app_id
+from commit_service.delta import faults
+from commit_service.delta.committer import app_id
 from lakegate_core.types import TopicPartition
 from lakegate_stack.datafiles import manifest_entry
 from lakegate_stack.delta_read import live_rows

@@ -13,14 +13,14 @@ from jsonschema import ValidationError
 from openapi_schema_validator import OAS30Validator
 from openapi_spec_validator import validate
 
-from commit_service.app import create_app
-from commit_service.committer import TableSnapshot
 from commit_service.config import ServiceConfig, TableConfig
+from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.domain.state import CommitPlan
 from commit_service.errors import CommitError
-from commit_service.maintenance import MaintenancePolicy
-from commit_service.openapi import document
-from commit_service.runtime import runtime
-from commit_service.state import CommitPlan
+from commit_service.http.app import create_app
+from commit_service.http.openapi import document
+from commit_service.http.runtime import runtime
+from commit_service.ports import TableSnapshot
 from lakegate_core.configfile import build
 from lakegate_core.protocol import DataFile
 from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord

@@ -60,7 +60,7 @@ def test_the_log_store_compiles_against_the_pinned_delta_and_hadoop() -> None:
 def test_the_file_system_jar_the_service_looks_for_is_the_one_the_pom_makes() -> None:
     """The service finds its local file system's jar by name (``*-local-fs.jar``) and puts it on
     the driver's class path; the POM makes that jar with a classifier, holding that class alone."""
-    from commit_service.spark import LOCAL_FILE_SYSTEM, LOCAL_FILE_SYSTEM_JAR
+    from commit_service.delta.session import LOCAL_FILE_SYSTEM, LOCAL_FILE_SYSTEM_JAR
 
     project = GROUPS["log-store"].build_project
     assert project is not None

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from commit_service.config import Role, embedded_default, load_config
+from commit_service.domain.paths import UnsafePathError, is_under, normalize_uri, table_location
+from commit_service.domain.state import OnTimeout
 from commit_service.errors import ConfigError
-from commit_service.paths import UnsafePathError, is_under, normalize_uri, table_location
-from commit_service.state import OnTimeout
 
 SAMPLE = """
 server: {host: 0.0.0.0, port: 8080, threads: 8, max_request_bytes: 1048576}

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from commit_service.content import ContentError, Encoding, Unwrap, decode_text, envelope_shape, sniff
+from commit_service.domain.content import ContentError, Encoding, Unwrap, decode_text, envelope_shape, sniff
 from commit_service.errors import DataFileError
-from commit_service.storage import StorageReader
+from commit_service.storage.reader import StorageReader
 
 TEXT = b'{"value": {"id": 1}, "offset": 7}\n{"value": {"id": 2}, "offset": 8}\n'
 

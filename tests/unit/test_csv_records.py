@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from commit_service.csv_records import records
-from commit_service.json_infer import LineError
+from commit_service.domain.csv_records import records
+from commit_service.domain.json_infer import LineError
 from lakegate_core.protocol import CsvLayout
 
 

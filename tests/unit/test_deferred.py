@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from commit_service.app import create_app
-from commit_service.committer import Committer, TableSnapshot
 from commit_service.config import ServiceConfig
-from commit_service.deferred import DeferredCommitter
-from commit_service.delta_log import LogReadError
+from commit_service.delta.deferred import DeferredCommitter
+from commit_service.delta.log import LogReadError
+from commit_service.delta.session import SparkHandle
 from commit_service.errors import SparkSetupError
-from commit_service.runtime import SparkHandle, runtime
+from commit_service.http.app import create_app
+from commit_service.http.runtime import runtime
+from commit_service.ports import Committer, TableSnapshot
 from lakegate_core.configfile import build
 from lakegate_core.types import PartitionOffsets
 from tests.unit.test_api import CONFIG, FakeCommitter
@@ -70,7 +71,7 @@ def started_app(spark: SlowSpark) -> Any:
     app = create_app(build(ServiceConfig, CONFIG), committer_factory=lambda t: FakeCommitter(), start=False)
     rt = runtime(app)
     rt.spark = spark
-    from commit_service.app import _start
+    from commit_service.http.app import _start
 
     threading.Thread(target=_start, args=(rt,), daemon=True).start()
     return app

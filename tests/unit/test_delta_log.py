@@ -1,4 +1,4 @@
-"""Reading txn versions from a _delta_log without Spark (commit_service.delta_log)."""
+"""Reading txn versions from a _delta_log without Spark (commit_service.delta.log)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from commit_service.delta_log import LogReadError, LogState, latest_checkpoint, read_log
-from commit_service.storage import StorageReader
+from commit_service.delta.log import LogReadError, LogState, latest_checkpoint, read_log
+from commit_service.storage.reader import StorageReader
 
 
 def commit(log: Path, version: int, *txns: tuple[str, int]) -> None:

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from commit_service.app import create_app
 from commit_service.config import ServiceConfig
+from commit_service.domain.state import CommitPlan
 from commit_service.errors import DataFileError
-from commit_service.runtime import runtime
-from commit_service.state import CommitPlan
+from commit_service.http.app import create_app
+from commit_service.http.runtime import runtime
 from lakegate_core.configfile import build
 from lakegate_core.status import CommitRecord
 from tests.unit.test_api import ADMIN, CONFIG, FakeCommitter, h, manifest, pending

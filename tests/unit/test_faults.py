@@ -1,4 +1,4 @@
-"""The service's test-only crash points (``commit_service.faults``): inert unless armed, and an
+"""The service's test-only crash points (``commit_service.delta.faults``): inert unless armed, and an
 armed point fires once, for the first process that reaches it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from commit_service import faults
+from commit_service.delta import faults
 
 
 def test_points_are_inert_without_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

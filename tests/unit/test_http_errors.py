@@ -13,10 +13,10 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from commit_service.app import START_FAILED, create_app, start_failure
 from commit_service.config import ServiceConfig, TableConfig
 from commit_service.errors import ConfigError, SparkSetupError
-from commit_service.runtime import runtime
+from commit_service.http.app import START_FAILED, create_app, start_failure
+from commit_service.http.runtime import runtime
 from lakegate_core.configfile import build
 from tests.unit.test_api import ADMIN, CONFIG, SIDE, FakeCommitter, manifest
 

@@ -1,4 +1,4 @@
-"""``POST /v1/manifests`` before Flask (commit_service.intake) answers as Flask's route does.
+"""``POST /v1/manifests`` before Flask (commit_service.http.intake) answers as Flask's route does.
 
 Every case is sent to two services built alike: once with a ``Content-Length`` body (answered by
 :class:`ManifestRoute`), once chunked (no ``Content-Length``: handed to Flask's route). Both must
@@ -17,10 +17,10 @@ import pytest
 from flask import request
 from flask.testing import FlaskClient
 
-from commit_service.app import create_app
 from commit_service.config import ServiceConfig
-from commit_service.intake import ManifestRoute, is_json
-from commit_service.runtime import runtime
+from commit_service.http.app import create_app
+from commit_service.http.intake import ManifestRoute, is_json
+from commit_service.http.runtime import runtime
 from lakegate_core.configfile import build
 from tests.unit.test_api import ADMIN, CONFIG, SIDE, FakeCommitter, manifest
 

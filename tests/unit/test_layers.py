@@ -43,5 +43,5 @@ def test_packages_import_only_the_layers_below(package: str) -> None:
 
 def test_the_checker_sees_a_crossing(tmp_path: Path) -> None:
     bad = tmp_path / "m.py"
-    bad.write_text("def f():\n    from commit_service.state import TableState\n    import sidecar.loop\n")
+    bad.write_text("def f():\n    from commit_service.domain.state import TableState\n    import sidecar.loop\n")
     assert imported_packages(bad) >= {"commit_service", "sidecar"}

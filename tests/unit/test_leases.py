@@ -4,8 +4,8 @@ stops holding interval commits back (leases.ttl_seconds)."""
 from __future__ import annotations
 
 from commit_service.config import ServiceConfig
-from commit_service.coordinator import Coordinator
-from commit_service.leases import LeaseTable
+from commit_service.coordination.coordinator import Coordinator
+from commit_service.domain.leases import LeaseTable
 from lakegate_core.configfile import build
 from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest, SidecarInfo
 from lakegate_core.types import TopicPartition

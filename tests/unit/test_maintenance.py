@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from commit_service.maintenance import MaintenanceClock, MaintenancePolicy, due
+from commit_service.domain.maintenance import MaintenanceClock, MaintenancePolicy, due
 from lakegate_core.status import MaintenanceKind
 
 COMPACT, VACUUM = MaintenanceKind.COMPACT, MaintenanceKind.VACUUM

@@ -1,4 +1,4 @@
-"""The orphan guard (``commit_service.coverage``), alone and as the sidecar and service play it.
+"""The orphan guard (``commit_service.domain.coverage``), alone and as the sidecar and service play it.
 
 A sink task that uploads files and dies before Connect commits its offset writes the range again
 with other boundaries; the old object named inside the new one's range is an orphan. The property
@@ -20,11 +20,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commit_service import coverage
-from commit_service.coverage import Coverage, OffsetCheck
+from commit_service.domain import coverage
+from commit_service.domain.coverage import Coverage, OffsetCheck
+from commit_service.domain.state import PendingFile, TableState
 from commit_service.errors import ContentRangeError, DataFileError
-from commit_service.state import PendingFile, TableState
-from commit_service.storage import StorageReader
+from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileStatus, OffsetSpan
 from lakegate_core.types import TopicPartition
 from sidecar.storage import StoredFile

@@ -1,4 +1,4 @@
-"""The path model (commit_service.paths): one canonical URI, decoded exactly once per consumer."""
+"""The path model (commit_service.domain.paths): one canonical URI, decoded exactly once per consumer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commit_service.paths import (
+from commit_service.domain.paths import (
     GLOB_CHARS,
     StorageUri,
     UnsafePathError,

@@ -11,10 +11,18 @@ from typing import Any
 
 import pytest
 
-from commit_service.coverage import Coverage
+from commit_service.domain.coverage import Coverage
 from commit_service.errors import DataFileUnavailableError
-from commit_service.facts import FileFacts
-from commit_service.prefetch import FILES_PER_DRAIN, READ_FAILED, FactsCache, Queued, Reading, _without_frames, key_of
+from commit_service.storage.facts import FileFacts
+from commit_service.storage.prefetch import (
+    FILES_PER_DRAIN,
+    READ_FAILED,
+    FactsCache,
+    Queued,
+    Reading,
+    _without_frames,
+    key_of,
+)
 from lakegate_core.protocol import DataFile, FileFormat, OffsetSpan
 
 

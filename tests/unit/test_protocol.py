@@ -127,8 +127,11 @@ BLOCK = (
     ("modules", "also_absent"),
     [
         (["lakegate_core.protocol", "lakegate_core.status", "lakegate_core.types"], ("yaml",)),
-        (["commit_service.state", "commit_service.leases"], ("yaml",)),
-        (["commit_service.coordinator", "commit_service.fencing", "commit_service.committer"], ()),
+        (["commit_service.domain.state", "commit_service.domain.leases"], ("yaml",)),
+        (
+            ["commit_service.coordination.coordinator", "commit_service.coordination.fencing", "commit_service.ports"],
+            (),
+        ),
     ],
 )
 def test_core_imports_without_flask_spark_or_kafka(modules: list[str], also_absent: tuple[str, ...]) -> None:

@@ -1,4 +1,4 @@
-"""No file can wedge a table: backoff, plan narrowing and quarantine (commit_service.failures),
+"""No file can wedge a table: backoff, plan narrowing and quarantine (commit_service.domain.failures),
 driven through a TableCoordinator over a fake committer and a fake clock."""
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commit_service.committer import TableSnapshot
 from commit_service.config import TableConfig
+from commit_service.coordination.table_coordinator import TableCoordinator
+from commit_service.domain.failures import FailureTracker
+from commit_service.domain.state import CommitPlan, CommitPolicy, PendingFile
 from commit_service.errors import (
     CommitError,
     ConflictError,
@@ -22,9 +24,7 @@ from commit_service.errors import (
     OffsetsMovedError,
     UnexpectedCommitError,
 )
-from commit_service.failures import FailureTracker
-from commit_service.state import CommitPlan, CommitPolicy, PendingFile
-from commit_service.table_coordinator import TableCoordinator
+from commit_service.ports import TableSnapshot
 from lakegate_core.protocol import DataFile, FileFormat, FileStatus, OffsetSpan
 from lakegate_core.status import CommitRecord, DeadLetter, DeadLetterState
 from lakegate_core.types import PartitionOffsets, TopicPartition

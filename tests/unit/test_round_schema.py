@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commit_service import json_infer
-from commit_service.round_schema import (
+from commit_service.domain import json_infer
+from commit_service.domain.round_schema import (
     VOID,
     Conflict,
     FileShape,
@@ -183,7 +183,7 @@ def test_a_conflict_carries_its_column() -> None:
 
 
 def test_the_round_guard_refuses_missing_rows_and_missing_columns() -> None:
-    from commit_service import round_guard
+    from commit_service.domain import round_guard
     from commit_service.errors import RoundShortfallError
 
     sources = [

@@ -11,8 +11,8 @@ from gunicorn.http import errors as parse_errors
 
 from commit_service.config import ServerConfig
 from commit_service.errors import ConfigError, RequestTimeoutError
-from commit_service.server import HEADER_BYTES, gunicorn_options
-from commit_service.worker import (
+from commit_service.serving.options import HEADER_BYTES, gunicorn_options
+from commit_service.serving.worker import (
     Arrival,
     LakegateWorker,
     ReadLimits,

@@ -11,12 +11,12 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from commit_service.app import create_app
 from commit_service.config import ServiceConfig
-from commit_service.freshness_plot import freshness_svg
-from commit_service.lag import LagHistory, LagSample, LagSampler, LagSource, LogEnds, partition_lags
-from commit_service.runtime import runtime
-from commit_service.state import CommitPlan
+from commit_service.domain.state import CommitPlan
+from commit_service.http.app import create_app
+from commit_service.http.runtime import runtime
+from commit_service.observe.freshness_plot import freshness_svg
+from commit_service.observe.lag import LagHistory, LagSample, LagSampler, LagSource, LogEnds, partition_lags
 from lakegate_core.configfile import build
 from lakegate_core.status import CommitRecord, TableSummary
 from lakegate_core.types import PartitionOffsets, TopicPartition

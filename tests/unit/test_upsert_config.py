@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from commit_service.config import ServiceConfig
+from commit_service.domain.upsert import OFFSET_COLUMN, Cdc, ChangeError, UpsertSpec
 from commit_service.errors import ConfigError
-from commit_service.upsert import OFFSET_COLUMN, Cdc, ChangeError, UpsertSpec
 from lakegate_core.configfile import build
 
 BASE: dict[str, Any] = {"storage": {"allowed_roots": ["s3a://landing/"]}, "auth": {"enabled": False}}

@@ -1,0 +1,579 @@
+"""The one place that talks to Delta: read a table's Lakegate offsets, make one atomic commit.
+
+Called by the coordinator (one thread per table at a time, never from request threads). Through
+py4j it drives Delta's own ``OptimisticTransaction`` (DESIGN §3), building actions with
+protocol JSON read by Delta's own JSON mapper (:mod:`commit_service.delta.jvm_actions`: a fixed number of
+py4j calls per commit, and nothing depends on Scala default arguments):
+
+1. ``txnVersion(appId)`` for every partition of the plan, inside the transaction (a concurrent
+   writer on the same partition then fails this commit instead of duplicating);
+2. the plan must start exactly at those versions, else :class:`OffsetsMovedError` (re-read, retry);
+3. Parquet files are added in place (``AddFile`` with size, mtime and footer stats); JSON-lines and
+   CSV files are converted by Spark with ``txn.writeFiles`` in the same transaction;
+4. one ``SetTransaction(appId="lakegate-<table>-<topic>-<partition>", version=next offset)`` each;
+5. commit as ``STREAMING UPDATE`` (queryId ``lakegate-<table>``) with ``userMetadata`` =
+   :meth:`CommitRecord.user_metadata`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from py4j.protocol import Py4JError
+
+from commit_service.config import Placement
+from commit_service.delta import faults
+from commit_service.delta.convert import FrameReader
+from commit_service.delta.java_errors import Failure, classify, java_summary
+from commit_service.delta.jvm_actions import ActionBuilder, ActionKind
+from commit_service.delta.jvm_handles import JvmHandles
+from commit_service.delta.log import LogReadError, read_log
+from commit_service.delta.maintenance import DeltaMaintainer
+from commit_service.delta.session import job_label
+from commit_service.delta.upsert import UpsertWriter
+from commit_service.domain import coverage, round_guard
+from commit_service.domain.content import KAFKA_COLUMNS, Unwrap
+from commit_service.domain.coverage import OffsetCheck
+from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.domain.paths import delta_path, root_prefix, table_location
+from commit_service.domain.round_schema import FileShape, Widening, fits, reconcile, resolved_schema
+from commit_service.domain.state import CommitPlan, PendingFile
+from commit_service.domain.upsert import UpsertSpec
+from commit_service.errors import (
+    CommitError,
+    DataFileError,
+    DeltaUnavailableError,
+    DeltaWriteError,
+    OffsetsMovedError,
+    SchemaMismatchError,
+    UnexpectedCommitError,
+)
+from commit_service.ports import TableSnapshot
+from commit_service.storage.prefetch import FactsCache, storage_facts
+from commit_service.storage.reader import FileFacts, StorageReader
+from lakegate_core.protocol import DataFile, FileFormat
+from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
+from lakegate_core.types import PartitionOffsets, TopicPartition
+
+logger = logging.getLogger(__name__)
+
+APP_ID_PREFIX = "lakegate"
+CHECKPOINT_INTERVAL = "delta.checkpointInterval"
+SCHEMA_CACHE = 256  # distinct footer schemas remembered
+NO_CHECKPOINT_IN_COMMIT = str(2**31 - 1)  # Delta checkpoints every N commits inside the commit: never
+TYPE_WIDENING = "delta.enableTypeWidening"  # a column widened (int -> long, ...) by a round
+ENABLE_DELETION_VECTORS = "delta.enableDeletionVectors"  # upsert tables: MERGE-style deletes without rewrites
+
+
+def app_id(table: str, tp: TopicPartition) -> str:
+    """The Delta ``txn`` appId holding a partition's next offset (DESIGN §3 contract)."""
+    return f"{APP_ID_PREFIX}-{table}-{tp[0]}-{tp[1]}"
+
+
+def parse_app_id(table: str, value: str) -> TopicPartition | None:
+    prefix = f"{APP_ID_PREFIX}-{table}-"
+    if not value.startswith(prefix):
+        return None
+    topic, sep, partition = value[len(prefix) :].rpartition("-")
+    return TopicPartition(topic, int(partition)) if sep and topic and partition.isdigit() else None
+
+
+def log_snapshot(storage: StorageReader, table: str, root: str) -> TableSnapshot:
+    """The table's version and Lakegate offsets from its log files alone (no Spark); raises
+    :class:`~commit_service.delta.log.LogReadError` when that reader cannot be sure."""
+    state = read_log(storage, root)
+    offsets = {tp: v for key, v in state.txns.items() if (tp := parse_app_id(table, key)) is not None}
+    return TableSnapshot(state.version, PartitionOffsets(offsets))
+
+
+def kafka_timestamp(table_schema: dict[str, Any] | None) -> str | None:
+    """How a round reads the envelope's ``timestamp``: as the table's ``_kafka_timestamp`` holds it
+    (``timestamp``, or ``long`` epoch millis in a table made so before), ``timestamp`` for a new
+    column; None (each file's own type) for a table that holds it in another type."""
+    for f in (table_schema or {}).get("fields", []):
+        if f["name"] == KAFKA_COLUMNS["timestamp"]:
+            return f["type"] if f["type"] in ("timestamp", "long") else None
+    return "timestamp"
+
+
+def job_group(table: str, commit_id: str, version: int | None = None) -> str:
+    """The Spark job group of one commit: ``lakegate-<table>-<commit id>`` until the commit knows
+    its version, then ``lakegate-<table>-v<version>-<commit id>`` (the Spark UI's Jobs page shows it)."""
+    return f"lakegate-{table}-{commit_id}" if version is None else f"lakegate-{table}-v{version}-{commit_id}"
+
+
+class DeltaCommitter:
+    """Commits plans into one Delta table; owned by that table's coordinator."""
+
+    def __init__(
+        self,
+        spark: Any,
+        table: str,
+        path: str,
+        storage: StorageReader,
+        clock: Callable[[], float] = time.time,
+        *,
+        placement: Placement = Placement.IN_PLACE,
+        unwrap: Unwrap = Unwrap.AUTO,
+        offset_check: OffsetCheck = OffsetCheck.AUTO,
+        checkpoint_in_commit: bool = True,
+        facts: FactsCache | None = None,
+        upsert: UpsertSpec | None = None,
+        type_widening: bool = False,
+    ) -> None:
+        self.spark = spark
+        self.table = table
+        self.location = table_location(path)
+        self.root = root_prefix(path)
+        self.storage = storage
+        self.clock = clock
+        self.placement = placement
+        self.unwrap = unwrap
+        self.offset_check = offset_check
+        self.type_widening = type_widening  # a round may widen a column (Delta's typeWidening feature)
+        self.checkpoint_in_commit = checkpoint_in_commit  # False: the service writes them (see checkpoint)
+        self._handles = JvmHandles.resolve(spark._jvm)
+        self._actions = ActionBuilder(spark._jvm, self._handles)
+        self._maintainer = DeltaMaintainer(spark, table, self.location, self._log)
+        self._spark_schemas: dict[str, dict[str, Any]] = {}  # footer schema (Arrow text) -> Spark's schema
+        self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
+        self._upsert = UpsertWriter(spark, self.location, upsert, type_widening) if upsert is not None else None
+
+    # -- reading --------------------------------------------------------------------------
+
+    def _log(self) -> Any:
+        """The table's DeltaLog, with this thread's active SparkSession set first: Delta asks for the
+        active session (a JVM thread-local) and the service's threads (HTTP, commit loop) start without one."""
+        self._handles.set_active_session(self.spark._jsparkSession)
+        return self._handles.delta_log_for_table(self.spark._jsparkSession, self.location)
+
+    def _fresh_snapshot(self) -> Any:
+        return self._log().update(False, self._handles.none, self._handles.none)
+
+    # -- maintenance (between commit rounds; see delta_maintenance) ------------------------
+
+    def file_count(self) -> int:
+        return self._maintainer.file_count()
+
+    def maintain(self, kind: MaintenanceKind, policy: MaintenancePolicy) -> MaintenanceRecord:
+        try:
+            return self._maintainer.maintain(kind, policy)
+        except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
+            raise self._translate(exc) from exc
+
+    def register(self, name: str) -> None:
+        self._maintainer.register(name)
+
+    def checkpoint(self) -> MaintenanceRecord:
+        try:
+            return self._maintainer.checkpoint()
+        except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
+            raise self._translate(exc) from exc
+
+    def snapshot(self) -> TableSnapshot:
+        """The table's version and offsets from its log (the service's only durable state).
+
+        Read from the log files directly (:mod:`commit_service.delta.log`: no Spark job, so a
+        restart after a crash is ready in seconds); through Delta when that reader cannot be sure.
+        """
+        try:
+            return log_snapshot(self.storage, self.table, self.root)
+        except LogReadError as exc:
+            logger.info("table %s: reading offsets through Delta (%s)", self.table, exc)
+            return self._delta_snapshot()
+
+    def warm(self) -> TableSnapshot:
+        """Build Delta's own snapshot and its state (the work the first commit after a start would
+        do: 13 s after a crash measured, most of it Spark replaying the log without a checksum)."""
+        return self._delta_snapshot()
+
+    def _delta_snapshot(self) -> TableSnapshot:
+        """:meth:`snapshot` through Delta's own snapshot (its checksum, else a log replay by Spark)."""
+        snap = self._fresh_snapshot()
+        offsets: dict[TopicPartition, int] = {}
+        if snap.version() >= 0:
+            known = self._crc_set_transactions(snap)  # from the CRC when it lists them: no log replay
+            for app, version in self._versions(known if known is not None else snap.setTransactions()).items():
+                tp = parse_app_id(self.table, app)
+                if tp is not None:
+                    offsets[tp] = version
+        return TableSnapshot(int(snap.version()), PartitionOffsets(offsets))
+
+    # -- committing -----------------------------------------------------------------------
+
+    def commit(self, plan: CommitPlan, *, now_ms: int | None = None) -> CommitRecord:
+        """Make ``plan`` one Delta commit, or raise a :class:`CommitError` having changed nothing.
+
+        Every step (footers, copies, the offset check, the commit) is inside the translation, so
+        whatever Delta, py4j or storage raise reaches the coordinator as a :class:`CommitError`.
+        """
+        started = time.monotonic()
+        commit_id = str(uuid.uuid4())
+        group = job_group(self.table, commit_id)
+        try:
+            with job_label(self.spark, group, f"lakegate commit {self.table}: {plan.reason} [{commit_id[:8]}]"):
+                record = self._commit(plan, now_ms, commit_id)
+        except CommitError:
+            raise
+        except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
+            raise self._translate(exc) from exc
+        duration_ms = int((time.monotonic() - started) * 1000)
+        jobs = self._job_ids(group, job_group(self.table, commit_id, record.version))
+        return replace(record, duration_ms=duration_ms, spark_jobs=jobs)
+
+    def _job_ids(self, *groups: str) -> tuple[int, ...]:
+        """The Spark UI's ids of the jobs run under ``groups``, oldest first (empty if Spark forgot
+        them: it keeps ``spark.ui.retainedJobs``)."""
+        try:
+            tracker = self.spark.sparkContext.statusTracker()
+            return tuple(sorted(int(j) for g in groups for j in tracker.getJobIdsForGroup(g)))
+        except Exception as exc:  # only the status page's links depend on it
+            logger.warning("table %s: cannot list the Spark jobs of %s: %s", self.table, groups, exc)
+            return ()
+
+    def _commit(self, plan: CommitPlan, now_ms: int | None, commit_id: str) -> CommitRecord:
+        reader = FrameReader(self.spark, self.storage, self.unwrap, self._parquet_schema)
+        facts = self._facts(plan.files)
+        for p in plan.files:
+            coverage.check(p.file, self._coverage(p, facts[p.file.path], reader), self.offset_check)
+
+        txn = self._log().startTransaction()
+        read_version = int(txn.readVersion())
+        self._check_offsets(txn, plan, read_version)
+        expected_version = read_version + 1
+        label = (
+            f"lakegate commit {self.table} v{expected_version}: {len(plan.files)} files, {plan.records} records "
+            f"[{commit_id[:8]}]"
+        )
+        self.spark.sparkContext.setLocalProperty("spark.job.description", label)
+        self.spark.sparkContext.setLocalProperty(
+            "spark.jobGroup.id", job_group(self.table, commit_id, expected_version)
+        )
+        table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
+        reader.timestamp = kafka_timestamp(table_schema)
+        if self._upsert is not None:  # every file is read as changes and merged by key
+            data = self._upsert.round(
+                txn,
+                plan.files,
+                reader,
+                facts,
+                read_version,
+                lambda s, widened: self._set_schema(txn, read_version, table_schema, s, widened),
+            )
+        else:
+            data = self._append(txn, plan.files, reader, facts, read_version, table_schema)
+        millis = now_ms if now_ms is not None else int(self.clock() * 1000)
+        txns = self._actions.many(
+            ActionKind.TXN,
+            [
+                {"appId": app_id(self.table, tp), "version": offset, "lastUpdated": millis}
+                for tp, offset in sorted(plan.offsets.items())
+            ],
+        )
+        record = CommitRecord(
+            table=self.table,
+            version=expected_version,
+            commit_id=commit_id,
+            files=len(plan.files),
+            records=plan.records,
+            offsets=plan.offsets,
+            vtts=int(plan.vtts * 1000) if plan.vtts is not None else None,
+            sidecars=tuple(sorted({p.sidecar_id for p in plan.files})),
+            released=plan.released or None,
+            committed_at_ms=millis,
+        )
+        op = self._handles.streaming_update(
+            self._handles.append_mode,
+            f"lakegate-{self.table}",
+            expected_version,
+            self._handles.some(json.dumps(record.user_metadata())),
+        )
+        actions = self._actions.seq(*data, txns)
+        faults.point(faults.BEFORE_DELTA_COMMIT)
+        version = int(txn.commit(actions, op))
+        faults.point(faults.AFTER_DELTA_COMMIT)
+        self.facts.forget(p.file for p in plan.files)
+        return replace(record, version=version)
+
+    def _append(
+        self,
+        txn: Any,
+        files: Sequence[PendingFile],
+        reader: FrameReader,
+        facts: dict[str, FileFacts],
+        read_version: int,
+        table_schema: dict[str, Any] | None,
+    ) -> list[Any]:
+        """An append round's file actions: the round's schema reconciled (a conflicting file is
+        refused), Parquet files that fit it added in place, the others rewritten to it, and the
+        round guard's check of what was written."""
+        shapes = {p.file.path: reader.shape(p, facts[p.file.path]) for p in files}
+        joined = reconcile(
+            table_schema, [FileShape(p.file.path, shapes[p.file.path]) for p in files], widen=self.type_widening
+        )
+        if joined.refused:
+            path, reason = next(iter(joined.refused.items()))
+            raise SchemaMismatchError(path, reason)
+        target = resolved_schema(joined.schema)
+        fitting: dict[int, tuple[Any, bool]] = {}  # id of a footer schema -> it, and whether it fits
+        in_place = [p for p in files if self._adds_in_place(p, reader, facts[p.file.path], target, fitting)]
+        rewritten = [p for p in files if p not in in_place]
+        placed = self._place(in_place)
+        self._set_schema(txn, read_version, table_schema, target, joined.widened)
+        adds = self._actions.many(
+            ActionKind.ADD, [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
+        )
+        written: list[Any] = [adds]
+        in_place_sources = [round_guard.Source(p.file.path, 0, shapes[p.file.path]) for p in in_place]
+        round_guard.check(self.table, in_place_sources, 0, target)
+        if rewritten:
+            frame = reader.frame(rewritten, facts, target)
+            new_adds = txn.writeFiles(frame._jdf)
+            sources = [
+                round_guard.Source(p.file.path, reader.rows(p, facts[p.file.path]), shapes[p.file.path])
+                for p in rewritten
+            ]
+            rows = round_guard.written_rows(self._add_stats(new_adds))
+            if rows < 0:  # a table that collects no statistics: count the frame (one Spark job)
+                rows = int(frame.count())
+            round_guard.check(self.table, sources, rows, json.loads(frame.schema.json()))
+            written.append(self._handles.as_java(new_adds))
+        return written
+
+    def _adds_in_place(
+        self,
+        p: PendingFile,
+        reader: FrameReader,
+        facts: FileFacts,
+        target: dict[str, Any],
+        fitting: dict[int, tuple[Any, bool]],
+    ) -> bool:
+        """Whether Parquet file ``p`` is committed where it lies (or copied): not in the envelope,
+        of the table's types, and for ``in_place`` under the table root; else it is rewritten."""
+        if p.file.format is not FileFormat.PARQUET or reader.lifts(p, facts):
+            return False
+        if self.placement is Placement.IN_PLACE and not p.file.path.startswith(self.root):
+            return False
+        physical = self._parquet_schema(p.file.path, facts.schema_key)
+        if id(physical) not in fitting:  # the schema is kept with its answer: its id stays its own
+            fitting[id(physical)] = (physical, fits(physical, target))
+        return fitting[id(physical)][1]
+
+    def _add_stats(self, adds: Any) -> list[dict[str, Any] | None]:
+        """The statistics (``numRecords``, ...) of the AddFiles ``txn.writeFiles`` returned."""
+        mapper = self._handles.json_mapper
+        actions = json.loads(mapper.writeValueAsString(self._handles.as_java(adds)))
+        return [json.loads(a["stats"]) if a.get("stats") else None for a in actions]
+
+    def _set_schema(
+        self,
+        txn: Any,
+        read_version: int,
+        table_schema: dict[str, Any] | None,
+        new_schema: dict[str, Any],
+        widened: Sequence[Widening] = (),
+    ) -> None:
+        """Create the table's metadata, or grow it to ``new_schema``; a column whose type widens
+        turns on Delta's type widening and is recorded as Delta records a type change."""
+        if read_version < 0:
+            txn.updateMetadataForNewTable(self._metadata_action(new_schema, created=int(self.clock() * 1000)))
+            return
+        extra = {TYPE_WIDENING: "true"} if widened else {}
+        if widened and table_schema is not None:
+            new_schema = self._with_type_changes(txn, new_schema, table_schema)
+        if new_schema != table_schema or not self._configured(txn.metadata(), extra):
+            txn.updateMetadata(self._metadata_action(new_schema, like=txn.metadata(), extra=extra), False)
+
+    def _with_type_changes(self, txn: Any, schema: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+        """``schema`` with Delta's record of each widened column (``delta.typeChanges``), made by
+        Delta's own ``TypeWideningMetadata``."""
+        types = self.spark._jvm.org.apache.spark.sql.types.DataType
+        helper = self.spark._jvm.org.apache.spark.sql.delta.TypeWideningMetadata  # the object's static forwarders
+        marked = helper.addTypeWideningMetadata(
+            txn, types.fromJson(json.dumps(schema)), types.fromJson(json.dumps(old))
+        )
+        result: dict[str, Any] = json.loads(marked.json())
+        return result
+
+    def prefetch(self, files: list[DataFile]) -> None:
+        self.facts.prefetch(files)
+
+    def _facts(self, files: Sequence[PendingFile]) -> dict[str, FileFacts]:
+        """Every file's facts (size and mtime; for Parquet also its footer's), mostly read ahead by
+        :mod:`commit_service.storage.prefetch` while the file waited; checked against its manifest."""
+        results = self.facts.get_all([p.file for p in files])
+        facts = {}
+        for p, f in zip(files, results, strict=True):
+            self._check_size(p, f)
+            if f.num_records is not None and p.file.record_count is not None and f.num_records != p.file.record_count:
+                raise DataFileError(
+                    p.file.path, f"holds {f.num_records} records, the manifest said {p.file.record_count}"
+                )
+            facts[p.file.path] = f
+        return facts
+
+    def _coverage(self, p: PendingFile, facts: FileFacts | None, reader: FrameReader) -> coverage.Coverage | None:
+        """The offsets ``p``'s content holds, when it carries the sink's offset field."""
+        if self.offset_check is OffsetCheck.OFF:
+            return None
+        if p.file.format is FileFormat.PARQUET:
+            return None if facts is None else facts.coverage
+        return coverage.from_lines(reader.lines(p))  # JSON lines, or CSV records as JSON lines
+
+    @staticmethod
+    def _check_size(p: PendingFile, facts: FileFacts) -> None:
+        if facts.size_bytes != p.file.size_bytes:
+            raise DataFileError(p.file.path, f"is {facts.size_bytes} bytes, the manifest said {p.file.size_bytes}")
+
+    def _txn_versions(self, txn: Any, ids: list[str]) -> dict[str, int]:
+        """``txnVersion`` for each appId, registering each read with the transaction.
+
+        ``txn.txnVersion`` replays the whole log with Spark jobs (seconds per commit; 13 s for the
+        first commit after a crash measured) even when the version checksum (CRC) already lists
+        the SetTransactions. So we register the reads in ``readTxn`` exactly as ``txnVersion`` does
+        (keeping Delta's conflict detection) and take the versions from the CRC, or without one
+        from the log files at the transaction's read version (:mod:`commit_service.delta.log`);
+        if neither works, or this Delta release lacks those members, we fall back to ``txnVersion``.
+        """
+        try:
+            known = self._crc_set_transactions(txn.snapshot())
+            if known is not None:
+                versions = self._versions(known)
+            else:  # no checksum (e.g. the last commit before a crash): the log files, read directly
+                versions = read_log(self.storage, self.root, int(txn.readVersion())).txns
+            reads = txn.readTxn()
+            for i in ids:
+                getattr(reads, "$plus$eq")(i)
+            return {i: versions.get(i, -1) for i in ids}
+        except (Py4JError, LogReadError) as exc:
+            logger.debug("no fast path for txn versions: %s", exc)
+        return {i: int(txn.txnVersion(i)) for i in ids}
+
+    @staticmethod
+    def _crc_set_transactions(snap: Any) -> Any:
+        """The SetTransactions listed in the snapshot's version checksum, or None.
+
+        (``Snapshot.setTransactionsIfKnown`` would also do, but it recomputes the state with Spark
+        jobs in Delta 4.4 before answering; the checksum read is a file already loaded.)
+        """
+        crc = snap.checksumOpt()
+        if not crc.isDefined():
+            return None
+        txns = crc.get().setTransactions()
+        return txns.get() if txns.isDefined() else None
+
+    def _versions(self, set_transactions: Any) -> dict[str, int]:
+        """appId -> version of a Scala sequence of SetTransactions, in one py4j call (written as
+        JSON by Delta's own mapper) however many partitions the table has: iterating the sequence
+        took three round trips per partition, and a py4j exception to end the iteration."""
+        mapper = self._handles.json_mapper
+        return {t["appId"]: int(t["version"]) for t in json.loads(mapper.writeValueAsString(set_transactions))}
+
+    def _check_offsets(self, txn: Any, plan: CommitPlan, read_version: int) -> None:
+        moved: dict[TopicPartition, int] = {}
+        ids = {tp: app_id(self.table, tp) for tp in plan.offsets}
+        versions = self._txn_versions(txn, list(ids.values()))
+        starts = plan.starts()
+        for tp in plan.offsets:
+            in_table = versions[ids[tp]]
+            first = starts[tp]
+            if in_table >= 0 and in_table != first:  # no txn yet: the state's start point stands
+                moved[tp] = in_table
+        if moved:
+            raise OffsetsMovedError(f"table {self.table} offsets moved: {moved}", read_version, PartitionOffsets(moved))
+
+    def _parquet_schema(self, path: str, key: str | None) -> dict[str, Any]:
+        """Spark's schema of a Parquet file: one Spark read per distinct footer schema, remembered
+        across commits (a sink writes the same schema file after file)."""
+        schema = self._spark_schemas.get(key) if key is not None else None
+        if schema is None:
+            schema = json.loads(self.spark.read.parquet(table_location(path)).schema.json())
+            if key is not None:
+                if len(self._spark_schemas) >= SCHEMA_CACHE:
+                    self._spark_schemas.clear()
+                self._spark_schemas[key] = schema
+        return schema
+
+    def _place(self, files: list[PendingFile]) -> dict[str, str]:
+        """Where each in-place file is committed from: copied under ``<table>/data/<topic>/<partition>/``
+        first with ``copy_into_table``, else where it is (``in_place`` files lie under the root)."""
+        if self.placement is not Placement.COPY_INTO_TABLE:
+            return {p.file.path: p.file.path for p in files}
+        placed = {}
+        for p in files:
+            target = f"{self.root}data/{p.file.topic}/{p.file.partition}/{p.file.path.rsplit('/', 1)[1]}"
+            self.storage.copy(p.file.path, target)
+            placed[p.file.path] = target
+        return placed
+
+    def _add_file(self, uri: str, facts: FileFacts) -> dict[str, Any]:
+        """The ``AddFile`` (its fields) committing ``uri`` in place."""
+        return {
+            "path": delta_path(uri, self.root),
+            "partitionValues": {},
+            "size": facts.size_bytes,
+            "modificationTime": facts.modification_time_ms,
+            "dataChange": True,
+            **({"stats": facts.stats_json} if facts.stats_json else {}),
+        }
+
+    def _table_properties(self) -> dict[str, str]:
+        """Table properties this committer needs: with background checkpoints, none in the commit;
+        for an upsert table with deletion vectors, the feature (Delta upgrades the protocol)."""
+        props = {} if self.checkpoint_in_commit else {CHECKPOINT_INTERVAL: NO_CHECKPOINT_IN_COMMIT}
+        if self._upsert is not None and self._upsert.spec.deletion_vectors:
+            props[ENABLE_DELETION_VECTORS] = "true"
+        return props
+
+    def _configured(self, metadata: Any, extra: dict[str, str]) -> bool:
+        have = json.loads(metadata.json())["metaData"].get("configuration") or {}
+        return all(have.get(k) == v for k, v in {**self._table_properties(), **extra}.items())
+
+    def _metadata_action(
+        self,
+        schema: dict[str, Any],
+        *,
+        created: int | None = None,
+        like: Any = None,
+        extra: dict[str, str] | None = None,
+    ) -> Any:
+        if like is not None:
+            meta = json.loads(like.json())["metaData"]
+            meta["schemaString"] = json.dumps(schema)
+            meta["configuration"] = {**(meta.get("configuration") or {}), **self._table_properties(), **(extra or {})}
+            return self._actions.one({"metaData": meta})
+        return self._actions.one(
+            {
+                "metaData": {
+                    "id": str(uuid.uuid4()),
+                    "name": self.table,
+                    "format": {"provider": "parquet", "options": {}},
+                    "schemaString": json.dumps(schema),
+                    "partitionColumns": [],
+                    "configuration": self._table_properties(),
+                    "createdTime": created,
+                }
+            }
+        )
+
+    def _translate(self, exc: Exception) -> CommitError:
+        """A :class:`CommitError` for what the commit path raised, by the JVM exception's class
+        (and its causes' and their superclasses'), never by message text."""
+        kind = classify(exc)
+        if kind is Failure.CONCURRENT:
+            snap = self.snapshot()
+            return OffsetsMovedError(
+                f"table {self.table}: concurrent commit, offsets re-read", snap.version, snap.offsets
+            )
+        summary = f"table {self.table}: Delta commit failed: {java_summary(exc)}"
+        if kind is Failure.UNAVAILABLE:
+            return DeltaUnavailableError(summary)
+        if kind is Failure.DELTA:
+            return DeltaWriteError(summary)
+        return UnexpectedCommitError(f"table {self.table}: unexpected {type(exc).__name__} in the commit path")

@@ -1,0 +1,93 @@
+"""Classify what the JVM threw during a commit, by exception class, never by message text.
+
+Used by :class:`~commit_service.delta.committer.DeltaCommitter` to turn a py4j error into the right
+:class:`~commit_service.errors.CommitError`. The class of the Java exception, its superclasses
+and (for a concurrent commit) its causes decide; the message is only summarised, one line, for
+the log and the API (no stack trace ever leaves the service).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from enum import Enum
+from typing import Any
+
+from py4j.protocol import Py4JJavaError, Py4JNetworkError
+
+# A concurrent writer committed first (Delta's conflict checker): re-read the offsets and retry.
+CONCURRENT = frozenset(
+    {"java.util.ConcurrentModificationException", "org.apache.spark.sql.delta.DeltaConcurrentModificationException"}
+)
+# The table's storage could not be reached when Delta wrote or read its log: an outage.
+UNAVAILABLE = frozenset(
+    {
+        "java.io.IOException",
+        "java.io.UncheckedIOException",
+        "java.net.SocketException",
+        "java.util.concurrent.TimeoutException",
+        "software.amazon.awssdk.core.exception.SdkClientException",
+    }
+)
+MAX_CAUSES = 8
+MAX_SUMMARY = 300
+
+
+class Failure(str, Enum):
+    CONCURRENT = "concurrent"  # another writer moved the table: retry at once
+    UNAVAILABLE = "unavailable"  # storage or the JVM unreachable: transient
+    DELTA = "delta"  # Delta or Spark refused this plan: retried, then narrowed
+    UNEXPECTED = "unexpected"  # not from the JVM at all: a bug on our side
+
+
+def java_exception(exc: BaseException) -> Any | None:
+    """The Java throwable behind a py4j error or a PySpark captured exception, if any."""
+    if isinstance(exc, Py4JJavaError):
+        return exc.java_exception
+    return getattr(exc, "_origin", None)
+
+
+def _lineage(throwable: Any) -> Iterator[str]:
+    """The class names of ``throwable`` and of its superclasses."""
+    cls = throwable.getClass()
+    while cls is not None:
+        yield str(cls.getName())
+        cls = cls.getSuperclass()
+
+
+def _causes(throwable: Any) -> Iterator[Any]:
+    for _ in range(MAX_CAUSES):
+        if throwable is None:
+            return
+        yield throwable
+        cause = throwable.getCause()
+        throwable = None if cause is None or cause.equals(throwable) else cause
+
+
+def classify(exc: BaseException) -> Failure:
+    """What kind of failure ``exc`` is (see :class:`Failure`)."""
+    if isinstance(exc, Py4JNetworkError):
+        return Failure.UNAVAILABLE  # the JVM did not answer
+    throwable = java_exception(exc)
+    if throwable is None:
+        return Failure.UNEXPECTED
+    try:
+        if any(CONCURRENT.intersection(_lineage(t)) for t in _causes(throwable)):
+            return Failure.CONCURRENT
+        if UNAVAILABLE.intersection(_lineage(throwable)):  # thrown by the log store itself, not a task
+            return Failure.UNAVAILABLE
+    except Exception:  # the JVM went away while we asked
+        return Failure.UNAVAILABLE
+    return Failure.DELTA
+
+
+def java_summary(exc: BaseException) -> str:
+    """One line: the Java class (simple name) and the first line of its message, or the Python type."""
+    throwable = java_exception(exc)
+    try:
+        if throwable is not None:
+            name = str(throwable.getClass().getSimpleName())
+            message = str(throwable.getMessage() or "").strip().splitlines()
+            return f"{name}: {message[0][:MAX_SUMMARY] if message else ''}".rstrip(": ")
+    except Exception:
+        pass
+    return type(exc).__name__

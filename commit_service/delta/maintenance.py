@@ -1,0 +1,247 @@
+"""Maintenance of one Delta table through Spark SQL: compaction, vacuum, file count, catalog.
+
+Owned by the table's :class:`~commit_service.delta.committer.DeltaCommitter` (which exposes it as
+the :class:`~commit_service.ports.Committer` maintenance calls) and run by the coordinator
+between the table's commit rounds, so it never races them. ``OPTIMIZE`` commits new files and
+removes the small ones it replaced; it writes no ``txn`` action, so the Kafka offsets recorded by
+the commits stay exactly as they were. Every run's Spark jobs are labelled
+``lakegate maintenance <table>: <kind>`` in the Spark UI.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from commit_service.delta.java_errors import java_summary
+from commit_service.delta.session import job_label
+from commit_service.delta.thread_priority import lower_jvm_peer
+from commit_service.domain.maintenance import MaintenancePolicy
+from lakegate_core.status import MaintenanceKind, MaintenanceRecord
+
+logger = logging.getLogger(__name__)
+
+RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+DELTA_DEFAULT_RETENTION_HOURS = 168.0
+SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
+CHECKPOINT_TASKS = 1  # a background checkpoint rebuilds its snapshot's state in this many tasks
+CHECKPOINT_NICE_INCREMENT = 10  # how much lower than the commits' a checkpoint's CPU priority is
+
+
+class DeltaMaintainer:
+    """Compacts, vacuums, checkpoints and registers one table; ``delta_log`` gives its DeltaLog."""
+
+    def __init__(self, spark: Any, table: str, location: str, delta_log: Callable[[], Any]) -> None:
+        self.spark = spark
+        self.table = table
+        self.location = location
+        self._delta_log = delta_log
+        self._none = spark._jvm.scala.Option.empty()
+        self._checkpoint_session: Any = None  # made by the first checkpoint Spark writes
+        self._kernel_engine: Any = None  # Delta Kernel's engine, made by the first checkpoint
+        self._lowered = threading.local()  # set on a thread once its JVM peer's priority is lowered
+
+    def _snapshot(self) -> Any:
+        return self._delta_log().update(False, self._none, self._none)
+
+    def checkpoint(self) -> MaintenanceRecord:
+        """Write a Delta checkpoint of the version before the current one, from a background
+        thread while commits go on (readers of a checkpoint only ever see a whole one), then
+        delete the log files past ``delta.logRetentionDuration`` as Delta's own checkpoints do.
+
+        Not the current version: its snapshot is the one the next commit starts from, and Delta
+        builds a snapshot's state for a checkpoint while holding that snapshot's cache lock, the
+        lock the next commit takes to drop the cache when it installs its own snapshot (a JFR
+        recording showed that commit blocked 200-260 ms in ``StateCache.uncache``).
+
+        Written by Delta Kernel (:meth:`_kernel_checkpoint`): a log replay and one Parquet write in
+        this thread, no Spark job. Through Spark, a checkpoint of a small table cost 2.4-3.4
+        CPU-seconds (10.8 for a process's first: code generation); through Kernel 0.15-0.24
+        (1.0). When Kernel cannot write one (a table feature it does not support) Spark does
+        (:meth:`_spark_checkpoint`).
+        """
+        started_ms, t0 = int(time.time() * 1000), time.monotonic()
+        self._lower_priority()
+        log = self._delta_log()
+        newest = log.unsafeVolatileSnapshot()  # the one the last commit installed: no listing, no lock
+        version = int(newest.version()) - 1
+        files = self._files(newest)
+        if version < 0:
+            return MaintenanceRecord(
+                self.table,
+                MaintenanceKind.CHECKPOINT,
+                started_ms,
+                0,
+                version,
+                version,
+                files,
+                files,
+                "nothing to checkpoint",
+            )
+        writer = "Delta Kernel"
+        if not self._kernel_checkpoint(version):
+            writer = "Spark"
+            self._spark_checkpoint(log, version)  # Delta cleans the log up after it
+        else:
+            self._clean_up_log(log)
+        duration_ms = int((time.monotonic() - t0) * 1000)
+        logger.info(
+            "maintenance table=%s kind=checkpoint version=%d writer=%s duration_ms=%d",
+            self.table,
+            version,
+            writer,
+            duration_ms,
+        )
+        return MaintenanceRecord(
+            self.table,
+            MaintenanceKind.CHECKPOINT,
+            started_ms,
+            duration_ms,
+            version,
+            version,
+            files,
+            files,
+            f"checkpoint of version {version} ({writer})",
+        )
+
+    def _lower_priority(self) -> None:
+        """Once per thread: lower the CPU priority of the JVM thread this thread's calls run on
+        (nice +``CHECKPOINT_NICE_INCREMENT``), so a checkpoint written while a commit runs leaves
+        the cores to the commit. Kernel writes the checkpoint on that thread."""
+        if getattr(self._lowered, "done", False):
+            return
+        self._lowered.done = True
+        nice = lower_jvm_peer(self.spark._jvm, CHECKPOINT_NICE_INCREMENT)
+        if nice is not None:
+            logger.info("table %s: checkpoints run at nice %d", self.table, nice)
+
+    def _kernel_checkpoint(self, version: int) -> bool:
+        """Write the checkpoint of ``version`` with Delta Kernel; False if Kernel cannot (then Spark
+        must). One already there counts as written."""
+        jvm = self.spark._jvm
+        try:
+            if self._kernel_engine is None:  # the live Hadoop configuration: storage credentials included
+                self._kernel_engine = jvm.io.delta.kernel.defaults.engine.DefaultEngine.create(
+                    self.spark._jsc.hadoopConfiguration()
+                )
+            table = jvm.io.delta.kernel.Table.forPath(self._kernel_engine, self.location)
+            table.checkpoint(self._kernel_engine, version)
+        except Exception as exc:
+            if "CheckpointAlreadyExistsException" in java_summary(exc):
+                return True
+            logger.warning(
+                "table %s: Delta Kernel could not write the checkpoint of version %d (%s); Spark writes it",
+                self.table,
+                version,
+                java_summary(exc),
+            )
+            return False
+        return True
+
+    def _spark_checkpoint(self, log: Any, version: int) -> None:
+        """The checkpoint of ``version`` through Delta on Spark, in a snapshot of its own whose state
+        is rebuilt in ``CHECKPOINT_TASKS`` task(s) (a session active on this thread only, so a
+        commit's jobs keep the other cores) and dropped afterwards."""
+        sessions = self.spark._jvm.org.apache.spark.sql.SparkSession
+        sessions.setActiveSession(self._narrow_session())  # Delta reads its settings from the active session
+        try:
+            snap = log.getSnapshotAt(version, self._none, self._none, False)
+            try:
+                with job_label(
+                    self.spark, f"lakegate-{self.table}", f"lakegate maintenance {self.table}: checkpoint v{version}"
+                ):
+                    log.checkpoint(snap, self._none)
+            finally:
+                snap.uncache()
+        finally:
+            sessions.clearActiveSession()
+
+    def _clean_up_log(self, log: Any) -> None:
+        """Delete the log files Delta's retention lets go (what its own checkpoints do after
+        writing one); a failure is logged, and the next checkpoint tries again."""
+        try:
+            log.doLogCleanup(log.unsafeVolatileSnapshot(), self._none)
+        except Exception as exc:
+            logger.warning("table %s: log clean-up after the checkpoint failed: %s", self.table, java_summary(exc))
+
+    def _narrow_session(self) -> Any:
+        """The JVM session checkpoints run in: the service's (same SparkContext, jars and storage
+        credentials; made once) with Delta's state rebuilt in ``CHECKPOINT_TASKS`` task(s)."""
+        if self._checkpoint_session is None:
+            session = self.spark._jsparkSession.newSession()
+            session.conf().set(SNAPSHOT_PARTITIONS, str(CHECKPOINT_TASKS))
+            self._checkpoint_session = session
+        return self._checkpoint_session
+
+    def file_count(self) -> int:
+        """Files in the table now: from the version checksum when there is one (no log replay)."""
+        return self._files(self._snapshot())
+
+    @staticmethod
+    def _files(snap: Any) -> int:
+        if snap.version() < 0:
+            return 0
+        crc = snap.checksumOpt()
+        return int(crc.get().numFiles()) if crc.isDefined() else int(snap.numOfFiles())
+
+    def maintain(self, kind: MaintenanceKind, policy: MaintenancePolicy) -> MaintenanceRecord:
+        """Run one compaction or vacuum; raises what Spark/Delta raise (the caller translates)."""
+        started_ms, t0 = int(time.time() * 1000), time.monotonic()
+        before = self._snapshot()
+        version_before, files_before = int(before.version()), self.file_count()
+        target = f"delta.`{self.location}`"
+        with job_label(self.spark, f"lakegate-{self.table}", f"lakegate maintenance {self.table}: {kind.value}"):
+            if kind is MaintenanceKind.COMPACT:
+                zorder = ", ".join(f"`{c}`" for c in policy.zorder_by)
+                rows = self.spark.sql(f"OPTIMIZE {target}" + (f" ZORDER BY ({zorder})" if zorder else "")).collect()
+                metrics = rows[0]["metrics"] if rows else None
+                detail = (
+                    f"{metrics['numFilesRemoved']} files rewritten into {metrics['numFilesAdded']}"
+                    if metrics is not None
+                    else "nothing to compact"
+                )
+            elif kind is MaintenanceKind.VACUUM:
+                hours = policy.vacuum_retention_hours
+                if hours < DELTA_DEFAULT_RETENTION_HOURS:  # Delta refuses a short retention unless told
+                    self.spark.conf.set(RETENTION_CHECK, "false")
+                self.spark.sql(f"VACUUM {target} RETAIN {hours:g} HOURS").collect()
+                detail = f"retention {hours:g} h"
+            else:
+                raise ValueError(f"unsupported maintenance {kind.value}")
+        after = self._snapshot()
+        record = MaintenanceRecord(
+            table=self.table,
+            kind=kind,
+            started_ms=started_ms,
+            duration_ms=int((time.monotonic() - t0) * 1000),
+            version_before=version_before,
+            version_after=int(after.version()),
+            files_before=files_before,
+            files_after=self.file_count(),
+            detail=detail,
+        )
+        logger.info(
+            "maintenance table=%s kind=%s version=%d->%d files=%d->%d duration_ms=%d %s",
+            self.table,
+            kind.value,
+            record.version_before,
+            record.version_after,
+            record.files_before,
+            record.files_after,
+            record.duration_ms,
+            detail,
+        )
+        return record
+
+    def register(self, name: str) -> None:
+        """``CREATE TABLE IF NOT EXISTS <name> USING delta LOCATION '<location>'`` in the session catalog."""
+        location = self.location.replace("'", "\\'")
+        parts = name.split(".")
+        with job_label(self.spark, f"lakegate-{self.table}", f"lakegate register {self.table} as {name}"):
+            if len(parts) == 2:  # database.table in the session's current catalog: make the database
+                self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {parts[0]}")
+            self.spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{location}'")
+        logger.info("table %s registered in the catalog as %s", self.table, name)

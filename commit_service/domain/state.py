@@ -1,0 +1,553 @@
+"""Per-table commit state: committed offsets, buffered files, and the decision what may commit.
+
+Pure: no I/O, no clock, no threads. The coordinator owns one :class:`TableState` per table, feeds
+it manifests (:meth:`TableState.offer`) and time, asks it for a :class:`CommitPlan`, and tells it
+the outcome (:meth:`TableState.committed_plan` or nothing: a failed commit leaves every buffered
+file in place for the next round).
+
+Invariants (property-tested in ``tests/unit/test_state.py``):
+- a plan holds, per partition, one contiguous run of files starting exactly at the committed
+  offset: it never commits a gap and never commits an offset twice;
+- offering the same file again, in any order or number of times, changes nothing;
+- a file overlapping a committed or buffered range, other than an exact duplicate, is rejected;
+- once a file's content is known to hold a span of offsets (:meth:`TableState.refuse_content`),
+  a claim of it that ends inside that span, or any other file starting inside it, is rejected.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Final
+
+from lakegate_core.protocol import CsvLayout, DataFile, FileFormat, FileStatus, OffsetSpan
+from lakegate_core.status import ManifestState
+from lakegate_core.types import PartitionOffsets, TopicPartition
+
+MAX_TRACKED_MANIFESTS = 10_000
+
+# The buffer keeps its files as plain tuples of atoms (str, int, float, None), which Python's
+# garbage collector stops tracking after their first collection; a dataclass, a TopicPartition or
+# an enum member inside would keep each one tracked. A full collection walks every tracked object
+# while the request threads wait for it, so a buffer of 100,000 files must add none.
+Place = tuple[str, int, int]  # where a buffered file sits: (topic, partition, start offset)
+# A buffered file: PendingFile's fields, flat (PendingFile.row / PendingFile.from_row)
+Row = tuple[str, str, int, int, int, int, str, "int | None", "int | None", str, str, float, "str | None"]
+ROW_PATH: Final = 0
+ROW_END: Final = 4  # inclusive
+ROW_SIZE: Final = 5
+ROW_MANIFEST: Final = 9
+ROW_ARRIVED: Final = 11
+
+
+def place(tp: TopicPartition, start: int) -> Place:
+    return (tp.topic, tp.partition, start)
+
+
+class OnTimeout(str, Enum):
+    """What a round does when some expected partition has not reported by the timeout."""
+
+    PARTIAL = "partial"  # commit what is contiguous, without a VTTS
+    WAIT = "wait"  # keep waiting (a forced commit still goes through)
+
+
+@dataclass(frozen=True)
+class CommitPolicy:
+    """When a table commits: the ``tables[].commit`` config section (read by the config loader)."""
+
+    interval_seconds: float = 10.0
+    max_files: int = 1000
+    max_bytes: int = 1 << 30
+    timeout_seconds: float = 30.0
+    on_timeout: OnTimeout = OnTimeout.PARTIAL
+    max_attempts: int = 4  # failures blamed on a plan before it is halved / its one file quarantined
+    quarantine_after_seconds: float = 600.0  # an unreadable (not missing) file is quarantined after this
+    max_pending_files: int = 100_000  # buffered files; past it manifests get 429 + Retry-After
+    max_pending_bytes: int = 1 << 40
+
+    def __post_init__(self) -> None:
+        if self.interval_seconds <= 0 or self.timeout_seconds < 0:
+            raise ValueError("commit.interval_seconds must be > 0 and commit.timeout_seconds >= 0")
+        if self.max_files < 1 or self.max_bytes < 1:
+            raise ValueError("commit.max_files and commit.max_bytes must be at least 1")
+        if self.max_attempts < 1 or self.quarantine_after_seconds < 0:
+            raise ValueError("commit.max_attempts must be >= 1 and commit.quarantine_after_seconds >= 0")
+        if self.max_pending_files < 1 or self.max_pending_bytes < 1:
+            raise ValueError("commit.max_pending_files and commit.max_pending_bytes must be at least 1")
+
+
+@dataclass(frozen=True)
+class PendingFile:
+    """A buffered file and who sent it."""
+
+    file: DataFile
+    manifest_id: str
+    sidecar_id: str
+    arrived_at: float = 0.0  # when the table first buffered it (set by TableState.offer)
+
+    @property
+    def tp(self) -> TopicPartition:
+        return self.file.tp
+
+    def row(self) -> Row:
+        """This file as the buffer keeps it (see ``Row``)."""
+        f = self.file
+        return (
+            f.path,
+            f.topic,
+            f.partition,
+            f.start_offset,
+            f.end_offset,
+            f.size_bytes,
+            f.format.value,
+            f.record_count,
+            f.lease_epoch,
+            self.manifest_id,
+            self.sidecar_id,
+            self.arrived_at,
+            None if f.csv is None else f"{','.join(f.csv.fields)}|{f.csv.value_encoding}",
+        )
+
+    @classmethod
+    def from_row(cls, row: Row) -> PendingFile:
+        path, topic, partition, start, end, size, fmt, records, epoch, manifest_id, sidecar_id, arrived_at, csv = row
+        layout = None
+        if csv is not None:
+            fields, _, encoding = csv.partition("|")
+            layout = CsvLayout(tuple(fields.split(",")), encoding)
+        f = DataFile(path, topic, partition, start, end, size, FileFormat(fmt), records, epoch, layout)
+        return cls(f, manifest_id, sidecar_id, arrived_at)
+
+
+@dataclass(frozen=True)
+class CommitPlan:
+    """What one commit round adds: contiguous runs per partition and the offsets they reach."""
+
+    files: tuple[PendingFile, ...]
+    offsets: PartitionOffsets  # next offset per partition after the commit
+    vtts: float | None  # the round's cut-off time when every expected partition reported
+    reason: str  # which trigger fired: interval, max_files, max_bytes, forced, released
+    released: tuple[str, ...] = ()  # an admin release: the dead letters whose ranges are skipped
+    release_from: PartitionOffsets = field(default_factory=PartitionOffsets)  # their partitions' start
+    planned_at: float | None = None  # when TableState.plan made it; the next interval counts from here
+
+    @classmethod
+    def of(
+        cls, files: Iterable[PendingFile], vtts: float | None, reason: str, planned_at: float | None = None
+    ) -> CommitPlan:
+        """A plan adding ``files`` (contiguous per partition); its offsets follow from them."""
+        files = tuple(files)
+        offsets: dict[TopicPartition, int] = {}
+        for p in files:
+            offsets[p.tp] = max(offsets.get(p.tp, 0), p.file.next_offset)
+        return cls(files, PartitionOffsets(offsets), vtts, reason, planned_at=planned_at)
+
+    def head(self, count: int) -> CommitPlan:
+        """The plan's first ``count`` files (still contiguous per partition: files are in partition
+        and offset order); a narrowed retry after repeated failures (:mod:`commit_service.domain.failures`)."""
+        if count >= len(self.files):
+            return self
+        return CommitPlan.of(self.files[:count], None, self.reason, self.planned_at)
+
+    def starts(self) -> dict[TopicPartition, int]:
+        """Per partition, the offset the plan starts at (what the table must hold before it)."""
+        out = dict(self.release_from)
+        for p in self.files:
+            out[p.tp] = min(out.get(p.tp, p.file.start_offset), p.file.start_offset)
+        return out
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.file.size_bytes for p in self.files)
+
+    @property
+    def records(self) -> int:
+        return sum(p.file.record_count or (p.file.end_offset - p.file.start_offset + 1) for p in self.files)
+
+
+@dataclass
+class _ManifestTrack:
+    pending: set[Place] = field(default_factory=set)
+    state: ManifestState = ManifestState.ACCEPTED
+    version: int | None = None
+    reason: str | None = None
+
+
+class TableState:
+    """The state of one Delta table as the coordinator sees it; not thread-safe (callers lock)."""
+
+    def __init__(
+        self,
+        name: str,
+        committed: Mapping[TopicPartition, int] | None = None,
+        policy: CommitPolicy | None = None,
+        *,
+        now: float = 0.0,
+    ) -> None:
+        self.name = name
+        self.policy = policy or CommitPolicy()
+        self.committed: dict[TopicPartition, int] = dict(committed or {})
+        self.log_start: dict[TopicPartition, int] = {}
+        # per partition, start offset -> the buffered file (see Row); changed by _add/_remove only
+        self._rows: dict[TopicPartition, dict[int, Row]] = {}
+        self._starts: dict[TopicPartition, list[int]] = {}  # each partition's buffered starts, sorted
+        self._by_path: dict[str, tuple[Place, ...]] = {}  # where each path is buffered
+        self._pending_bytes = 0  # the sum of the buffered files' sizes, kept as files come and go
+        self._pending_count = 0  # how many files are buffered, kept likewise (read per manifest)
+        self.expected: set[TopicPartition] = set()
+        self.reported_at: dict[TopicPartition, float] = {}
+        self.connect_at: dict[TopicPartition, int] = {}  # Connect's committed offset, as a sidecar last read it
+        self.version: int = -1
+        self.round_started = now
+        self.last_commit = now
+        self._manifests: OrderedDict[str, _ManifestTrack] = OrderedDict()
+        # a buffered file's place -> the other manifests that named it (a sender's retry under a
+        # new manifest id): their status follows the file as its own manifest's does
+        self._followers: dict[Place, tuple[str, ...]] = {}
+        # per partition, file path -> the offsets its content holds, learnt from a refused claim;
+        # forgotten once the committed offset passes the span
+        self.spans: dict[TopicPartition, dict[str, OffsetSpan]] = {}
+
+    # -- offsets --------------------------------------------------------------------------
+
+    def next_offset(self, tp: TopicPartition) -> int:
+        """Where the next file of ``tp`` must start: committed offset, else the log start, else 0."""
+        return self.committed.get(tp, self.log_start.get(tp, 0))
+
+    # -- intake ---------------------------------------------------------------------------
+
+    def offer(self, pending: PendingFile, now: float) -> tuple[FileStatus, str | None]:
+        """Judge one file and buffer it if accepted; idempotent on (path, range)."""
+        f, tp = pending.file, pending.tp
+        base = self.next_offset(tp)
+        if f.end_offset < base:
+            return FileStatus.ALREADY_COMMITTED, None
+        if f.start_offset < base:
+            return FileStatus.REJECTED, (
+                f"offsets {f.start_offset}..{f.end_offset} overlap the committed range below {base}"
+            )
+        refused = self._against_spans(f)
+        if refused is not None:
+            return FileStatus.REJECTED, refused
+        same = self._get(tp, f.start_offset)
+        if same is not None:
+            if same.file.path == f.path and same.file.end_offset == f.end_offset:
+                here = place(tp, f.start_offset)
+                self._track(pending.manifest_id).pending.add(here)
+                if pending.manifest_id != same.manifest_id:
+                    followers = self._followers.get(here, ())
+                    if pending.manifest_id not in followers:
+                        self._followers[here] = (*followers, pending.manifest_id)
+                return FileStatus.DUPLICATE, None
+            return FileStatus.REJECTED, (
+                f"offsets {f.start_offset}..{f.end_offset} of {f.path} overlap buffered file "
+                f"{same.file.path} ({same.file.start_offset}..{same.file.end_offset})"
+            )
+        other = self._overlapping(f, tp)
+        if other is not None:
+            return FileStatus.REJECTED, (
+                f"offsets {f.start_offset}..{f.end_offset} overlap buffered file "
+                f"{other.file.path} ({other.file.start_offset}..{other.file.end_offset})"
+            )
+        self._add(replace(pending, arrived_at=now))
+        self._track(pending.manifest_id).pending.add(place(tp, f.start_offset))
+        return FileStatus.ACCEPTED, None
+
+    def _overlapping(self, f: DataFile, tp: TopicPartition) -> PendingFile | None:
+        """A buffered file of ``f``'s partition overlapping ``f``, found in O(log n): buffered files
+        never overlap each other, so only the one with the greatest start at or below ``f``'s end
+        can (any earlier one ends before that one starts)."""
+        starts = self._starts.get(tp, [])
+        i = bisect.bisect_right(starts, f.end_offset)
+        if i == 0:
+            return None
+        row = self._rows[tp][starts[i - 1]]
+        return PendingFile.from_row(row) if row[ROW_END] >= f.start_offset else None
+
+    def _get(self, tp: TopicPartition, start: int) -> PendingFile | None:
+        row = self._rows.get(tp, {}).get(start)
+        return None if row is None else PendingFile.from_row(row)
+
+    def buffered(self, tp: TopicPartition) -> list[PendingFile]:
+        """``tp``'s buffered files, in arrival order."""
+        return [PendingFile.from_row(row) for row in self._rows.get(tp, {}).values()]
+
+    def _add(self, pending: PendingFile) -> None:
+        tp, start = pending.tp, pending.file.start_offset
+        self._rows.setdefault(tp, {})[start] = pending.row()
+        bisect.insort(self._starts.setdefault(tp, []), start)
+        self._by_path[pending.file.path] = (*self._by_path.get(pending.file.path, ()), place(tp, start))
+        self._pending_bytes += pending.file.size_bytes
+        self._pending_count += 1
+
+    def _remove(self, tp: TopicPartition, start: int) -> Row | None:
+        files = self._rows.get(tp)
+        row = None if files is None else files.pop(start, None)
+        if files is None or row is None:
+            return None
+        starts = self._starts[tp]
+        del starts[bisect.bisect_left(starts, start)]
+        path, here = row[ROW_PATH], place(tp, start)
+        places = tuple(p for p in self._by_path[path] if p != here)
+        if places:
+            self._by_path[path] = places
+        else:
+            del self._by_path[path]
+        self._pending_bytes -= row[ROW_SIZE]
+        self._pending_count -= 1
+        if not files:
+            del self._rows[tp], self._starts[tp]
+        return row
+
+    def _against_spans(self, f: DataFile) -> str | None:
+        """Why ``f`` contradicts what a file's content was found to hold, or None."""
+        for path, span in self.spans.get(f.tp, {}).items():
+            if path == f.path and f.end_offset < span.last:
+                return f"its content holds offsets {span}: claim {f.start_offset}..{span.last}, not ..{f.end_offset}"
+            if path != f.path and span.first < f.start_offset <= span.last:
+                return (
+                    f"an orphan of a re-written range: it starts inside offsets {span}, which {path} holds "
+                    "(a sink task wrote this range twice)"
+                )
+        return None
+
+    def span_of(self, f: DataFile) -> OffsetSpan | None:
+        """What ``f``'s content was found to hold, if a claim of it was refused for that."""
+        return self.spans.get(f.tp, {}).get(f.path)
+
+    def refuse_content(self, path: str, holds: OffsetSpan) -> list[PendingFile]:
+        """A commit found that the buffered file at ``path`` holds offsets ``holds``, past its
+        claimed end: drop it, remember the span, and drop every buffered file of its partition
+        starting inside the span (orphans). Returns the dropped files."""
+        pending = self.find(path)
+        if pending is None:
+            return []
+        f = pending.file
+        reason = f"its content holds offsets {holds}, past the claimed {f.start_offset}..{f.end_offset}"
+        self.drop_file(path, reason)
+        dropped = [pending]
+        if holds.first == f.start_offset:
+            self.spans.setdefault(f.tp, {})[path] = holds
+            for other in self.buffered(f.tp):
+                if holds.first < other.file.start_offset <= holds.last:
+                    self.drop_file(other.file.path, f"an orphan inside offsets {holds} that {path} holds")
+                    dropped.append(other)
+        return dropped
+
+    def settle_manifest(self, manifest_id: str, verdicts: Iterable[tuple[FileStatus, str | None]]) -> None:
+        """After all files of a manifest were offered: with nothing left buffered it is either
+        committed already (some file was in the table) or rejected (every file was)."""
+        track = self._track(manifest_id)
+        if track.pending:
+            return
+        verdicts = list(verdicts)
+        if verdicts and all(status is FileStatus.REJECTED for status, _ in verdicts):
+            track.state, track.reason = ManifestState.REJECTED, verdicts[0][1]
+        elif track.state is ManifestState.ACCEPTED:
+            track.state, track.version = ManifestState.COMMITTED, self.version
+
+    def _file_left(self, here: Place, owner: str, *, rejected: str | None = None) -> None:
+        """The buffered file at ``here``, brought by manifest ``owner``, left the buffer: its
+        offsets are in the table (at ``self.version``), or it was dropped for ``rejected``. Every
+        manifest that named it follows: committed once none of its files is still buffered."""
+        for manifest_id in (owner, *self._followers.pop(here, ())):
+            track = self._manifests.get(manifest_id)
+            if track is None:
+                continue
+            track.pending.discard(here)
+            if rejected is not None:
+                track.state, track.reason = ManifestState.REJECTED, rejected
+            elif not track.pending:
+                track.state, track.version = ManifestState.COMMITTED, self.version
+
+    def _track(self, manifest_id: str) -> _ManifestTrack:
+        track = self._manifests.get(manifest_id)
+        if track is None:
+            track = self._manifests[manifest_id] = _ManifestTrack()
+            while len(self._manifests) > MAX_TRACKED_MANIFESTS:
+                self._manifests.popitem(last=False)
+        return track
+
+    def manifest(self, manifest_id: str) -> tuple[ManifestState, int | None, str | None] | None:
+        track = self._manifests.get(manifest_id)
+        return None if track is None else (track.state, track.version, track.reason)
+
+    # -- progress -------------------------------------------------------------------------
+
+    def set_expected(self, partitions: Iterable[TopicPartition]) -> None:
+        self.expected = set(partitions)
+
+    def note_reported(self, tp: TopicPartition, now: float) -> None:
+        """A sidecar said ``tp`` has nothing more to report up to Connect's committed offset."""
+        self.reported_at[tp] = max(now, self.reported_at.get(tp, now))
+
+    def buffered_through(self, tp: TopicPartition) -> int:
+        """The next offset after the committed offset plus the contiguous buffered run."""
+        cursor, files = self.next_offset(tp), self._rows.get(tp, {})
+        while cursor in files:
+            cursor = files[cursor][ROW_END] + 1
+        return cursor
+
+    def note_watermark(self, tp: TopicPartition, connect_offset: int, read_at: float) -> bool:
+        """A sidecar read Connect's committed offset ``connect_offset`` at ``read_at`` and has sent
+        every file below it: if the table holds or buffers all of that, ``tp`` counts as reported
+        at ``read_at``. Returns whether it counted."""
+        self.connect_at[tp] = connect_offset
+        if self.buffered_through(tp) >= connect_offset:
+            self.note_reported(tp, read_at)
+            return True
+        return False
+
+    # -- decisions ------------------------------------------------------------------------
+
+    def contiguous(self, limits: Mapping[TopicPartition, int] | None = None) -> list[PendingFile]:
+        """Per partition, the run of buffered files starting at the committed offset (and, with
+        ``limits``, ending at or below the limit: Connect's own committed offset)."""
+        run: list[PendingFile] = []
+        for tp in sorted(self._rows):
+            cursor, files = self.next_offset(tp), self._rows[tp]
+            limit = None if limits is None else limits.get(tp, 0)
+            while cursor in files and (limit is None or files[cursor][ROW_END] + 1 <= limit):
+                run.append(PendingFile.from_row(files[cursor]))
+                cursor = files[cursor][ROW_END] + 1
+        return run
+
+    def plan(
+        self, now: float, *, force: bool = False, limits: Mapping[TopicPartition, int] | None = None
+    ) -> CommitPlan | None:
+        """The commit to make now, or None; see the module docstring for the guarantees.
+
+        The coordinator's loop asks every pass; while no trigger can fire (the committable run is
+        part of the buffer, so it holds no more files or bytes than the buffer's running totals)
+        the answer comes without walking the buffer."""
+        if not force and not self._trigger_possible(now):
+            return None
+        run = self.contiguous(limits)
+        if not run:
+            return None
+        size = sum(p.file.size_bytes for p in run)
+        reason = (
+            "forced"
+            if force
+            else "max_files"
+            if len(run) >= self.policy.max_files
+            else "max_bytes"
+            if size >= self.policy.max_bytes
+            else "interval"
+            if now - self.last_commit >= self.policy.interval_seconds
+            else None
+        )
+        if reason is None:
+            return None
+        complete = bool(self.expected) and all(
+            self.reported_at.get(tp, float("-inf")) >= self.round_started for tp in self.expected
+        )
+        if not complete and not force and reason == "interval":
+            waited = now - self.round_started
+            if self.expected and waited < self.policy.timeout_seconds:
+                return None  # give lagging partitions until the timeout
+            if self.expected and self.policy.on_timeout is OnTimeout.WAIT:
+                return None
+        return CommitPlan.of(run, self.round_started if complete else None, reason, now)
+
+    def _trigger_possible(self, now: float) -> bool:
+        """Whether :meth:`plan` might find a trigger: O(1), from the buffer's running totals."""
+        return (
+            self._pending_count >= self.policy.max_files
+            or self._pending_bytes >= self.policy.max_bytes
+            or now - self.last_commit >= self.policy.interval_seconds
+        )
+
+    def next_round_at(self) -> float | None:
+        """When :meth:`plan` may next fire on its own (the clock of ``last_commit``): None with
+        nothing buffered, ``-inf`` once a size trigger fired. The coordinator's loop sleeps until
+        then, and intake wakes it early only once this has passed."""
+        if not self._rows:
+            return None
+        if self._pending_count >= self.policy.max_files or self._pending_bytes >= self.policy.max_bytes:
+            return float("-inf")
+        return self.last_commit + self.policy.interval_seconds
+
+    def find(self, path: str) -> PendingFile | None:
+        """The buffered file at ``path``, if any."""
+        places = self._by_path.get(path)
+        if not places:
+            return None
+        topic, partition, start = places[0]
+        return self._get(TopicPartition(topic, partition), start)
+
+    def drop_file(self, path: str, reason: str) -> PendingFile | None:
+        """Forget a buffered file that cannot be committed (missing, resized, bad schema).
+
+        Its partition then waits at the gap until a correct file for that range is sent; the
+        other partitions go on. The file's manifest is marked rejected with ``reason``.
+        """
+        places = self._by_path.get(path)
+        if not places:
+            return None
+        topic, partition, start = places[0]
+        row = self._remove(TopicPartition(topic, partition), start)
+        if row is None:
+            return None
+        pending = PendingFile.from_row(row)
+        self._file_left(place(pending.tp, start), pending.manifest_id, rejected=reason)
+        return pending
+
+    def committed_plan(self, plan: CommitPlan, version: int, now: float) -> None:
+        """Apply a successful Delta commit of ``plan`` at table ``version``, finished at ``now``.
+
+        The next interval counts from when the plan was made, so rounds keep their cadence
+        however long a commit takes; partitions must report again after ``now``."""
+        self.version = version
+        for p in plan.files:
+            self._remove(p.tp, p.file.start_offset)
+            self._file_left(place(p.tp, p.file.start_offset), p.manifest_id)
+        for tp, offset in plan.offsets.items():
+            self.committed[tp] = max(self.committed.get(tp, 0), offset)
+        self._drop_stale()
+        self.last_commit = now if plan.planned_at is None else plan.planned_at
+        self.round_started = now
+
+    def recovered(self, committed: Mapping[TopicPartition, int], version: int) -> None:
+        """Adopt offsets read back from the table (at start, or after a concurrent writer)."""
+        for tp, offset in committed.items():
+            self.committed[tp] = max(self.committed.get(tp, 0), offset)
+        self.version = max(self.version, version)
+        self._drop_stale()
+
+    def _drop_stale(self) -> None:
+        """Forget buffered files (and content spans) the committed offsets have passed."""
+        for tp, spans in list(self.spans.items()):
+            base = self.next_offset(tp)
+            self.spans[tp] = {path: span for path, span in spans.items() if span.last >= base}
+            if not self.spans[tp]:
+                del self.spans[tp]
+        for tp in list(self._rows):
+            base = self.next_offset(tp)
+            for start in [s for s in self._starts[tp] if s < base]:  # a start below base: passed
+                row = self._remove(tp, start)
+                if row is not None:  # its offsets are in the table (another writer's commit)
+                    self._file_left(place(tp, start), row[ROW_MANIFEST])
+
+    # -- reporting ------------------------------------------------------------------------
+
+    def pending_files(self) -> int:
+        return self._pending_count
+
+    def pending_bytes(self) -> int:
+        return self._pending_bytes
+
+    def oldest_arrival(self) -> float | None:
+        """When the longest-waiting buffered file arrived; None with nothing buffered. A partition's
+        files are kept in arrival order (a dict), so its first is its oldest: O(partitions)."""
+        return min((next(iter(fs.values()))[ROW_ARRIVED] for fs in self._rows.values() if fs), default=None)
+
+    def pending_offsets(self) -> PartitionOffsets:
+        """Per partition with buffered files, the end of the furthest one + 1: the file with the
+        greatest start (buffered files never overlap), O(partitions)."""
+        return PartitionOffsets(
+            {tp: self._rows[tp][starts[-1]][ROW_END] + 1 for tp, starts in self._starts.items() if starts}
+        )

@@ -1,0 +1,118 @@
+"""The ports: the seams the deciding core calls, and nothing else of the world it sees.
+
+The coordinator (``commit_service.coordination``) depends only on these types, so it imports
+(and is unit-tested) without py4j, pyspark, pyarrow, Kafka or Flask. Who implements each:
+
+- :class:`Committer`, one table's writer: ``commit_service.delta.committer.DeltaCommitter``
+  (behind ``commit_service.delta.deferred.DeferredCommitter``); built by the composition root
+  ``commit_service.delta.spark_committer_factory``;
+- :class:`TableSnapshot`, what a table's log says: returned by a committer;
+- :class:`CommitListener`, told every outcome: ``commit_service.observe.metrics.ServiceMetrics``;
+- :class:`DeadLetterStore`, the durable record of quarantined files:
+  ``commit_service.storage.dead_letters.ObjectDeadLetterStore``;
+- :class:`ConnectGroups`, the Connect groups as Kafka shows them: ``lakegate_core.connect_group.GroupReader``.
+
+Unit tests pass fakes of each (``tests/unit/fakes.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.domain.state import CommitPlan
+from commit_service.errors import CommitError
+from lakegate_core.connect_group import Assignment
+from lakegate_core.protocol import DataFile
+from lakegate_core.status import CommitRecord, DeadLetter, MaintenanceKind, MaintenanceRecord
+from lakegate_core.types import PartitionOffsets, TopicPartition
+
+if TYPE_CHECKING:
+    from commit_service.config import TableConfig
+
+
+@dataclass(frozen=True)
+class TableSnapshot:
+    """What a table's log says right now: its version and the Lakegate offsets in it."""
+
+    version: int  # -1: the table does not exist yet
+    offsets: PartitionOffsets
+
+
+class Committer(Protocol):
+    """One table's Delta writer, owned by that table's coordinator (one commit at a time)."""
+
+    def snapshot(self) -> TableSnapshot:
+        """Read the table's version and committed offsets from its log."""
+        ...
+
+    def warm(self) -> TableSnapshot:
+        """Load what the first commit would otherwise load (after the service is ready, off the
+        request path); returns the table's snapshot as the table format itself reads it."""
+        ...
+
+    def prefetch(self, files: list[DataFile]) -> None:
+        """Start reading what committing these accepted files needs (their footers); returns at
+        once (called from the HTTP thread that accepted them)."""
+        ...
+
+    def commit(self, plan: CommitPlan) -> CommitRecord:
+        """Make ``plan`` one atomic commit, or raise a :class:`CommitError` having changed nothing."""
+        ...
+
+    def file_count(self) -> int:
+        """How many data files the table holds now."""
+        ...
+
+    def maintain(self, kind: MaintenanceKind, policy: MaintenancePolicy) -> MaintenanceRecord:
+        """Compact or vacuum the table (never touching its ``txn`` actions); a :class:`CommitError` if not."""
+        ...
+
+    def checkpoint(self) -> MaintenanceRecord:
+        """Write a Delta checkpoint of the version before the current one. Called from the table's
+        checkpoint thread only: the Delta committer lowers that thread's CPU priority for good."""
+        ...
+
+    def register(self, name: str) -> None:
+        """Register the (existing) table in the session catalog as ``name``, if it is not there yet."""
+        ...
+
+
+class CommitListener(Protocol):
+    """Told about every commit outcome (the service's metrics)."""
+
+    def committed(self, record: CommitRecord) -> None: ...
+
+    def failed(self, table: str, error: CommitError) -> None: ...
+
+    def rejected(self, reason: str) -> None: ...
+
+
+class DeadLetterStore(Protocol):
+    """The durable record of one table's dead letters."""
+
+    def write(self, letter: DeadLetter) -> None:
+        """Record ``letter`` (new, or its new state), whole."""
+        ...
+
+    def load(self) -> list[DeadLetter]:
+        """Every dead letter recorded, in any state."""
+        ...
+
+
+class ConnectGroups(Protocol):
+    """The Connect groups as Kafka shows them (``lakegate_core.connect_group.GroupReader``).
+
+    Both calls raise :class:`~lakegate_core.connect_group.GroupReadError` when Kafka cannot be asked.
+    """
+
+    def assignments(self, connector: str) -> dict[TopicPartition, Assignment]: ...
+
+    def committed(self, connector: str) -> PartitionOffsets: ...
+
+
+CommitterFactory = Callable[["TableConfig"], Committer]
+"""Builds a table's committer from its config: the production one is
+``commit_service.delta.spark_committer_factory``; unit tests pass fakes."""

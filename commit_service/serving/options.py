@@ -1,0 +1,64 @@
+"""How ``lakegate-service`` runs gunicorn: every gunicorn option, from the ``server:`` config, in one place.
+
+:func:`gunicorn_options` is pure (unit-tested); :func:`run` is called by
+:func:`commit_service.cli.serve` and blocks in gunicorn's arbiter. One worker process (the single
+writer holding the SparkSession) runs :class:`~commit_service.serving.worker.LakegateWorker`: gthread's
+``server.threads`` request threads, with requests read by its event loop so slow clients hold no
+thread. The app is built inside the worker, after the fork, so the JVM is never forked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from commit_service.config import ServerConfig
+from commit_service.serving.worker import ReadLimits, worker_class
+
+# gunicorn's request-header limits (its defaults but fewer fields: clients here send a handful);
+# the worker's event loop answers 431 past the largest header the parser could accept under them.
+REQUEST_LINE_BYTES = 4094
+HEADER_FIELDS = 32
+HEADER_FIELD_BYTES = 8190
+HEADER_BYTES = REQUEST_LINE_BYTES + 2 + HEADER_FIELDS * (HEADER_FIELD_BYTES + 2) + 2
+
+WORKER_TIMEOUT_SECONDS = 300  # the worker's heartbeat (its event loop, never a request) may lag this long
+GRACEFUL_TIMEOUT_SECONDS = 60  # requests in flight at SIGTERM may finish within this
+
+
+def gunicorn_options(server: ServerConfig) -> dict[str, Any]:
+    """gunicorn's settings for the service, from ``server:``."""
+    limits = ReadLimits(
+        timeout=server.read_timeout_seconds, header_bytes=HEADER_BYTES, body_bytes=server.max_request_bytes
+    )
+    return {
+        "bind": f"{server.host}:{server.port}",
+        "workers": 1,
+        "worker_class": worker_class(limits),
+        "threads": server.threads,
+        "worker_connections": server.max_connections,
+        "keepalive": server.keepalive_seconds,
+        "timeout": WORKER_TIMEOUT_SECONDS,
+        "graceful_timeout": GRACEFUL_TIMEOUT_SECONDS,
+        "limit_request_line": REQUEST_LINE_BYTES,
+        "limit_request_fields": HEADER_FIELDS,
+        "limit_request_field_size": HEADER_FIELD_BYTES,
+        "accesslog": None,
+        "loglevel": "info",
+        "preload_app": False,
+    }
+
+
+def run(options: dict[str, Any], load: Callable[[], Any]) -> None:
+    """Run gunicorn with ``options``; ``load`` builds the WSGI app inside the worker process."""
+    from gunicorn.app.base import BaseApplication
+
+    class Service(BaseApplication):  # type: ignore[misc]
+        def load_config(self) -> None:
+            for key, value in options.items():
+                self.cfg.set(key, value)
+
+        def load(self) -> Any:
+            return load()
+
+    Service().run()

@@ -1,0 +1,305 @@
+"""Reading what the commit path needs from data files: existence, size, mtime, Parquet footers.
+
+Called by :mod:`commit_service.delta.committer` before each commit (never by the HTTP threads). Uses
+pyarrow's filesystems: S3 (endpoint, region and path-style from ``storage.s3``; credentials from
+the config or the AWS environment) and the local filesystem. Only footers are read, never data.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import shutil
+import stat
+import uuid
+from collections.abc import Iterable
+from datetime import date
+from typing import Any
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from commit_service.config import S3Settings
+from commit_service.domain.content import HEAD_BYTES, Encoding, sniff
+from commit_service.domain.coverage import Coverage, from_statistics
+from commit_service.domain.paths import StorageUri, UnsafePathError
+from commit_service.errors import DataFileError, DataFileUnavailableError
+from commit_service.storage.facts import FileFacts
+
+MAX_STAT_STRING = 32  # longer strings get no min/max (never a wrong bound)
+
+
+class StorageReader:
+    """Opens ``s3a://`` and ``file://`` URIs through pyarrow; one instance per service."""
+
+    def __init__(self, s3: S3Settings | None = None, local_roots: Iterable[str] = ()) -> None:
+        self._s3_settings = s3 or S3Settings()
+        self._s3: pafs.FileSystem | None = None
+        self._local = pafs.LocalFileSystem()
+        # the allowed local roots, resolved: a local file is read only if its real path lies below one
+        self._local_roots = tuple(
+            os.path.realpath(StorageUri.parse(r, root=True).key) for r in local_roots if r.startswith(("file:", "/"))
+        )
+
+    def _resolve(self, uri: str, *, source: bool = True) -> tuple[pafs.FileSystem, str]:
+        """The filesystem and decoded path of canonical ``uri`` (decoded here, once).
+
+        A local ``source`` must be a regular file (no symlink) whose real path lies under an
+        allowed local root, when the reader was given roots (the service always gives them).
+        """
+        try:
+            loc = StorageUri.parse(uri)
+        except UnsafePathError as exc:
+            raise DataFileError(uri, str(exc)) from None
+        if loc.scheme == "file":
+            if source:
+                self._check_local(uri, loc.native)
+            return self._local, loc.native
+        if self._s3 is None:
+            s = self._s3_settings
+            kwargs: dict[str, Any] = {"region": s.region, "force_virtual_addressing": not s.path_style}
+            if s.endpoint:
+                scheme, _, host = s.endpoint.partition("://")
+                kwargs.update(endpoint_override=host or scheme, scheme=scheme if host else "https")
+            if s.access_key and s.secret_key:
+                kwargs.update(access_key=s.access_key, secret_key=s.secret_key)
+            self._s3 = pafs.S3FileSystem(**kwargs)
+        return self._s3, loc.native
+
+    def _check_local(self, uri: str, path: str) -> None:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            raise DataFileError(uri, "does not exist") from None
+        except OSError as exc:
+            raise DataFileUnavailableError(uri, f"cannot stat: {exc.strerror}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise DataFileError(uri, "is a symbolic link: only regular files are committed")
+        if not stat.S_ISREG(st.st_mode):
+            raise DataFileError(uri, "is not a regular file")
+        real = os.path.realpath(path)
+        if self._local_roots and not any(real.startswith(r.rstrip("/") + "/") for r in self._local_roots):
+            raise DataFileError(uri, "resolves (through a linked folder) to a place outside the allowed roots")
+
+    def facts(self, uri: str, *, parquet: bool) -> FileFacts:
+        fs, path = self._resolve(uri)
+        try:
+            info = fs.get_file_info(path)
+        except OSError as exc:
+            raise DataFileUnavailableError(uri, f"cannot stat: {exc}") from exc
+        if info.type != pafs.FileType.File:
+            raise DataFileError(uri, "does not exist")
+        mtime = int(info.mtime.timestamp() * 1000) if info.mtime else 0
+        if not parquet:
+            return FileFacts(int(info.size or 0), mtime)
+        try:
+            with fs.open_input_file(path) as handle:
+                meta = pq.ParquetFile(handle).metadata
+        except OSError as exc:
+            raise DataFileUnavailableError(uri, f"cannot read the Parquet footer: {exc}") from exc
+        except Exception as exc:  # pyarrow raises ArrowInvalid etc. for a corrupt file
+            kind = sniff(self.head(uri))
+            what = "" if kind is Encoding.PARQUET else f" (its bytes are {kind.value}: is the sink's format jsonl?)"
+            raise DataFileError(uri, f"is not a readable Parquet file{what}: {exc}") from exc
+        arrow = meta.schema.to_arrow_schema()
+        key = arrow.to_string(show_schema_metadata=False)
+        columns = tuple((f.name, pa.types.is_struct(f.type)) for f in arrow)
+        stats = delta_stats(meta)
+        covered = footer_coverage([name for name, _ in columns], stats, meta.num_rows)
+        nulls = null_strings(meta)
+        return FileFacts(int(info.size or 0), mtime, meta.num_rows, stats, key, columns, covered, nulls)
+
+    def head(self, uri: str) -> bytes:
+        """The first bytes of an object (enough to tell its encoding); empty if unreadable."""
+        fs, path = self._resolve(uri)
+        try:
+            with fs.open_input_stream(path) as handle:
+                return bytes(handle.read(HEAD_BYTES))
+        except OSError:
+            return b""
+
+    def read_bytes(self, uri: str) -> bytes:
+        """A whole object (text files are read whole to be decompressed and parsed)."""
+        fs, path = self._resolve(uri)
+        try:
+            with fs.open_input_stream(path) as handle:
+                return bytes(handle.read())
+        except FileNotFoundError:
+            raise DataFileError(uri, "does not exist") from None
+        except OSError as exc:
+            raise DataFileUnavailableError(uri, f"cannot read: {exc}") from exc
+
+    def put(self, uri: str, data: bytes) -> None:
+        """Write a small object whole (the service's own records, e.g. dead letters): an S3 put, or a
+        local temporary file renamed into place, so a reader never sees it half written."""
+        fs, path = self._resolve(uri, source=False)
+        try:
+            if fs is self._local:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                tmp = f"{path}.lakegate-tmp-{uuid.uuid4().hex}"
+                with open(tmp, "wb") as handle:
+                    handle.write(data)
+                os.replace(tmp, path)
+            else:
+                with fs.open_output_stream(path) as out:
+                    out.write(data)
+        except OSError as exc:
+            raise DataFileUnavailableError(uri, f"cannot write: {exc}") from exc
+
+    def list_own(self, prefix: str) -> list[str]:
+        """The canonical URIs of the service's own objects below folder ``prefix`` (empty if none)."""
+        fs, path = self._resolve(prefix.rstrip("/") + "/x", source=False)
+        folder = path[: -len("/x")]
+        try:
+            infos = fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+        except OSError as exc:
+            raise DataFileUnavailableError(prefix, f"cannot list: {exc}") from exc
+        base = prefix.rstrip("/")
+        return sorted(f"{base}/{quote(i.base_name)}" for i in infos if i.type == pafs.FileType.File)
+
+    def read_own(self, uri: str) -> bytes:
+        """One of the service's own objects (not a data file: no root check)."""
+        fs, path = self._resolve(uri, source=False)
+        try:
+            with fs.open_input_stream(path) as handle:
+                return bytes(handle.read())
+        except OSError as exc:
+            raise DataFileUnavailableError(uri, f"cannot read: {exc}") from exc
+
+    def read_own_column(self, uri: str, column: str) -> list[Any]:
+        """One column of a Parquet object of the service's own (a Delta checkpoint's ``txn``): only
+        that column's pages are read."""
+        fs, path = self._resolve(uri, source=False)
+        try:
+            return pq.read_table(path, columns=[column], filesystem=fs).column(column).to_pylist()
+        except OSError as exc:
+            raise DataFileUnavailableError(uri, f"cannot read: {exc}") from exc
+
+    def copy(self, src: str, dst: str) -> None:
+        """Copy object ``src`` to ``dst`` so that ``dst`` is either absent or whole, never partial.
+
+        Same bucket store: S3 server-side copy (atomic). Local to local: a hard link when on one
+        file system, else a copy, to a temporary name in the destination directory renamed into
+        place. Anything else streams through this process (an S3 upload is atomic on completion).
+        Copying again overwrites with the same bytes, so a retried commit may copy again.
+        """
+        src_fs, src_path = self._resolve(src)
+        dst_fs, dst_path = self._resolve(dst, source=False)
+        try:
+            if src_fs is self._local and dst_fs is self._local:
+                _local_copy(src_path, dst_path)
+            elif src_fs is dst_fs:
+                dst_fs.copy_file(src_path, dst_path)
+            else:
+                if dst_fs is self._local:
+                    os.makedirs(os.path.dirname(dst_path), exist_ok=True)
+                pafs.copy_files(src_path, dst_path, source_filesystem=src_fs, destination_filesystem=dst_fs)
+        except FileNotFoundError:
+            raise DataFileError(src, "does not exist") from None
+        except OSError as exc:
+            raise DataFileUnavailableError(src, f"cannot copy to {dst}: {exc}") from exc
+
+
+def _local_copy(src: str, dst: str) -> None:
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    tmp = f"{dst}.lakegate-tmp-{uuid.uuid4().hex}"
+    try:
+        try:
+            os.link(src, tmp)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                raise
+            shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def delta_stats(meta: pq.FileMetaData) -> str:
+    """Delta ``stats`` JSON from a Parquet footer: numRecords, min/max of simple columns, nulls.
+
+    Only bounds that are exact are written: a column whose statistics are missing in any row
+    group, a NaN, or a string longer than 32 characters gets no min/max (nulls still counted).
+    """
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    nulls: dict[str, Any] = {}
+    schema = meta.schema.to_arrow_schema()
+    for col in range(meta.num_columns):
+        path = meta.schema.column(col).path.split(".")
+        if len(path) != 1 or schema.field(path[0]).type.num_fields:  # nested/list: nulls only below
+            continue
+        name = path[0]
+        lo = hi = None
+        null_count, exact, bounded = 0, True, True
+        for rg in range(meta.num_row_groups):
+            group = meta.row_group(rg)
+            st = group.column(col).statistics
+            if st is None or not st.has_null_count:
+                exact = False
+                break
+            null_count += st.null_count
+            if st.has_min_max:
+                lo = st.min if lo is None else min(lo, st.min)
+                hi = st.max if hi is None else max(hi, st.max)
+            elif st.null_count < group.num_rows:  # values without bounds: no bound is exact
+                bounded = False
+        if not exact:
+            continue
+        nulls[name] = null_count
+        bound_lo, bound_hi = _json_bound(lo), _json_bound(hi)
+        if bounded and bound_lo is not None and bound_hi is not None:
+            mins[name], maxs[name] = bound_lo, bound_hi
+    return json.dumps({"numRecords": meta.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls})
+
+
+def null_strings(meta: pq.FileMetaData) -> tuple[str, ...]:
+    """The dotted paths of the footer's string leaves, outside lists and maps, that hold no value in
+    any row (every row group's statistics count a null in each row), for
+    :attr:`FileFacts.null_strings`."""
+    found = []
+    for col in range(meta.num_columns):
+        column = meta.schema.column(col)
+        if column.max_repetition_level or column.logical_type.type != "STRING":
+            continue
+        nulls = 0
+        for rg in range(meta.num_row_groups):
+            st = meta.row_group(rg).column(col).statistics
+            if st is None or not st.has_null_count:
+                break
+            nulls += st.null_count
+        else:
+            if nulls == meta.num_rows:
+                found.append(column.path)
+    return tuple(found)
+
+
+def footer_coverage(columns: list[str], stats_json: str, rows: int) -> Coverage | None:
+    """The offsets a Parquet file in the sink's envelope holds, from the exact bounds in its Delta
+    ``stats`` (every row group had statistics; a column with nulls gives none)."""
+    stats = json.loads(stats_json)
+    bounds = {
+        name: (low, stats["maxValues"][name])
+        for name, low in stats["minValues"].items()
+        if name in stats["maxValues"] and stats["nullCount"].get(name) == 0
+    }
+    return from_statistics(columns, bounds, rows)
+
+
+def _json_bound(value: Any) -> Any:
+    if isinstance(value, bool) or value is None:
+        return None  # Delta keeps no min/max for booleans
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, str):
+        return value if len(value) <= MAX_STAT_STRING else None
+    if isinstance(value, date) and type(value) is date:
+        return value.isoformat()
+    return None  # timestamps, decimals, bytes: left out rather than risk a wrong bound
