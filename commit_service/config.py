@@ -21,7 +21,7 @@ from commit_service.domain.content import Unwrap
 from commit_service.domain.coverage import OffsetCheck
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.paths import UnsafePathError, root_prefix
-from commit_service.domain.state import CommitPolicy
+from commit_service.domain.plan import CommitPolicy
 from commit_service.domain.upsert import OFFSET_COLUMN, Cdc, TableMode, UpsertSpec
 from commit_service.errors import ConfigError, SparkSetupError
 from lakegate_core import configfile
@@ -310,7 +310,7 @@ class ServiceConfig:
     storage: StorageConfig = field(default_factory=StorageConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     tables: tuple[TableConfig, ...] = ()
-    kafka: KafkaSettings | None = None  # set: fencing on (DESIGN §4)
+    kafka: KafkaSettings | None = None  # set: fencing on (docs/design.md, "Fencing")
     leases: LeaseConfig = field(default_factory=LeaseConfig)
 
     def __post_init__(self) -> None:

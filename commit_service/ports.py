@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from commit_service.domain.maintenance import MaintenancePolicy
-from commit_service.domain.state import CommitPlan
+from commit_service.domain.plan import CommitPlan
 from commit_service.errors import CommitError
 from lakegate_core.connect_group import Assignment
 from lakegate_core.protocol import DataFile

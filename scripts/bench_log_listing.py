@@ -40,7 +40,8 @@ from bench_s3_commit import BUCKET, PARTITIONS, ROWS, TOPIC, parquet_body, uploa
 from commit_service.config import S3Settings, SparkSettings
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.delta.session import LOCAL_LOG_WRITES, create_session
-from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server

@@ -28,7 +28,8 @@ from commit_service.config import SparkSettings
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.delta.session import create_session
 from commit_service.domain.maintenance import MaintenancePolicy
-from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import MaintenanceKind

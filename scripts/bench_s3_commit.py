@@ -24,7 +24,8 @@ from bench_result import report
 from commit_service.config import S3Settings, SparkSettings
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.delta.session import create_session
-from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
 from commit_service.storage.prefetch import THREADS, FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat

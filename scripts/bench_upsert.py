@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from commit_service.delta.committer import DeltaCommitter
-from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
 from commit_service.domain.upsert import UpsertSpec
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat

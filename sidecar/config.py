@@ -1,4 +1,4 @@
-"""The sidecar's configuration (DESIGN §7), read by ``lakegate-sidecar`` at start.
+"""The sidecar's configuration, read by ``lakegate-sidecar`` at start.
 
 YAML with ``${NAME}`` expansion and ``LAKEGATE_SIDECAR_<KEY>__<KEY>`` environment overrides (the
 same rules as the service: :mod:`lakegate_core.configfile`). Every key is documented in

@@ -4,7 +4,7 @@ Called by the loop each round with, per owned partition: the files listed in sto
 start offset), Connect's committed offset for the partition (group ``connect-<connector>``) and
 the table's next offset from the service. No I/O.
 
-Completeness (DESIGN §1): the sink uploads a file before Connect commits the group offset past
+Completeness (docs/design.md, "Invariants"): the sink uploads a file before Connect commits the group offset past
 it, so a file starting below the committed offset ``C`` is complete; its end offset is the next
 file's start minus one, or ``C - 1`` for the last complete file. Files starting at or above ``C``
 may still be rewritten (a task that crashes re-consumes from ``C``) and are never reported.

@@ -9,7 +9,8 @@ from typing import Any
 
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.delta.thread_priority import jvm_peer_thread_id
-from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
 from lakegate_core.status import CommitRecord, MaintenanceRecord
 from lakegate_stack import s3 as s3mod
 

@@ -27,7 +27,8 @@ from commit_service.config import ServiceConfig, TableConfig
 from commit_service.coordination.fencing import Fencing
 from commit_service.coordination.table_coordinator import TableCoordinator
 from commit_service.domain.paths import UnsafePathError, is_under, normalize_uri
-from commit_service.domain.state import MAX_TRACKED_MANIFESTS, PendingFile
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import MAX_TRACKED_MANIFESTS
 from commit_service.errors import (
     BadRequestError,
     CommitError,

@@ -12,22 +12,22 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 from commit_service.config import TableConfig
+from commit_service.coordination.quarantine import DeadLetters
 from commit_service.domain.failures import FailureTracker
 from commit_service.domain.maintenance import MaintenanceClock, due
-from commit_service.domain.state import CommitPlan, PendingFile, TableState
+from commit_service.domain.plan import CommitPlan, PendingFile
+from commit_service.domain.state import TableState
 from commit_service.errors import (
     CommitError,
     ConflictError,
     ConnectCheckError,
     ContentRangeError,
-    NotFoundError,
     OffsetsMovedError,
     TooManyPendingError,
     UnexpectedCommitError,
@@ -76,8 +76,7 @@ class TableCoordinator:
         self._state = TableState(config.name, policy=config.commit, now=clock())
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()
-        self.dead_letter_store = dead_letter_store  # None: dead letters are kept in memory only
-        self._letters: dict[str, DeadLetter] = {}
+        self.letters = DeadLetters(config.name, dead_letter_store, clock)
         self._failures = FailureTracker(config.commit)
         self._last_error: str | None = None
 
@@ -87,14 +86,7 @@ class TableCoordinator:
         snap = self.committer.snapshot()
         with self._lock:
             self._state.recovered(snap.offsets, snap.version)
-        if self.dead_letter_store is not None:
-            try:
-                letters = self.dead_letter_store.load()
-            except Exception as exc:  # they stay on storage; the next start reads them
-                logger.warning("table %s: cannot read its dead letters: %s", self.config.name, exc)
-                letters = []
-            with self._lock:
-                self._letters = {letter.id: letter for letter in letters}
+        self.letters.load()
         self._maintenance_clock.started(self.clock())
         if snap.version >= 0:
             self._register()
@@ -270,20 +262,8 @@ class TableCoordinator:
             pending = self._state.find(path)
         if pending is None:
             return
-        letter = DeadLetter(
-            id=uuid.uuid4().hex,
-            table=self.config.name,
-            file=pending.file,
-            manifest_id=pending.manifest_id,
-            sidecar_id=pending.sidecar_id,
-            code=exc.code,
-            reason=exc.message,
-            attempts=max(1, attempts),
-            at_ms=int(self.clock() * 1000),
-        )
         try:
-            if self.dead_letter_store is not None:
-                self.dead_letter_store.write(letter)
+            letter = self.letters.record(pending, exc, attempts)
         except Exception as err:
             logger.error(
                 "table %s: cannot record the dead letter of %s, keeping it buffered: %s", self.config.name, path, err
@@ -291,7 +271,6 @@ class TableCoordinator:
             return
         with self._lock:
             self._state.drop_file(path, f"quarantined: {exc.message}")
-            self._letters[letter.id] = letter
         f = pending.file
         logger.error(
             "table %s: QUARANTINED %s (%s-%d offsets %d..%d) after %d attempt(s): %s; its partition waits at this gap "
@@ -308,29 +287,27 @@ class TableCoordinator:
         )
 
     def dead_letters(self) -> list[DeadLetter]:
-        with self._lock:
-            return list(self._letters.values())
+        return self.letters.all()
 
     def dead_letter(self, letter_id: str) -> DeadLetter | None:
-        with self._lock:
-            return self._letters.get(letter_id)
+        return self.letters.get(letter_id)
 
     def retry_dead_letter(self, letter_id: str) -> DeadLetter:
         """Offer a quarantined file to the buffer again (an admin fixed what condemned it)."""
         with self._commit_lock:
-            letter = self._quarantined(letter_id)
+            letter = self.letters.quarantined(letter_id)
             pending = PendingFile(letter.file, letter.manifest_id, letter.sidecar_id)
             with self._lock:
                 status, reason = self._state.offer(pending, self.clock())
             if status not in (FileStatus.ACCEPTED, FileStatus.DUPLICATE):
                 raise ConflictError(f"dead letter {letter_id} cannot be retried: {reason or status.value}")
-            return self._resolve(letter, DeadLetterState.RETRIED)
+            return self.letters.resolve(letter, DeadLetterState.RETRIED)
 
     def release_dead_letter(self, letter_id: str) -> CommitRecord:
         """Commit the dead letter's partition past its range without the file (an admin accepts the
         loss of those offsets); the commit's metadata names the dead letter."""
         with self._commit_lock:
-            letter = self._quarantined(letter_id)
+            letter = self.letters.quarantined(letter_id)
             f = letter.file
             with self._lock:
                 at = self._state.next_offset(f.tp)
@@ -348,24 +325,8 @@ class TableCoordinator:
                 release_from=PartitionOffsets({f.tp: f.start_offset}),
             )
             record = self._attempt(plan)
-            self._resolve(letter, DeadLetterState.RELEASED)
+            self.letters.resolve(letter, DeadLetterState.RELEASED)
             return record
-
-    def _quarantined(self, letter_id: str) -> DeadLetter:
-        letter = self.dead_letter(letter_id)
-        if letter is None:
-            raise NotFoundError(f"no dead letter {letter_id!r} in table {self.config.name}")
-        if letter.state is not DeadLetterState.QUARANTINED:
-            raise ConflictError(f"dead letter {letter_id} is already {letter.state.value}")
-        return letter
-
-    def _resolve(self, letter: DeadLetter, state: DeadLetterState) -> DeadLetter:
-        resolved = replace(letter, state=state, resolved_at_ms=int(self.clock() * 1000))
-        if self.dead_letter_store is not None:
-            self.dead_letter_store.write(resolved)
-        with self._lock:
-            self._letters[letter.id] = resolved
-        return resolved
 
     def check_capacity(self, files: int, size: int) -> None:
         """Refuse (429) ``files`` more files of ``size`` bytes if the buffer would pass its cap."""
@@ -458,7 +419,7 @@ class TableCoordinator:
                 pending_bytes=st.pending_bytes(),
                 pending_offsets=st.pending_offsets(),
                 last_error=self._last_error,
-                dead_letters=sum(1 for d in self._letters.values() if d.state is DeadLetterState.QUARANTINED),
+                dead_letters=self.letters.count_quarantined(),
                 connect_offsets=PartitionOffsets(st.connect_at),
                 oldest_pending_ms=None if (oldest := st.oldest_arrival()) is None else int(oldest * 1000),
             )

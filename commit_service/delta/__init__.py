@@ -38,8 +38,9 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: 
     that reads its offsets from the log files and builds its DeltaCommitter (on the process's one
     SparkSession, ``spark``) only when something needs Delta. Both share the table's
     :class:`~commit_service.storage.prefetch.FactsCache`, so footers are read ahead from the first manifest on."""
-    from commit_service.delta.committer import DeltaCommitter, log_snapshot
+    from commit_service.delta.committer import DeltaCommitter
     from commit_service.delta.deferred import DeferredCommitter
+    from commit_service.delta.txn import log_snapshot
     from commit_service.storage.prefetch import THREADS as FACTS_THREADS
     from commit_service.storage.prefetch import FactsCache, storage_facts
 

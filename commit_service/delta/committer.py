@@ -1,15 +1,15 @@
-"""The one place that talks to Delta: read a table's Lakegate offsets, make one atomic commit.
+"""A Delta table's writer (the :class:`~commit_service.ports.Committer` port): read its Lakegate
+offsets, make each round one atomic commit.
 
-Called by the coordinator (one thread per table at a time, never from request threads). Through
-py4j it drives Delta's own ``OptimisticTransaction`` (DESIGN §3), building actions with
-protocol JSON read by Delta's own JSON mapper (:mod:`commit_service.delta.jvm_actions`: a fixed number of
-py4j calls per commit, and nothing depends on Scala default arguments):
+Called by the table's coordinator (one thread per table at a time, never from request threads).
+Through py4j it drives Delta's own ``OptimisticTransaction`` (docs/design.md, "The commit
+layout"), its actions built from protocol JSON (:mod:`commit_service.delta.jvm_actions`):
 
 1. ``txnVersion(appId)`` for every partition of the plan, inside the transaction (a concurrent
    writer on the same partition then fails this commit instead of duplicating);
 2. the plan must start exactly at those versions, else :class:`OffsetsMovedError` (re-read, retry);
-3. Parquet files are added in place (``AddFile`` with size, mtime and footer stats); JSON-lines and
-   CSV files are converted by Spark with ``txn.writeFiles`` in the same transaction;
+3. the round's files: :class:`~commit_service.delta.append.AppendWriter` (Parquet added in place,
+   the rest rewritten by ``txn.writeFiles``) or :class:`~commit_service.delta.upsert.UpsertWriter`;
 4. one ``SetTransaction(appId="lakegate-<table>-<topic>-<partition>", version=next offset)`` each;
 5. commit as ``STREAMING UPDATE`` (queryId ``lakegate-<table>``) with ``userMetadata`` =
    :meth:`CommitRecord.user_metadata`.
@@ -29,6 +29,7 @@ from py4j.protocol import Py4JError
 
 from commit_service.config import Placement
 from commit_service.delta import faults
+from commit_service.delta.append import AppendWriter
 from commit_service.delta.convert import FrameReader
 from commit_service.delta.java_errors import Failure, classify, java_summary
 from commit_service.delta.jvm_actions import ActionBuilder, ActionKind
@@ -36,14 +37,15 @@ from commit_service.delta.jvm_handles import JvmHandles
 from commit_service.delta.log import LogReadError, read_log
 from commit_service.delta.maintenance import DeltaMaintainer
 from commit_service.delta.session import job_label
+from commit_service.delta.txn import app_id, job_group, kafka_timestamp, log_snapshot, parse_app_id
 from commit_service.delta.upsert import UpsertWriter
-from commit_service.domain import coverage, round_guard
-from commit_service.domain.content import KAFKA_COLUMNS, Unwrap
+from commit_service.domain import coverage
+from commit_service.domain.content import Unwrap
 from commit_service.domain.coverage import OffsetCheck
 from commit_service.domain.maintenance import MaintenancePolicy
-from commit_service.domain.paths import delta_path, root_prefix, table_location
-from commit_service.domain.round_schema import FileShape, Widening, fits, reconcile, resolved_schema
-from commit_service.domain.state import CommitPlan, PendingFile
+from commit_service.domain.paths import root_prefix, table_location
+from commit_service.domain.plan import CommitPlan, PendingFile
+from commit_service.domain.round_schema import Widening
 from commit_service.domain.upsert import UpsertSpec
 from commit_service.errors import (
     CommitError,
@@ -51,7 +53,6 @@ from commit_service.errors import (
     DeltaUnavailableError,
     DeltaWriteError,
     OffsetsMovedError,
-    SchemaMismatchError,
     UnexpectedCommitError,
 )
 from commit_service.ports import TableSnapshot
@@ -63,49 +64,10 @@ from lakegate_core.types import PartitionOffsets, TopicPartition
 
 logger = logging.getLogger(__name__)
 
-APP_ID_PREFIX = "lakegate"
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
-SCHEMA_CACHE = 256  # distinct footer schemas remembered
 NO_CHECKPOINT_IN_COMMIT = str(2**31 - 1)  # Delta checkpoints every N commits inside the commit: never
 TYPE_WIDENING = "delta.enableTypeWidening"  # a column widened (int -> long, ...) by a round
 ENABLE_DELETION_VECTORS = "delta.enableDeletionVectors"  # upsert tables: MERGE-style deletes without rewrites
-
-
-def app_id(table: str, tp: TopicPartition) -> str:
-    """The Delta ``txn`` appId holding a partition's next offset (DESIGN §3 contract)."""
-    return f"{APP_ID_PREFIX}-{table}-{tp[0]}-{tp[1]}"
-
-
-def parse_app_id(table: str, value: str) -> TopicPartition | None:
-    prefix = f"{APP_ID_PREFIX}-{table}-"
-    if not value.startswith(prefix):
-        return None
-    topic, sep, partition = value[len(prefix) :].rpartition("-")
-    return TopicPartition(topic, int(partition)) if sep and topic and partition.isdigit() else None
-
-
-def log_snapshot(storage: StorageReader, table: str, root: str) -> TableSnapshot:
-    """The table's version and Lakegate offsets from its log files alone (no Spark); raises
-    :class:`~commit_service.delta.log.LogReadError` when that reader cannot be sure."""
-    state = read_log(storage, root)
-    offsets = {tp: v for key, v in state.txns.items() if (tp := parse_app_id(table, key)) is not None}
-    return TableSnapshot(state.version, PartitionOffsets(offsets))
-
-
-def kafka_timestamp(table_schema: dict[str, Any] | None) -> str | None:
-    """How a round reads the envelope's ``timestamp``: as the table's ``_kafka_timestamp`` holds it
-    (``timestamp``, or ``long`` epoch millis in a table made so before), ``timestamp`` for a new
-    column; None (each file's own type) for a table that holds it in another type."""
-    for f in (table_schema or {}).get("fields", []):
-        if f["name"] == KAFKA_COLUMNS["timestamp"]:
-            return f["type"] if f["type"] in ("timestamp", "long") else None
-    return "timestamp"
-
-
-def job_group(table: str, commit_id: str, version: int | None = None) -> str:
-    """The Spark job group of one commit: ``lakegate-<table>-<commit id>`` until the commit knows
-    its version, then ``lakegate-<table>-v<version>-<commit id>`` (the Spark UI's Jobs page shows it)."""
-    return f"lakegate-{table}-{commit_id}" if version is None else f"lakegate-{table}-v{version}-{commit_id}"
 
 
 class DeltaCommitter:
@@ -133,16 +95,23 @@ class DeltaCommitter:
         self.root = root_prefix(path)
         self.storage = storage
         self.clock = clock
-        self.placement = placement
         self.unwrap = unwrap
         self.offset_check = offset_check
-        self.type_widening = type_widening  # a round may widen a column (Delta's typeWidening feature)
         self.checkpoint_in_commit = checkpoint_in_commit  # False: the service writes them (see checkpoint)
         self._handles = JvmHandles.resolve(spark._jvm)
         self._actions = ActionBuilder(spark._jvm, self._handles)
         self._maintainer = DeltaMaintainer(spark, table, self.location, self._log)
-        self._spark_schemas: dict[str, dict[str, Any]] = {}  # footer schema (Arrow text) -> Spark's schema
         self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
+        self._append = AppendWriter(
+            spark,
+            table,
+            self.root,
+            storage,
+            self._actions,
+            self._handles,
+            placement=placement,
+            type_widening=type_widening,
+        )
         self._upsert = UpsertWriter(spark, self.location, upsert, type_widening) if upsert is not None else None
 
     # -- reading --------------------------------------------------------------------------
@@ -238,7 +207,7 @@ class DeltaCommitter:
             return ()
 
     def _commit(self, plan: CommitPlan, now_ms: int | None, commit_id: str) -> CommitRecord:
-        reader = FrameReader(self.spark, self.storage, self.unwrap, self._parquet_schema)
+        reader = FrameReader(self.spark, self.storage, self.unwrap, self._append.parquet_schema)
         facts = self._facts(plan.files)
         for p in plan.files:
             coverage.check(p.file, self._coverage(p, facts[p.file.path], reader), self.offset_check)
@@ -267,7 +236,15 @@ class DeltaCommitter:
                 lambda s, widened: self._set_schema(txn, read_version, table_schema, s, widened),
             )
         else:
-            data = self._append(txn, plan.files, reader, facts, read_version, table_schema)
+            data = self._append.round(
+                txn,
+                plan.files,
+                reader,
+                facts,
+                read_version,
+                table_schema,
+                lambda s, widened: self._set_schema(txn, read_version, table_schema, s, widened),
+            )
         millis = now_ms if now_ms is not None else int(self.clock() * 1000)
         txns = self._actions.many(
             ActionKind.TXN,
@@ -300,76 +277,6 @@ class DeltaCommitter:
         faults.point(faults.AFTER_DELTA_COMMIT)
         self.facts.forget(p.file for p in plan.files)
         return replace(record, version=version)
-
-    def _append(
-        self,
-        txn: Any,
-        files: Sequence[PendingFile],
-        reader: FrameReader,
-        facts: dict[str, FileFacts],
-        read_version: int,
-        table_schema: dict[str, Any] | None,
-    ) -> list[Any]:
-        """An append round's file actions: the round's schema reconciled (a conflicting file is
-        refused), Parquet files that fit it added in place, the others rewritten to it, and the
-        round guard's check of what was written."""
-        shapes = {p.file.path: reader.shape(p, facts[p.file.path]) for p in files}
-        joined = reconcile(
-            table_schema, [FileShape(p.file.path, shapes[p.file.path]) for p in files], widen=self.type_widening
-        )
-        if joined.refused:
-            path, reason = next(iter(joined.refused.items()))
-            raise SchemaMismatchError(path, reason)
-        target = resolved_schema(joined.schema)
-        fitting: dict[int, tuple[Any, bool]] = {}  # id of a footer schema -> it, and whether it fits
-        in_place = [p for p in files if self._adds_in_place(p, reader, facts[p.file.path], target, fitting)]
-        rewritten = [p for p in files if p not in in_place]
-        placed = self._place(in_place)
-        self._set_schema(txn, read_version, table_schema, target, joined.widened)
-        adds = self._actions.many(
-            ActionKind.ADD, [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
-        )
-        written: list[Any] = [adds]
-        in_place_sources = [round_guard.Source(p.file.path, 0, shapes[p.file.path]) for p in in_place]
-        round_guard.check(self.table, in_place_sources, 0, target)
-        if rewritten:
-            frame = reader.frame(rewritten, facts, target)
-            new_adds = txn.writeFiles(frame._jdf)
-            sources = [
-                round_guard.Source(p.file.path, reader.rows(p, facts[p.file.path]), shapes[p.file.path])
-                for p in rewritten
-            ]
-            rows = round_guard.written_rows(self._add_stats(new_adds))
-            if rows < 0:  # a table that collects no statistics: count the frame (one Spark job)
-                rows = int(frame.count())
-            round_guard.check(self.table, sources, rows, json.loads(frame.schema.json()))
-            written.append(self._handles.as_java(new_adds))
-        return written
-
-    def _adds_in_place(
-        self,
-        p: PendingFile,
-        reader: FrameReader,
-        facts: FileFacts,
-        target: dict[str, Any],
-        fitting: dict[int, tuple[Any, bool]],
-    ) -> bool:
-        """Whether Parquet file ``p`` is committed where it lies (or copied): not in the envelope,
-        of the table's types, and for ``in_place`` under the table root; else it is rewritten."""
-        if p.file.format is not FileFormat.PARQUET or reader.lifts(p, facts):
-            return False
-        if self.placement is Placement.IN_PLACE and not p.file.path.startswith(self.root):
-            return False
-        physical = self._parquet_schema(p.file.path, facts.schema_key)
-        if id(physical) not in fitting:  # the schema is kept with its answer: its id stays its own
-            fitting[id(physical)] = (physical, fits(physical, target))
-        return fitting[id(physical)][1]
-
-    def _add_stats(self, adds: Any) -> list[dict[str, Any] | None]:
-        """The statistics (``numRecords``, ...) of the AddFiles ``txn.writeFiles`` returned."""
-        mapper = self._handles.json_mapper
-        actions = json.loads(mapper.writeValueAsString(self._handles.as_java(adds)))
-        return [json.loads(a["stats"]) if a.get("stats") else None for a in actions]
 
     def _set_schema(
         self,
@@ -410,7 +317,8 @@ class DeltaCommitter:
         results = self.facts.get_all([p.file for p in files])
         facts = {}
         for p, f in zip(files, results, strict=True):
-            self._check_size(p, f)
+            if f.size_bytes != p.file.size_bytes:
+                raise DataFileError(p.file.path, f"is {f.size_bytes} bytes, the manifest said {p.file.size_bytes}")
             if f.num_records is not None and p.file.record_count is not None and f.num_records != p.file.record_count:
                 raise DataFileError(
                     p.file.path, f"holds {f.num_records} records, the manifest said {p.file.record_count}"
@@ -425,11 +333,6 @@ class DeltaCommitter:
         if p.file.format is FileFormat.PARQUET:
             return None if facts is None else facts.coverage
         return coverage.from_lines(reader.lines(p))  # JSON lines, or CSV records as JSON lines
-
-    @staticmethod
-    def _check_size(p: PendingFile, facts: FileFacts) -> None:
-        if facts.size_bytes != p.file.size_bytes:
-            raise DataFileError(p.file.path, f"is {facts.size_bytes} bytes, the manifest said {p.file.size_bytes}")
 
     def _txn_versions(self, txn: Any, ids: list[str]) -> dict[str, int]:
         """``txnVersion`` for each appId, registering each read with the transaction.
@@ -487,41 +390,6 @@ class DeltaCommitter:
                 moved[tp] = in_table
         if moved:
             raise OffsetsMovedError(f"table {self.table} offsets moved: {moved}", read_version, PartitionOffsets(moved))
-
-    def _parquet_schema(self, path: str, key: str | None) -> dict[str, Any]:
-        """Spark's schema of a Parquet file: one Spark read per distinct footer schema, remembered
-        across commits (a sink writes the same schema file after file)."""
-        schema = self._spark_schemas.get(key) if key is not None else None
-        if schema is None:
-            schema = json.loads(self.spark.read.parquet(table_location(path)).schema.json())
-            if key is not None:
-                if len(self._spark_schemas) >= SCHEMA_CACHE:
-                    self._spark_schemas.clear()
-                self._spark_schemas[key] = schema
-        return schema
-
-    def _place(self, files: list[PendingFile]) -> dict[str, str]:
-        """Where each in-place file is committed from: copied under ``<table>/data/<topic>/<partition>/``
-        first with ``copy_into_table``, else where it is (``in_place`` files lie under the root)."""
-        if self.placement is not Placement.COPY_INTO_TABLE:
-            return {p.file.path: p.file.path for p in files}
-        placed = {}
-        for p in files:
-            target = f"{self.root}data/{p.file.topic}/{p.file.partition}/{p.file.path.rsplit('/', 1)[1]}"
-            self.storage.copy(p.file.path, target)
-            placed[p.file.path] = target
-        return placed
-
-    def _add_file(self, uri: str, facts: FileFacts) -> dict[str, Any]:
-        """The ``AddFile`` (its fields) committing ``uri`` in place."""
-        return {
-            "path": delta_path(uri, self.root),
-            "partitionValues": {},
-            "size": facts.size_bytes,
-            "modificationTime": facts.modification_time_ms,
-            "dataChange": True,
-            **({"stats": facts.stats_json} if facts.stats_json else {}),
-        }
 
     def _table_properties(self) -> dict[str, str]:
         """Table properties this committer needs: with background checkpoints, none in the commit;

@@ -29,8 +29,8 @@ from commit_service.delta.conform import conform, devoid
 from commit_service.domain import csv_records, json_infer
 from commit_service.domain.content import KAFKA_COLUMNS, ContentError, Unwrap, decode_text, envelope_shape
 from commit_service.domain.paths import table_location
+from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import VOID, Schema
-from commit_service.domain.state import PendingFile
 from commit_service.errors import DataFileError
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.protocol import CsvLayout, FileFormat

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from commit_service.delta.log import LogReadError
 from commit_service.domain.maintenance import MaintenancePolicy
-from commit_service.domain.state import CommitPlan
+from commit_service.domain.plan import CommitPlan
 from commit_service.ports import Committer, TableSnapshot
 from lakegate_core.protocol import DataFile
 from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord

@@ -33,6 +33,7 @@ from commit_service.delta.conform import conform
 from commit_service.delta.convert import FrameReader
 from commit_service.domain import round_guard
 from commit_service.domain import upsert as spec_of
+from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import (
     Conflict,
     FileShape,
@@ -43,7 +44,6 @@ from commit_service.domain.round_schema import (
     resolved_schema,
     widenings,
 )
-from commit_service.domain.state import PendingFile
 from commit_service.domain.upsert import INTERNAL, ChangeError, UpsertSpec
 from commit_service.errors import DataFileError, SchemaMismatchError
 from commit_service.storage.facts import FileFacts

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from commit_service.domain.state import CommitPlan, CommitPolicy
+from commit_service.domain.plan import CommitPlan, CommitPolicy
 from commit_service.errors import CommitError, DataFileError, OffsetsMovedError
 
 MAX_BACKOFF = 30.0

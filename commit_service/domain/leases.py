@@ -1,4 +1,4 @@
-"""Partition leases: which sidecar may report a partition now (DESIGN §4 fencing). Pure, no I/O.
+"""Partition leases: which sidecar may report a partition now (docs/design.md, "Fencing"). Pure, no I/O.
 
 Read and written by the coordinator under its lock. A lease is granted (by the API, after Kafka
 confirmed the partition is on the claimant's worker) to one sidecar at a time; a change of holder

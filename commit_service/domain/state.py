@@ -20,152 +20,26 @@ import bisect
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from enum import Enum
-from typing import Final
 
-from lakegate_core.protocol import CsvLayout, DataFile, FileFormat, FileStatus, OffsetSpan
+from commit_service.domain.plan import (
+    ROW_ARRIVED,
+    ROW_END,
+    ROW_MANIFEST,
+    ROW_PATH,
+    ROW_SIZE,
+    CommitPlan,
+    CommitPolicy,
+    OnTimeout,
+    PendingFile,
+    Place,
+    Row,
+    place,
+)
+from lakegate_core.protocol import DataFile, FileStatus, OffsetSpan
 from lakegate_core.status import ManifestState
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
 MAX_TRACKED_MANIFESTS = 10_000
-
-# The buffer keeps its files as plain tuples of atoms (str, int, float, None), which Python's
-# garbage collector stops tracking after their first collection; a dataclass, a TopicPartition or
-# an enum member inside would keep each one tracked. A full collection walks every tracked object
-# while the request threads wait for it, so a buffer of 100,000 files must add none.
-Place = tuple[str, int, int]  # where a buffered file sits: (topic, partition, start offset)
-# A buffered file: PendingFile's fields, flat (PendingFile.row / PendingFile.from_row)
-Row = tuple[str, str, int, int, int, int, str, "int | None", "int | None", str, str, float, "str | None"]
-ROW_PATH: Final = 0
-ROW_END: Final = 4  # inclusive
-ROW_SIZE: Final = 5
-ROW_MANIFEST: Final = 9
-ROW_ARRIVED: Final = 11
-
-
-def place(tp: TopicPartition, start: int) -> Place:
-    return (tp.topic, tp.partition, start)
-
-
-class OnTimeout(str, Enum):
-    """What a round does when some expected partition has not reported by the timeout."""
-
-    PARTIAL = "partial"  # commit what is contiguous, without a VTTS
-    WAIT = "wait"  # keep waiting (a forced commit still goes through)
-
-
-@dataclass(frozen=True)
-class CommitPolicy:
-    """When a table commits: the ``tables[].commit`` config section (read by the config loader)."""
-
-    interval_seconds: float = 10.0
-    max_files: int = 1000
-    max_bytes: int = 1 << 30
-    timeout_seconds: float = 30.0
-    on_timeout: OnTimeout = OnTimeout.PARTIAL
-    max_attempts: int = 4  # failures blamed on a plan before it is halved / its one file quarantined
-    quarantine_after_seconds: float = 600.0  # an unreadable (not missing) file is quarantined after this
-    max_pending_files: int = 100_000  # buffered files; past it manifests get 429 + Retry-After
-    max_pending_bytes: int = 1 << 40
-
-    def __post_init__(self) -> None:
-        if self.interval_seconds <= 0 or self.timeout_seconds < 0:
-            raise ValueError("commit.interval_seconds must be > 0 and commit.timeout_seconds >= 0")
-        if self.max_files < 1 or self.max_bytes < 1:
-            raise ValueError("commit.max_files and commit.max_bytes must be at least 1")
-        if self.max_attempts < 1 or self.quarantine_after_seconds < 0:
-            raise ValueError("commit.max_attempts must be >= 1 and commit.quarantine_after_seconds >= 0")
-        if self.max_pending_files < 1 or self.max_pending_bytes < 1:
-            raise ValueError("commit.max_pending_files and commit.max_pending_bytes must be at least 1")
-
-
-@dataclass(frozen=True)
-class PendingFile:
-    """A buffered file and who sent it."""
-
-    file: DataFile
-    manifest_id: str
-    sidecar_id: str
-    arrived_at: float = 0.0  # when the table first buffered it (set by TableState.offer)
-
-    @property
-    def tp(self) -> TopicPartition:
-        return self.file.tp
-
-    def row(self) -> Row:
-        """This file as the buffer keeps it (see ``Row``)."""
-        f = self.file
-        return (
-            f.path,
-            f.topic,
-            f.partition,
-            f.start_offset,
-            f.end_offset,
-            f.size_bytes,
-            f.format.value,
-            f.record_count,
-            f.lease_epoch,
-            self.manifest_id,
-            self.sidecar_id,
-            self.arrived_at,
-            None if f.csv is None else f"{','.join(f.csv.fields)}|{f.csv.value_encoding}",
-        )
-
-    @classmethod
-    def from_row(cls, row: Row) -> PendingFile:
-        path, topic, partition, start, end, size, fmt, records, epoch, manifest_id, sidecar_id, arrived_at, csv = row
-        layout = None
-        if csv is not None:
-            fields, _, encoding = csv.partition("|")
-            layout = CsvLayout(tuple(fields.split(",")), encoding)
-        f = DataFile(path, topic, partition, start, end, size, FileFormat(fmt), records, epoch, layout)
-        return cls(f, manifest_id, sidecar_id, arrived_at)
-
-
-@dataclass(frozen=True)
-class CommitPlan:
-    """What one commit round adds: contiguous runs per partition and the offsets they reach."""
-
-    files: tuple[PendingFile, ...]
-    offsets: PartitionOffsets  # next offset per partition after the commit
-    vtts: float | None  # the round's cut-off time when every expected partition reported
-    reason: str  # which trigger fired: interval, max_files, max_bytes, forced, released
-    released: tuple[str, ...] = ()  # an admin release: the dead letters whose ranges are skipped
-    release_from: PartitionOffsets = field(default_factory=PartitionOffsets)  # their partitions' start
-    planned_at: float | None = None  # when TableState.plan made it; the next interval counts from here
-
-    @classmethod
-    def of(
-        cls, files: Iterable[PendingFile], vtts: float | None, reason: str, planned_at: float | None = None
-    ) -> CommitPlan:
-        """A plan adding ``files`` (contiguous per partition); its offsets follow from them."""
-        files = tuple(files)
-        offsets: dict[TopicPartition, int] = {}
-        for p in files:
-            offsets[p.tp] = max(offsets.get(p.tp, 0), p.file.next_offset)
-        return cls(files, PartitionOffsets(offsets), vtts, reason, planned_at=planned_at)
-
-    def head(self, count: int) -> CommitPlan:
-        """The plan's first ``count`` files (still contiguous per partition: files are in partition
-        and offset order); a narrowed retry after repeated failures (:mod:`commit_service.domain.failures`)."""
-        if count >= len(self.files):
-            return self
-        return CommitPlan.of(self.files[:count], None, self.reason, self.planned_at)
-
-    def starts(self) -> dict[TopicPartition, int]:
-        """Per partition, the offset the plan starts at (what the table must hold before it)."""
-        out = dict(self.release_from)
-        for p in self.files:
-            out[p.tp] = min(out.get(p.tp, p.file.start_offset), p.file.start_offset)
-        return out
-
-    @property
-    def bytes(self) -> int:
-        return sum(p.file.size_bytes for p in self.files)
-
-    @property
-    def records(self) -> int:
-        return sum(p.file.record_count or (p.file.end_offset - p.file.start_offset + 1) for p in self.files)
 
 
 @dataclass

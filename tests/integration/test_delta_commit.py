@@ -19,9 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from commit_service.delta.committer import DeltaCommitter, app_id
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.delta.txn import app_id
 from commit_service.domain.coverage import OffsetCheck
-from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
 from commit_service.errors import OffsetsMovedError, RoundShortfallError, SchemaMismatchError
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import CsvLayout, DataFile, FileFormat
@@ -255,7 +257,7 @@ def test_a_csv_read_with_a_header_row_is_refused_by_the_round_guard(
 def test_a_release_commits_offsets_without_files_even_on_a_new_table(spark: Any, tmp_path: Path) -> None:
     """An admin release (a quarantined range skipped) is a commit of txn actions only, named in its
     metadata; on a table with no commit yet it creates the table, and the next file sets the schema."""
-    from commit_service.domain.state import CommitPlan
+    from commit_service.domain.plan import CommitPlan
     from lakegate_core.types import PartitionOffsets
 
     root = tmp_path / "orders"

@@ -11,8 +11,10 @@ import pytest
 from deltalake import DeltaTable
 
 from commit_service.config import S3Settings
-from commit_service.delta.committer import DeltaCommitter, app_id
-from commit_service.domain.state import PendingFile, TableState
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.delta.txn import app_id
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
 from commit_service.errors import DataFileError
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat

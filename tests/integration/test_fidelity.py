@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 
 from commit_service.config import S3Settings
 from commit_service.delta.committer import DeltaCommitter
-from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
 from commit_service.domain.upsert import Cdc, UpsertSpec
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile

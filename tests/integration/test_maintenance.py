@@ -17,10 +17,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
-from commit_service.delta.committer import DeltaCommitter, app_id
+from commit_service.delta.committer import DeltaCommitter
 from commit_service.delta.maintenance import CHECKPOINT_NICE_INCREMENT
+from commit_service.delta.txn import app_id
 from commit_service.domain.maintenance import MaintenancePolicy
-from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import MaintenanceKind

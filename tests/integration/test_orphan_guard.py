@@ -17,7 +17,8 @@ import pytest
 from deltalake import DeltaTable
 
 from commit_service.delta.committer import DeltaCommitter
-from commit_service.domain.state import CommitPlan, PendingFile, TableState
+from commit_service.domain.plan import CommitPlan, PendingFile
+from commit_service.domain.state import TableState
 from commit_service.errors import ContentRangeError
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat, OffsetSpan

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from commit_service.config import S3Settings
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.domain.paths import UnsafePathError, normalize_uri
-from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
 from commit_service.errors import DataFileError
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat

@@ -20,8 +20,9 @@ from deltalake import DeltaTable
 from commit_service.config import Placement
 from commit_service.delta import committer as delta_commit
 from commit_service.delta.committer import DeltaCommitter
+from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import RoundSchema
-from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.state import TableState
 from commit_service.domain.upsert import Cdc, UpsertSpec
 from commit_service.errors import RoundShortfallError, SchemaMismatchError
 from commit_service.storage.reader import StorageReader

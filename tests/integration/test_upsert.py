@@ -19,9 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from commit_service.delta.committer import DeltaCommitter, app_id
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.delta.txn import app_id
 from commit_service.domain.maintenance import MaintenancePolicy
-from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
 from commit_service.domain.upsert import Cdc, UpsertSpec
 from commit_service.errors import CommitError, DataFileError
 from commit_service.storage.reader import StorageReader

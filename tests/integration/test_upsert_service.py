@@ -19,7 +19,7 @@ import requests
 from deltalake import DeltaTable
 
 from commit_service.delta import faults
-from commit_service.delta.committer import app_id
+from commit_service.delta.txn import app_id
 from lakegate_core.types import TopicPartition
 from lakegate_stack.datafiles import manifest_entry
 from lakegate_stack.delta_read import live_rows

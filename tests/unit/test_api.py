@@ -15,7 +15,7 @@ from openapi_spec_validator import validate
 
 from commit_service.config import ServiceConfig, TableConfig
 from commit_service.domain.maintenance import MaintenancePolicy
-from commit_service.domain.state import CommitPlan
+from commit_service.domain.plan import CommitPlan
 from commit_service.errors import CommitError
 from commit_service.http.app import create_app
 from commit_service.http.openapi import document

@@ -8,7 +8,7 @@ import pytest
 
 from commit_service.config import Role, embedded_default, load_config
 from commit_service.domain.paths import UnsafePathError, is_under, normalize_uri, table_location
-from commit_service.domain.state import OnTimeout
+from commit_service.domain.plan import OnTimeout
 from commit_service.errors import ConfigError
 
 SAMPLE = """

@@ -8,7 +8,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from commit_service.config import ServiceConfig
-from commit_service.domain.state import CommitPlan
+from commit_service.domain.plan import CommitPlan
 from commit_service.errors import DataFileError
 from commit_service.http.app import create_app
 from commit_service.http.runtime import runtime

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from commit_service.domain import coverage
 from commit_service.domain.coverage import Coverage, OffsetCheck
-from commit_service.domain.state import PendingFile, TableState
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
 from commit_service.errors import ContentRangeError, DataFileError
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileStatus, OffsetSpan

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from commit_service.config import TableConfig
 from commit_service.coordination.table_coordinator import TableCoordinator
 from commit_service.domain.failures import FailureTracker
-from commit_service.domain.state import CommitPlan, CommitPolicy, PendingFile
+from commit_service.domain.plan import CommitPlan, CommitPolicy, PendingFile
 from commit_service.errors import (
     CommitError,
     ConflictError,
@@ -94,8 +94,8 @@ class MemoryStore:
 
 
 def table(committer: PoisonCommitter, clock: Clock, store: MemoryStore | None = None) -> TableCoordinator:
-    tc = TableCoordinator(TableConfig("orders", "s3a://lake/orders", ("orders",), commit=POLICY), committer, clock)
-    tc.dead_letter_store = store
+    config = TableConfig("orders", "s3a://lake/orders", ("orders",), commit=POLICY)
+    tc = TableCoordinator(config, committer, clock, dead_letter_store=store)
     tc.load()
     return tc
 

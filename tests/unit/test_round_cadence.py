@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from commit_service.config import ServiceConfig
 from commit_service.coordination.coordinator import MIN_GAP_SECONDS, TICK_SECONDS, Coordinator, pass_gap
-from commit_service.domain.state import CommitPolicy, TableState
+from commit_service.domain.plan import CommitPolicy
+from commit_service.domain.state import TableState
 from lakegate_core.configfile import build
 from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest, SidecarInfo, Watermark
 from lakegate_core.types import TopicPartition

@@ -8,7 +8,8 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commit_service.domain.state import CommitPolicy, OnTimeout, PendingFile, TableState
+from commit_service.domain.plan import CommitPolicy, OnTimeout, PendingFile
+from commit_service.domain.state import TableState
 from lakegate_core.protocol import CsvLayout, DataFile, FileFormat, FileStatus
 from lakegate_core.status import ManifestState
 from lakegate_core.types import TopicPartition

@@ -12,7 +12,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from commit_service.config import ServiceConfig
-from commit_service.domain.state import CommitPlan
+from commit_service.domain.plan import CommitPlan
 from commit_service.http.app import create_app
 from commit_service.http.runtime import runtime
 from commit_service.observe.freshness_plot import freshness_svg

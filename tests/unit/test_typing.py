@@ -1,4 +1,4 @@
-"""The packages are mypy-clean (STYLE §8); a type error fails the suite."""
+"""The packages are mypy-clean; a type error fails the suite."""
 
 from __future__ import annotations
 

@@ -1,0 +1,167 @@
+"""What a round writes into an append table: its files as Delta ``AddFile`` actions.
+
+Called by :class:`~commit_service.delta.committer.DeltaCommitter` once per round of a table
+without ``mode: upsert`` (:class:`~commit_service.delta.upsert.UpsertWriter` serves those):
+
+1. the round's schema is reconciled from each file's shape and the table's
+   (``commit_service.domain.round_schema``); a file that conflicts refuses the round for itself;
+2. Parquet files that fit that schema are added where they lie (``in_place``) or copied under
+   ``<table>/data/`` first (``copy_into_table``), with their footers' statistics;
+3. the others (JSON lines, CSV, enveloped Parquet) are read as one frame of that schema
+   (:class:`~commit_service.delta.convert.FrameReader`) and written by ``txn.writeFiles``;
+4. the round guard (``commit_service.domain.round_guard``) checks what will be written against
+   what the files hold, before anything commits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from commit_service.config import Placement
+from commit_service.delta.convert import FrameReader
+from commit_service.delta.jvm_actions import ActionBuilder, ActionKind
+from commit_service.delta.jvm_handles import JvmHandles
+from commit_service.domain import round_guard
+from commit_service.domain.paths import delta_path, table_location
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.round_schema import FileShape, Widening, fits, reconcile, resolved_schema
+from commit_service.errors import SchemaMismatchError
+from commit_service.storage.reader import FileFacts, StorageReader
+from lakegate_core.protocol import FileFormat
+
+SCHEMA_CACHE = 256  # distinct footer schemas remembered
+SetSchema = Callable[[dict[str, Any], Sequence[Widening]], None]  # the round's schema, the columns it widens
+
+
+class AppendWriter:
+    """The append rounds of one table; owned by its :class:`~commit_service.delta.committer.DeltaCommitter`."""
+
+    def __init__(
+        self,
+        spark: Any,
+        table: str,
+        root: str,
+        storage: StorageReader,
+        actions: ActionBuilder,
+        handles: JvmHandles,
+        *,
+        placement: Placement,
+        type_widening: bool,
+    ) -> None:
+        self.spark = spark
+        self.table = table
+        self.root = root
+        self.storage = storage
+        self.placement = placement
+        self.type_widening = type_widening
+        self._actions = actions
+        self._handles = handles
+        self._spark_schemas: dict[str, dict[str, Any]] = {}  # footer schema (Arrow text) -> Spark's schema
+
+    def round(
+        self,
+        txn: Any,
+        files: Sequence[PendingFile],
+        reader: FrameReader,
+        facts: dict[str, FileFacts],
+        read_version: int,
+        table_schema: dict[str, Any] | None,
+        set_schema: SetSchema,
+    ) -> list[Any]:
+        """An append round's file actions: the round's schema reconciled (a conflicting file is
+        refused), Parquet files that fit it added in place, the others rewritten to it, and the
+        round guard's check of what was written."""
+        shapes = {p.file.path: reader.shape(p, facts[p.file.path]) for p in files}
+        joined = reconcile(
+            table_schema, [FileShape(p.file.path, shapes[p.file.path]) for p in files], widen=self.type_widening
+        )
+        if joined.refused:
+            path, reason = next(iter(joined.refused.items()))
+            raise SchemaMismatchError(path, reason)
+        target = resolved_schema(joined.schema)
+        fitting: dict[int, tuple[Any, bool]] = {}  # id of a footer schema -> it, and whether it fits
+        in_place = [p for p in files if self._adds_in_place(p, reader, facts[p.file.path], target, fitting)]
+        rewritten = [p for p in files if p not in in_place]
+        placed = self._place(in_place)
+        set_schema(target, joined.widened)
+        adds = self._actions.many(
+            ActionKind.ADD, [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
+        )
+        written: list[Any] = [adds]
+        in_place_sources = [round_guard.Source(p.file.path, 0, shapes[p.file.path]) for p in in_place]
+        round_guard.check(self.table, in_place_sources, 0, target)
+        if rewritten:
+            frame = reader.frame(rewritten, facts, target)
+            new_adds = txn.writeFiles(frame._jdf)
+            sources = [
+                round_guard.Source(p.file.path, reader.rows(p, facts[p.file.path]), shapes[p.file.path])
+                for p in rewritten
+            ]
+            rows = round_guard.written_rows(self._add_stats(new_adds))
+            if rows < 0:  # a table that collects no statistics: count the frame (one Spark job)
+                rows = int(frame.count())
+            round_guard.check(self.table, sources, rows, json.loads(frame.schema.json()))
+            written.append(self._handles.as_java(new_adds))
+        return written
+
+    def _adds_in_place(
+        self,
+        p: PendingFile,
+        reader: FrameReader,
+        facts: FileFacts,
+        target: dict[str, Any],
+        fitting: dict[int, tuple[Any, bool]],
+    ) -> bool:
+        """Whether Parquet file ``p`` is committed where it lies (or copied): not in the envelope,
+        of the table's types, and for ``in_place`` under the table root; else it is rewritten."""
+        if p.file.format is not FileFormat.PARQUET or reader.lifts(p, facts):
+            return False
+        if self.placement is Placement.IN_PLACE and not p.file.path.startswith(self.root):
+            return False
+        physical = self.parquet_schema(p.file.path, facts.schema_key)
+        if id(physical) not in fitting:  # the schema is kept with its answer: its id stays its own
+            fitting[id(physical)] = (physical, fits(physical, target))
+        return fitting[id(physical)][1]
+
+    def _add_stats(self, adds: Any) -> list[dict[str, Any] | None]:
+        """The statistics (``numRecords``, ...) of the AddFiles ``txn.writeFiles`` returned."""
+        mapper = self._handles.json_mapper
+        actions = json.loads(mapper.writeValueAsString(self._handles.as_java(adds)))
+        return [json.loads(a["stats"]) if a.get("stats") else None for a in actions]
+
+    def parquet_schema(self, path: str, key: str | None) -> dict[str, Any]:
+        """Spark's schema of a Parquet file: one Spark read per distinct footer schema, remembered
+        across commits (a sink writes the same schema file after file)."""
+        schema = self._spark_schemas.get(key) if key is not None else None
+        if schema is None:
+            schema = json.loads(self.spark.read.parquet(table_location(path)).schema.json())
+            if key is not None:
+                if len(self._spark_schemas) >= SCHEMA_CACHE:
+                    self._spark_schemas.clear()
+                self._spark_schemas[key] = schema
+        return schema
+
+    def _place(self, files: list[PendingFile]) -> dict[str, str]:
+        """Where each in-place file is committed from: copied under ``<table>/data/<topic>/<partition>/``
+        first with ``copy_into_table``, else where it is (``in_place`` files lie under the root)."""
+        if self.placement is not Placement.COPY_INTO_TABLE:
+            return {p.file.path: p.file.path for p in files}
+        placed = {}
+        for p in files:
+            target = f"{self.root}data/{p.file.topic}/{p.file.partition}/{p.file.path.rsplit('/', 1)[1]}"
+            self.storage.copy(p.file.path, target)
+            placed[p.file.path] = target
+        return placed
+
+    def _add_file(self, uri: str, facts: FileFacts) -> dict[str, Any]:
+        """The ``AddFile`` (its fields) committing ``uri`` in place."""
+        return {
+            "path": delta_path(uri, self.root),
+            "partitionValues": {},
+            "size": facts.size_bytes,
+            "modificationTime": facts.modification_time_ms,
+            "dataChange": True,
+            **({"stats": facts.stats_json} if facts.stats_json else {}),
+        }
