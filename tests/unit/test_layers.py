@@ -1,5 +1,6 @@
-"""Who may import whom (docs/design.md, module map): read from the source, so a new import that
-crosses a layer fails here before it grows roots."""
+"""Who may import whom, read from the source, so a new import that crosses a layer fails here
+before it grows roots: between the project's packages, between the commit service's areas
+(its subpackages and top modules), and which area may import each heavy library."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+SERVICE = "commit_service"
 # package -> top-level packages of this project it must never import
 FORBIDDEN = {
     "lakegate_core": {"commit_service", "sidecar", "lakegate_stack"},
@@ -16,32 +18,138 @@ FORBIDDEN = {
     "commit_service": {"sidecar", "lakegate_stack"},
     "lakegate_stack": {"commit_service", "sidecar"},
 }
+# area of the commit service -> the areas it may import (besides itself); an area is a
+# subpackage, or a top module (``config``, ``errors``, ``ports``, ``cli``, ``__init__``)
+MAY_IMPORT = {
+    "errors": set(),
+    "domain": {"errors"},
+    "config": {"domain", "errors"},
+    "ports": {"domain", "config", "errors"},
+    "coordination": {"domain", "ports", "config", "errors"},
+    "storage": {"domain", "config", "errors"},
+    "delta": {"domain", "ports", "storage", "config", "errors"},
+    "observe": {"coordination", "domain", "ports", "config", "errors"},
+    "serving": {"config", "errors"},
+    "http": {"delta", "coordination", "storage", "observe", "domain", "ports", "config", "errors"},
+    "cli": {"http", "serving", "config", "errors"},
+    "__init__": set(),
+}
+DOORS = {"delta"}  # areas imported from outside only through their package (its __init__)
+# heavy library -> the only areas that may import it
+HEAVY = {
+    "pyspark": {"delta"},
+    "py4j": {"delta"},
+    "flask": {"http"},
+    "werkzeug": {"http"},
+    "jinja2": {"http"},
+    "gunicorn": {"serving"},
+    "kafka": {"observe"},
+    "pyarrow": {"storage"},
+    "requests": set(),
+}
 
 
-def imported_packages(path: Path) -> set[str]:
-    """The top-level package of every import in one file (module level or not)."""
+def imports(path: Path) -> set[str]:
+    """Every module named by an import in one file (module level or not), with ``from m import n``
+    also giving ``m.n`` (n may be a module)."""
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            out.update(alias.name.split(".")[0] for alias in node.names)
+            out.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            out.add(node.module.split(".")[0])
+            out.add(node.module)
+            out.update(f"{node.module}.{alias.name}" for alias in node.names)
     return out
+
+
+def imported_packages(path: Path) -> set[str]:
+    """The top-level package of every import in one file."""
+    return {name.split(".")[0] for name in imports(path)}
+
+
+def area(module: str) -> str:
+    """The area of a commit service module (``commit_service.delta.committer`` -> ``delta``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def module_of(path: Path, root: Path = ROOT) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def crossings(root: Path) -> list[str]:
+    """Every import in the commit service under ``root`` that breaks :data:`MAY_IMPORT`,
+    :data:`DOORS` or :data:`HEAVY`."""
+    found = []
+    modules = {module_of(p, root) for p in (root / SERVICE).rglob("*.py")}
+    for path in sorted((root / SERVICE).rglob("*.py")):
+        here = area(module_of(path, root))
+        for name in imports(path):
+            top = name.split(".")[0]
+            if top == SERVICE and name in modules:
+                there = area(name)
+                if there != here and there not in MAY_IMPORT[here]:
+                    found.append(f"{path.relative_to(root)}: {here} may not import {there} ({name})")
+                elif there != here and there in DOORS and name != f"{SERVICE}.{there}":
+                    found.append(f"{path.relative_to(root)}: {name} is behind the door of {SERVICE}.{there}")
+            elif top in HEAVY and here not in HEAVY[top]:
+                found.append(f"{path.relative_to(root)}: {here} may not import {top}")
+    return found
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_packages_import_only_the_layers_below(package: str) -> None:
     files = sorted((ROOT / package).rglob("*.py"))
     assert files, f"no sources under {package}/"
-    crossings = {
-        f"{path.relative_to(ROOT)} imports {bad}"
-        for path in files
-        for bad in imported_packages(path) & FORBIDDEN[package]
+    bad = {
+        f"{path.relative_to(ROOT)} imports {p}" for path in files for p in imported_packages(path) & FORBIDDEN[package]
     }
-    assert not crossings, sorted(crossings)
+    assert not bad, sorted(bad)
 
 
-def test_the_checker_sees_a_crossing(tmp_path: Path) -> None:
+def test_every_area_of_the_commit_service_has_a_rule() -> None:
+    areas = {area(module_of(p)) for p in (ROOT / SERVICE).rglob("*.py")}
+    assert areas == set(MAY_IMPORT), (
+        f"areas without a rule: {areas - set(MAY_IMPORT)}; rules without an area: {set(MAY_IMPORT) - areas}"
+    )
+
+
+def test_the_commit_services_areas_import_only_what_their_rule_allows() -> None:
+    assert crossings(ROOT) == []
+
+
+@pytest.mark.parametrize(
+    ("where", "source", "complaint"),
+    [
+        (
+            "domain/state.py",
+            "from commit_service.delta.committer import DeltaCommitter\n",
+            "domain may not import delta",
+        ),
+        (
+            "coordination/x.py",
+            "def f():\n    from commit_service.storage.reader import StorageReader\n",
+            "coordination may not import storage",
+        ),
+        ("http/x.py", "from commit_service.delta.committer import DeltaCommitter\n", "is behind the door"),
+        ("domain/x.py", "import pyarrow.parquet as pq\n", "domain may not import pyarrow"),
+        ("coordination/x.py", "from flask import Flask\n", "coordination may not import flask"),
+    ],
+)
+def test_a_broken_rule_is_found(tmp_path: Path, where: str, source: str, complaint: str) -> None:
+    """The checker itself: one crossing of each kind, planted in a copy of the service, is found."""
+    copy = tmp_path / SERVICE
+    for path in (ROOT / SERVICE).rglob("*.py"):
+        target = copy / path.relative_to(ROOT / SERVICE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(path.read_text())
+    planted = copy / where
+    planted.write_text((planted.read_text() if planted.exists() else "") + source)
+    assert any(complaint in c for c in crossings(tmp_path)), crossings(tmp_path)
+
+
+def test_the_checker_sees_a_crossing_inside_a_function(tmp_path: Path) -> None:
     bad = tmp_path / "m.py"
     bad.write_text("def f():\n    from commit_service.domain.state import TableState\n    import sidecar.loop\n")
     assert imported_packages(bad) >= {"commit_service", "sidecar"}
