@@ -1,7 +1,7 @@
 """The commit service: the one writer of each table, committing the sinks' files once per round.
 
 Its rooms (each a subpackage whose ``__init__`` says what it holds) and who may import whom
-(``tests/unit/test_layers.py`` holds the rules):
+(``tests/unit/project/test_layers.py`` holds the rules):
 
 - ``domain/``: pure decisions, no I/O (a table's buffer and rounds, leases, failures, schemas,
   file content, paths, the pure half of upserts);

@@ -5,7 +5,7 @@ it manifests (:meth:`TableState.offer`) and time, asks it for a :class:`CommitPl
 the outcome (:meth:`TableState.committed_plan` or nothing: a failed commit leaves every buffered
 file in place for the next round).
 
-Invariants (property-tested in ``tests/unit/test_state.py``):
+Invariants (property-tested in ``tests/unit/service/domain/test_state.py``):
 - a plan holds, per partition, one contiguous run of files starting exactly at the committed
   offset: it never commits a gap and never commits an offset twice;
 - offering the same file again, in any order or number of times, changes nothing;

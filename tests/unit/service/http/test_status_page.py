@@ -20,7 +20,7 @@ from commit_service.observe.lag import LagHistory, LagSample, LagSampler, LagSou
 from lakegate_core.configfile import build
 from lakegate_core.status import CommitRecord, TableSummary
 from lakegate_core.types import PartitionOffsets, TopicPartition
-from tests.unit.test_api import ADMIN, CONFIG, SIDE, FakeCommitter, h, manifest
+from tests.unit.fakes import ADMIN, CONFIG, SIDE, FakeCommitter, h, manifest
 
 READ = "read-token-0123456789ab"
 UI = "http://spark-ui.example:4040"

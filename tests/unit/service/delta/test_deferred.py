@@ -20,7 +20,7 @@ from commit_service.http.runtime import runtime
 from commit_service.ports import Committer, TableSnapshot
 from lakegate_core.configfile import build
 from lakegate_core.types import PartitionOffsets
-from tests.unit.test_api import CONFIG, FakeCommitter
+from tests.unit.fakes import CONFIG, FakeCommitter
 
 
 def test_offsets_come_from_the_log_and_delta_is_built_once_when_needed() -> None:

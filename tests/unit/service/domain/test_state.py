@@ -13,20 +13,7 @@ from commit_service.domain.state import TableState
 from lakegate_core.protocol import CsvLayout, DataFile, FileFormat, FileStatus
 from lakegate_core.status import ManifestState
 from lakegate_core.types import TopicPartition
-
-
-def pf(
-    start: int,
-    end: int,
-    *,
-    partition: int = 0,
-    topic: str = "orders",
-    path: str | None = None,
-    manifest: str = "m1",
-    size: int = 100,
-) -> PendingFile:
-    path = path or f"s3a://landing/{topic}-{partition}-{start}"
-    return PendingFile(DataFile(path, topic, partition, start, end, size), manifest, "sidecar-1")
+from tests.unit.fakes import pf
 
 
 def test_contiguous_run_commits_and_a_gap_waits() -> None:

@@ -18,7 +18,7 @@ from commit_service.errors import ConfigError, SparkSetupError
 from commit_service.http.app import START_FAILED, create_app, start_failure
 from commit_service.http.runtime import runtime
 from lakegate_core.configfile import build
-from tests.unit.test_api import ADMIN, CONFIG, SIDE, FakeCommitter, manifest
+from tests.unit.fakes import ADMIN, CONFIG, SIDE, FakeCommitter, manifest
 
 LIMIT = CONFIG["server"]["max_request_bytes"]  # type: ignore[index]
 # What py4j puts in the message of a JVM that failed to start (abridged; the real one is ~12 KB).

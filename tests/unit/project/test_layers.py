@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SERVICE = "commit_service"
 # package -> top-level packages of this project it must never import
 FORBIDDEN = {
@@ -153,3 +153,16 @@ def test_the_checker_sees_a_crossing_inside_a_function(tmp_path: Path) -> None:
     bad = tmp_path / "m.py"
     bad.write_text("def f():\n    from commit_service.domain.state import TableState\n    import sidecar.loop\n")
     assert imported_packages(bad) >= {"commit_service", "sidecar"}
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared fakes and helpers live in modules of their own (``tests/unit/fakes.py``, ...), never
+    in a test module another one imports (its tests would be collected twice, its fixtures shadowed)."""
+    tests = ROOT / "tests"
+    bad = sorted(
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in tests.rglob("test_*.py")
+        for name in imports(path)
+        if name.startswith("tests.") and name.rsplit(".", 1)[-1].startswith("test_")
+    )
+    assert not bad, bad

@@ -14,7 +14,7 @@ from commit_service.http.app import create_app
 from commit_service.http.runtime import runtime
 from lakegate_core.configfile import build
 from lakegate_core.status import CommitRecord
-from tests.unit.test_api import ADMIN, CONFIG, FakeCommitter, h, manifest, pending
+from tests.unit.fakes import ADMIN, CONFIG, FakeCommitter, h, manifest, pending
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ from commit_service.domain.state import TableState
 from lakegate_core.configfile import build
 from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest, SidecarInfo, Watermark
 from lakegate_core.types import TopicPartition
-from tests.unit.test_quarantine import Clock, PoisonCommitter
-from tests.unit.test_state import pf
+from tests.unit.fakes import Clock, PoisonCommitter, pf
 
 TP0 = TopicPartition("orders", 0)
 SIDECAR = SidecarInfo("sc-1", "w:1")

@@ -24,10 +24,10 @@ from commit_service.errors import (
     OffsetsMovedError,
     UnexpectedCommitError,
 )
-from commit_service.ports import TableSnapshot
 from lakegate_core.protocol import DataFile, FileFormat, FileStatus, OffsetSpan
-from lakegate_core.status import CommitRecord, DeadLetter, DeadLetterState
+from lakegate_core.status import CommitRecord, DeadLetterState
 from lakegate_core.types import PartitionOffsets, TopicPartition
+from tests.unit.fakes import Clock, MemoryStore, PoisonCommitter
 
 POLICY = CommitPolicy(interval_seconds=1, max_attempts=3, quarantine_after_seconds=60)
 
@@ -35,62 +35,6 @@ POLICY = CommitPolicy(interval_seconds=1, max_attempts=3, quarantine_after_secon
 def pf(partition: int, start: int, size: int = 10) -> PendingFile:
     path = f"s3a://landing/orders-{partition}-{start}"
     return PendingFile(DataFile(path, "orders", partition, start, start + size - 1, 100, FileFormat.PARQUET), "m", "sc")
-
-
-@dataclass
-class Clock:
-    now: float = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@dataclass
-class PoisonCommitter:
-    """Commits in memory, but any plan holding a poisoned path fails with ``error(path)``."""
-
-    poison: set[str] = field(default_factory=set)
-    error: type[CommitError] = DeltaWriteError
-    committed: dict[TopicPartition, int] = field(default_factory=dict)
-    files: list[str] = field(default_factory=list)
-    version: int = -1
-    plans: list[CommitPlan] = field(default_factory=list)
-
-    def snapshot(self) -> TableSnapshot:
-        return TableSnapshot(self.version, PartitionOffsets(self.committed))
-
-    def warm(self) -> TableSnapshot:
-        return self.snapshot()
-
-    def prefetch(self, files: list[DataFile]) -> None:
-        pass  # nothing to read ahead: plans are judged by path
-
-    def commit(self, plan: CommitPlan) -> CommitRecord:
-        self.plans.append(plan)
-        bad = [p.file.path for p in plan.files if p.file.path in self.poison]
-        if bad:
-            if issubclass(self.error, DataFileError):
-                raise self.error(bad[0], "cannot be read")
-            raise self.error("Delta refused the plan")
-        for tp, start in plan.starts().items():
-            assert self.committed.get(tp, start) == start, "a gap or an overlap was committed"
-        self.version += 1
-        self.committed.update(plan.offsets)
-        self.files.extend(p.file.path for p in plan.files)
-        return CommitRecord(
-            "orders", self.version, "c", len(plan.files), plan.records, plan.offsets, released=plan.released or None
-        )
-
-
-class MemoryStore:
-    def __init__(self) -> None:
-        self.letters: dict[str, DeadLetter] = {}
-
-    def write(self, letter: DeadLetter) -> None:
-        self.letters[letter.id] = letter
-
-    def load(self) -> list[DeadLetter]:
-        return list(self.letters.values())
 
 
 def table(committer: PoisonCommitter, clock: Clock, store: MemoryStore | None = None) -> TableCoordinator:

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[3] / "scripts"
 
 WRK = """Running 20s test @ http://127.0.0.1:40000
   2 threads and 32 connections

@@ -22,7 +22,7 @@ from commit_service.http.app import create_app
 from commit_service.http.intake import ManifestRoute, is_json
 from commit_service.http.runtime import runtime
 from lakegate_core.configfile import build
-from tests.unit.test_api import ADMIN, CONFIG, SIDE, FakeCommitter, manifest
+from tests.unit.fakes import ADMIN, CONFIG, SIDE, FakeCommitter, manifest
 
 READER, BOUND = "reader-token-0123456789", "bound-token-0123456789"
 LIMIT = 4096

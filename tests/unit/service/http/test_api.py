@@ -14,89 +14,14 @@ from openapi_schema_validator import OAS30Validator
 from openapi_spec_validator import validate
 
 from commit_service.config import ServiceConfig, TableConfig
-from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import CommitPlan
-from commit_service.errors import CommitError
 from commit_service.http.app import create_app
 from commit_service.http.openapi import document
 from commit_service.http.runtime import runtime
-from commit_service.ports import TableSnapshot
 from lakegate_core.configfile import build
-from lakegate_core.protocol import DataFile
 from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
 from lakegate_core.types import PartitionOffsets
-
-SIDE, ADMIN = "sidecar-token-0123456789", "admin-token-0123456789"
-
-
-class FakeCommitter:
-    """Commits plans to memory; can be told to fail the next commit."""
-
-    def __init__(self) -> None:
-        self.version = -1
-        self.offsets: dict[tuple[str, int], int] = {}
-        self.commits: list[CommitPlan] = []
-        self.fail_next = False
-        self.maintained: list[MaintenanceKind] = []
-        self.registered: list[str] = []
-        self.prefetched: list[DataFile] = []
-
-    def snapshot(self) -> TableSnapshot:
-        return TableSnapshot(self.version, PartitionOffsets(self.offsets))
-
-    def warm(self) -> TableSnapshot:
-        return self.snapshot()
-
-    def file_count(self) -> int:
-        return sum(len(p.files) for p in self.commits)
-
-    def maintain(self, kind: MaintenanceKind, policy: MaintenancePolicy) -> MaintenanceRecord:
-        files = self.file_count()
-        self.maintained.append(kind)
-        return MaintenanceRecord("orders", kind, 0, 1, self.version, self.version, files, min(files, 1))
-
-    def register(self, name: str) -> None:
-        self.registered.append(name)
-
-    def checkpoint(self) -> MaintenanceRecord:
-        return MaintenanceRecord("orders", MaintenanceKind.CHECKPOINT, 0, 1, self.version, self.version, 0, 0)
-
-    def prefetch(self, files: list[DataFile]) -> None:
-        self.prefetched.extend(files)
-
-    def commit(self, plan: CommitPlan) -> CommitRecord:
-        if self.fail_next:
-            self.fail_next = False
-            raise CommitError("storage unavailable")
-        self.version += 1
-        self.offsets.update(plan.offsets)
-        self.commits.append(plan)
-        return CommitRecord(
-            "orders",
-            self.version,
-            f"c{self.version}",
-            len(plan.files),
-            plan.records,
-            plan.offsets,
-            vtts=None if plan.vtts is None else int(plan.vtts * 1000),
-            duration_ms=5,
-        )
-
-
-CONFIG = {
-    "server": {"max_request_bytes": 4096},
-    "auth": {"enabled": True, "tokens": [{"token": SIDE, "role": "sidecar"}, {"token": ADMIN, "role": "admin"}]},
-    "storage": {"allowed_roots": ["s3a://landing/"]},
-    "tables": [
-        {
-            "name": "orders",
-            "path": "s3a://lake/orders",
-            "topics": ["orders"],
-            "placement": "copy_into_table",
-            "commit": {"interval_seconds": 3600},
-        }
-    ],
-}
+from tests.unit.fakes import ADMIN, CONFIG, FakeCommitter, h, manifest, pending
 
 
 @pytest.fixture
@@ -110,34 +35,6 @@ def client(committer: FakeCommitter) -> FlaskClient:
     app = create_app(cfg, committer_factory=lambda t: committer, start=False)
     runtime(app).coordinator.load()
     return app.test_client()
-
-
-def h(token: str = SIDE) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-def manifest(
-    mid: str = "m1", start: int = 0, end: int = 9, path: str | None = None, topic: str = "orders", partition: int = 0
-) -> dict[str, Any]:
-    return {
-        "manifest_id": mid,
-        "sidecar": {"id": "sc-1", "worker": "w:8083"},
-        "files": [
-            {
-                "path": path or f"s3://landing/{topic}-{partition}-{start}",
-                "topic": topic,
-                "partition": partition,
-                "start_offset": start,
-                "end_offset": end,
-                "size_bytes": 100,
-                "format": "parquet",
-            }
-        ],
-    }
-
-
-def pending(client: FlaskClient) -> int:
-    return int(client.get("/v1/tables/orders", headers=h()).json["pending_files"])  # type: ignore[index]
 
 
 def test_auth(client: FlaskClient) -> None:

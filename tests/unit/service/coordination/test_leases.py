@@ -9,7 +9,7 @@ from commit_service.domain.leases import LeaseTable
 from lakegate_core.configfile import build
 from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest, SidecarInfo
 from lakegate_core.types import TopicPartition
-from tests.unit.test_quarantine import Clock, PoisonCommitter
+from tests.unit.fakes import Clock, PoisonCommitter
 
 TP0, TP1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
 

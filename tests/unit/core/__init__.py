@@ -1,0 +1,1 @@
+"""Unit tests of lakegate_core: the wire model."""

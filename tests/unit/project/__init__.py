@@ -1,0 +1,1 @@
+"""Checks of the whole repository: layers, the design's module map, types."""

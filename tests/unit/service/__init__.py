@@ -1,0 +1,1 @@
+"""Unit tests of the commit service, one folder per area of commit_service."""

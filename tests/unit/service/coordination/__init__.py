@@ -1,0 +1,1 @@
+"""Unit tests of commit_service.coordination, over fakes of the ports."""

@@ -1,0 +1,1 @@
+"""Unit tests of commit_service.serving: gunicorn's options and worker."""

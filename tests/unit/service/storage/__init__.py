@@ -1,0 +1,1 @@
+"""Unit tests of commit_service.storage."""

@@ -1,0 +1,1 @@
+"""Unit tests of lakegate_stack and the scripts' helpers."""
