@@ -34,6 +34,11 @@ coordinator retries the ``retryable`` commit errors with backoff and reports the
             ├── DataFileUnavailableError        retryable: storage could not be asked this time
             ├── ContentRangeError               422 content_range: its content runs past its claimed range
             └── SchemaMismatchError             its columns cannot join the table's schema
+
+Internal exceptions (:data:`INTERNAL`) are outside the tree on purpose: each is raised by a pure
+or low-level module and caught by its one caller, which answers with a class of the tree (or
+takes another route); none reaches a client, a log line as itself, or the coordinator.
+``tests/unit/service/test_errors.py`` fails on an exception class that is in neither.
 """
 
 from __future__ import annotations
@@ -43,6 +48,17 @@ from typing import ClassVar
 from lakegate_core.errors import ConfigError, LakegateError, ProtocolError
 from lakegate_core.protocol import OffsetSpan
 from lakegate_core.types import PartitionOffsets
+
+# Internal exception -> where it is caught and what it becomes there.
+INTERNAL = {
+    "commit_service.domain.paths.UnsafePathError": "config: ConfigError; intake: BadRequestError; storage: DataFileError",
+    "commit_service.domain.content.ContentError": "delta.convert: DataFileError (the file is unreadable)",
+    "commit_service.domain.json_infer.LineError": "delta.convert: DataFileError naming the line",
+    "commit_service.domain.round_schema.Conflict": "round_schema.reconcile: the file refused (SchemaMismatchError)",
+    "commit_service.domain.upsert.ChangeError": "delta.upsert: DataFileError naming the file",
+    "commit_service.delta.log.LogReadError": "delta.deferred / delta.committer: the offsets read through Delta instead",
+    "commit_service.storage.prefetch.EarlyReadFailed": "a cache marker, never raised: the commit reads the file again",
+}
 
 __all__ = [
     "BadRequestError",

@@ -51,6 +51,7 @@ import requests
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.delta_read import live_rows
+from lakegate_stack.errors import StackError
 from lakegate_stack.kafka import KafkaBroker, create_topic
 from lakegate_stack.proxy import FaultProxy
 from lakegate_stack.s3 import S3Server
@@ -84,7 +85,7 @@ UPSERT_TABLE = "chaos_c"  # mode: upsert, key [id]: one row per key of topic c, 
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
 
 
-class ChaosError(RuntimeError):
+class ChaosError(StackError):
     """The run could not be carried out (a fault's outcome never came, the stack did not start);
     distinct from a run that finished and found loss or duplicates."""
 

@@ -2,7 +2,8 @@
 
 StackError
 ├── ArtifactError      a pinned jar group is missing or Maven could not resolve it (fatal)
-└── ServiceStartError  a process exited or did not become ready in time (see its log file)
+├── ServiceStartError  a process exited or did not become ready in time (see its log file)
+└── ChaosError         a chaos run could not be carried out (lakegate_stack.chaos; not a finding)
 """
 
 from __future__ import annotations
