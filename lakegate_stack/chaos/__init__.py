@@ -1,0 +1,55 @@
+"""The chaos run: the real pipeline under seeded faults, checked for exactly-once at quiesce.
+
+Used by ``scripts/chaos`` (the command) and ``tests/e2e/test_chaos.py`` (a short fixed-seed run in
+CI). The stack is all real: Kafka, three Kafka Connect workers in one group running three S3 sink
+connectors (the stand-in for Aiven's sink: ``chaos-parquet`` writes Parquet, ``chaos-jsonl`` and
+``chaos-upsert`` gzip JSON lines, all with the ``offset`` field), the S3 server, one
+``lakegate-sidecar`` per worker and the ``lakegate-service`` with fencing on. Three topics of six
+partitions route to three Delta tables: two append tables and one ``mode: upsert`` table (key
+``id``, deletion vectors). Two :class:`~lakegate_stack.proxy.FaultProxy` sit in the way: sidecars
+-> service, and everyone -> S3.
+
+A producer thread writes ``records`` records with unique ids at a paced rate (every
+:data:`UPSERT_EVERY`-th one also changes one of :data:`UPSERT_KEYS` keys of the upsert topic) and
+stops at each fault's *gate* (a record count drawn from the seed) until the fault is injected:
+where a fault falls is decided by progress, never by racing the producer. Each fault then waits
+for an observed outcome (the service process died at its crash point, the tasks moved, the sink
+logged its split) within a bounded deadline, and recovers. At the end every fault is undone, the
+harness waits for every table to hold Kafka's log end, and checks, with delta-rs and (when given)
+delta-spark:
+
+- every produced id is in its append table exactly once (``lost``, ``duplicated``);
+- the upsert table holds one row per key, at the key's last change (``upsert_mismatches``);
+- each partition's ``txn`` version equals the ``connect-<connector>`` group's committed offset;
+- every file the tables reference lies under the table's root (nothing from outside the roots).
+
+The report (:class:`ChaosReport`) is JSON: records, loss, duplicates, the upsert table's
+mismatches, faults by kind, commits, duration, the seed, and ``recovery_s`` (SIGKILL of the
+service to ready again).
+
+The package: ``settings`` (what a run is made of), ``producer``, ``faults`` (the registry of fault
+kinds, one function each), ``rogue`` (the rogue client), ``run`` (the run), ``verify`` (quiesce and
+the checks), ``report``; the TCP fault proxy is ``lakegate_stack.proxy``.
+"""
+
+from lakegate_stack.chaos.faults import FAULTS
+from lakegate_stack.chaos.producer import upsert_key, upsert_model
+from lakegate_stack.chaos.report import ChaosReport, FaultRecord, summary, upsert_mismatches_of
+from lakegate_stack.chaos.run import ChaosRun
+from lakegate_stack.chaos.settings import FAULT_KINDS, UPSERT_EVERY, UPSERT_KEYS, ChaosError, ChaosSettings
+
+__all__ = [
+    "FAULTS",
+    "FAULT_KINDS",
+    "UPSERT_EVERY",
+    "UPSERT_KEYS",
+    "ChaosError",
+    "ChaosReport",
+    "ChaosRun",
+    "ChaosSettings",
+    "FaultRecord",
+    "summary",
+    "upsert_key",
+    "upsert_mismatches_of",
+    "upsert_model",
+]
