@@ -1,6 +1,6 @@
 """A Linux process's CPU time, memory and descendants, read from ``/proc`` (see proc(5)).
 
-Read by the benchmarks (``scripts/bench_pipeline.py``, ``scripts/bench_sidecar.py``) and by the
+Read by the benchmarks (``lakegate_bench.pipeline``, ``lakegate_bench.sidecar``) and by the
 tests that check what a process spends (a worker that must not spin, a JVM that must not start
 processes). Every reader answers for now; callers take the difference of two readings.
 """

@@ -9,6 +9,27 @@ PY="$VENV/bin/python"
 
 log() { printf '\033[1m[lakegate]\033[0m %s\n' "$*" >&2; }
 
+# wants_help "$@": true when -h or --help is among the arguments.
+wants_help() {
+  local arg
+  for arg in "$@"; do
+    case "$arg" in -h|--help) return 0 ;; esac
+  done
+  return 1
+}
+
+# help_and_exit [PYTHON ARGS...]: print the calling script's help at once and exit, installing
+# nothing: its Python command's own --help when the virtualenv exists (PYTHON ARGS given), else the
+# script's header comment.
+help_and_exit() {
+  if [ $# -gt 0 ] && [ -x "$PY" ]; then
+    cd "$ROOT" && exec "$PY" "$@" --help
+  fi
+  sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+  [ $# -gt 0 ] && echo "(more options: $(basename "$0") --help, once the virtualenv is set up by any run)"
+  exit 0
+}
+
 # ensure_debian_tool COMMAND PACKAGE: install PACKAGE from Debian when COMMAND is missing (as root).
 ensure_debian_tool() {
   command -v "$1" >/dev/null 2>&1 && return 0

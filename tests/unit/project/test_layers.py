@@ -13,10 +13,11 @@ ROOT = Path(__file__).resolve().parents[3]
 SERVICE = "commit_service"
 # package -> top-level packages of this project it must never import
 FORBIDDEN = {
-    "lakegate_core": {"commit_service", "sidecar", "lakegate_stack"},
-    "sidecar": {"commit_service", "lakegate_stack"},
-    "commit_service": {"sidecar", "lakegate_stack"},
-    "lakegate_stack": {"commit_service", "sidecar"},
+    "lakegate_core": {"commit_service", "sidecar", "lakegate_stack", "lakegate_bench"},
+    "sidecar": {"commit_service", "lakegate_stack", "lakegate_bench"},
+    "commit_service": {"sidecar", "lakegate_stack", "lakegate_bench"},
+    "lakegate_stack": {"commit_service", "sidecar", "lakegate_bench"},
+    "lakegate_bench": {"sidecar"},  # the benchmarks drive the service in-process and the stack; never the reverse
 }
 # area of the commit service -> the areas it may import (besides itself); an area is a
 # subpackage, or a top module (``config``, ``errors``, ``ports``, ``cli``, ``__init__``)

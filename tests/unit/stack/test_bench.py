@@ -1,17 +1,16 @@
-"""The benchmark's own parsing and reporting (scripts/bench.py): figures read from wrk's output."""
+"""The benchmarks' own parsing and reporting (lakegate_bench): figures read from wrk's output, the
+report's tables, the pipeline part's CPU readings, the command dispatcher."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[3] / "scripts"
+from lakegate_bench import http_load, report
+from lakegate_bench import pipeline as pipeline_module
 
 WRK = """Running 20s test @ http://127.0.0.1:40000
   2 threads and 32 connections
@@ -29,28 +28,18 @@ Transfer/sec:    204.12KB
 """
 
 
-@pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location("bench_script", SCRIPTS / "bench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_wrk_figures_in_milliseconds(bench: ModuleType) -> None:
-    got = bench.wrk_figures(WRK)
+def test_wrk_figures_in_milliseconds() -> None:
+    got = http_load.wrk_figures(WRK)
     assert got["p50_ms"] == 0.85 and got["p90_ms"] == 54.66 and got["p99_ms"] == 1200.0
     assert got["manifests_per_s"] == 923.1 and got["requests"] == 18546 and got["non_2xx"] == 7
 
 
-def test_wrk_output_without_figures_is_an_error(bench: ModuleType) -> None:
+def test_wrk_output_without_figures_is_an_error() -> None:
     with pytest.raises(AssertionError):
-        bench.wrk_figures("unable to connect to 127.0.0.1:40000 Connection refused\n")
+        http_load.wrk_figures("unable to connect to 127.0.0.1:40000 Connection refused\n")
 
 
-def test_report_renders_what_was_measured(bench: ModuleType, tmp_path: Path) -> None:
+def test_report_renders_what_was_measured(tmp_path: Path) -> None:
     (tmp_path / "checkpoints.json").write_text(
         json.dumps(
             {
@@ -61,20 +50,14 @@ def test_report_renders_what_was_measured(bench: ModuleType, tmp_path: Path) -> 
             }
         )
     )
-    text = bench.report(tmp_path)
+    text = report.report(tmp_path)
     assert "| checkpoints inline | 0.300 s | 9.500 s | 12.000 s | 31.67 |" in text
     assert "| checkpoints background | 0.031 s | 0.062 s | 0.090 s | 2.00 |" in text
     assert "checkpoints none" not in text  # a run from before the control was added
     assert "Spark rewrite" not in text  # no commit.json: no commit table
 
 
-@pytest.fixture(scope="module")
-def pipeline() -> ModuleType:
-    sys.path.insert(0, str(SCRIPTS))
-    return importlib.import_module("bench_pipeline")
-
-
-def test_cpu_is_read_for_a_process_and_its_children(pipeline: ModuleType) -> None:
+def test_cpu_is_read_for_a_process_and_its_children() -> None:
     """The pipeline part charges a system with the CPU of its processes' whole trees (the service's
     JVM is a child of its Python process); a tree without a JVM has no JIT compiler thread."""
     import os
@@ -87,14 +70,26 @@ def test_cpu_is_read_for_a_process_and_its_children(pipeline: ModuleType) -> Non
     try:
         tree: list[int] = []
         for _ in range(600):  # until the grandchild has started and burnt its CPU (bounded)
-            tree = pipeline.process_tree([parent.pid])
-            if len(tree) == 2 and pipeline.cpu_seconds([tree[1]]) >= 0.3:
+            tree = pipeline_module.process_tree([parent.pid])
+            if len(tree) == 2 and pipeline_module.cpu_seconds([tree[1]]) >= 0.3:
                 break
             subprocess.run(["sleep", "0.05"], check=True)
         assert tree[0] == parent.pid and len(tree) == 2
-        assert pipeline.cpu_seconds([parent.pid]) >= pipeline.cpu_seconds([tree[1]]) >= 0.3
-        assert pipeline.jit_threads([parent.pid]) == {}
+        assert pipeline_module.cpu_seconds([parent.pid]) >= pipeline_module.cpu_seconds([tree[1]]) >= 0.3
+        assert pipeline_module.jit_threads([parent.pid]) == {}
     finally:
-        for pid in pipeline.process_tree([parent.pid])[::-1]:
+        for pid in pipeline_module.process_tree([parent.pid])[::-1]:
             os.kill(pid, 9)
         parent.wait()
+
+
+def test_the_command_runs_a_part_by_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lakegate_bench import __main__ as command
+    from lakegate_bench import run
+
+    seen: list[list[str]] = []
+    monkeypatch.setattr(run, "main", lambda argv: seen.append(argv) or 0)
+    assert command.main(["jsonl", "--jsonl-files", "10"]) == 0
+    assert seen == [["--parts", "jsonl", "--jsonl-files", "10"]]
+    assert command.main(["no-such-part"]) == 2
+    assert command.main(["--help"]) == 0

@@ -72,7 +72,7 @@ def scan(spark: Any, root: Path, repeat: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="scripts/bench-maintenance", description=__doc__.splitlines()[0])
     parser.add_argument("--commits", type=int, default=1000, help="small commits before compaction (default 1000)")
     parser.add_argument("--rows", type=int, default=100, help="rows per file (default 100)")
     parser.add_argument("--repeat", type=int, default=3, help="scans per measurement (default 3)")

@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_result import report
-
+from lakegate_bench.result import report
 from lakegate_stack.services import SIDECAR_TOKEN, ServiceProcess
 from lakegate_stack.slowclients import SlowClients, healthz_latency, probe_service
 
@@ -51,7 +50,9 @@ def effective_server(svc: ServiceProcess) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench-slowclients", description=__doc__.splitlines()[0] if __doc__ else None
+    )
     parser.add_argument("--connections", type=int, default=50, help="slow connections held open (default 50)")
     parser.add_argument("--seconds", type=float, default=30, help="how long /healthz is timed under load")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between a slow client's sends")

@@ -34,15 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_result import report
-from bench_s3_commit import BUCKET, PARTITIONS, ROWS, TOPIC, parquet_body, upload
-
 from commit_service.config import S3Settings, SparkSettings
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.delta.session import LOCAL_LOG_WRITES, create_session
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.storage.reader import StorageReader
+from lakegate_bench.result import report
+from lakegate_bench.s3_commit import BUCKET, PARTITIONS, ROWS, TOPIC, parquet_body, upload
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 
@@ -169,7 +168,9 @@ def run_mode(store: str, mode: str, extra: int, commits: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench-log-listing", description=__doc__.splitlines()[0] if __doc__ else None
+    )
     parser.add_argument("--store", choices=STORES, default="s3", help="where the table is (default s3)")
     parser.add_argument(
         "--extra", type=int, default=None, help="entries added to the log (default 3000 on s3, 20000 local)"

@@ -9,7 +9,7 @@ in ``--intervals``, records are produced at ``--rate`` per second for ``--second
   files added in place;
 - **Spark Structured Streaming** (the peer): ``readStream.format("kafka")`` -> ``from_json`` ->
   ``writeStream.format("delta")`` with a checkpoint, ``trigger(processingTime=<interval>)``, in
-  its own process (``scripts/bench_spark_streaming.py``).
+  its own process (``lakegate_bench/spark_streaming.py``).
 
 A poller lists the table's ``_delta_log`` every 0.25 s; a record's freshness is the time its
 commit was first seen minus ``produced_ms`` (p50/p99 over every record). CPU is the user+system
@@ -301,7 +301,7 @@ class Pipeline:
         assert self.stack.s3 is not None and self.stack.kafka is not None
         name = f"ss{interval}"
         create_topic(self.stack.kafka.bootstrap_servers, name, PARTITIONS)
-        script = Path(__file__).parent / "bench_spark_streaming.py"
+        script = Path(__file__).parent / "spark_streaming.py"
         log = (self.work / f"{name}.log").open("w")
         ready = self.work / f"{name}.ready"
         proc = subprocess.Popen(

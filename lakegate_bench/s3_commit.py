@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from bench_result import report
 
 from commit_service.config import S3Settings, SparkSettings
 from commit_service.delta.committer import DeltaCommitter
@@ -28,6 +27,7 @@ from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.storage.prefetch import THREADS, FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
+from lakegate_bench.result import report
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 
@@ -64,7 +64,9 @@ def timed(label: str, work: object) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench-s3-commit", description=__doc__.splitlines()[0] if __doc__ else None
+    )
     parser.add_argument("--files", type=int, default=1000, help="files in the measured commit (default 1000)")
     parser.add_argument("--out", type=Path, default=Path(".lakegate/bench/s3-commit.json"))
     args = parser.parse_args(argv)

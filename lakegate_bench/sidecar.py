@@ -17,9 +17,9 @@ import threading
 import time
 from pathlib import Path
 
-from bench_result import report
 from kafka import KafkaProducer
 
+from lakegate_bench.result import report
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import s3_sink_config
 from lakegate_stack.kafka import create_topic
@@ -34,7 +34,9 @@ def sample(pid: int) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench-sidecar", description=__doc__.splitlines()[0] if __doc__ else None
+    )
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--seconds", type=int, default=60, help="measured run length (default 60)")
     parser.add_argument("--rate", type=int, default=1000, help="records per second produced (default 1000)")

@@ -1,6 +1,6 @@
 """The peer of ``scripts/bench --parts pipeline``: a Spark Structured Streaming job, Kafka -> Delta.
 
-Started by ``scripts/bench_pipeline.py`` in its own process (its CPU is measured apart):
+Started by ``lakegate_bench/pipeline.py`` in its own process (its CPU is measured apart):
 ``readStream.format("kafka")`` on one topic, the JSON value parsed with ``from_json`` into the
 same columns Lakegate's table gets, ``writeStream.format("delta")`` with a checkpoint and
 ``trigger(processingTime=<seconds>)``, on the same Spark and Delta as the service (local[2],

@@ -1,0 +1,266 @@
+"""The commit path's parts of ``python -m lakegate_bench bench``: ``commit``, ``checkpoints``,
+``history``, ``jsonl`` and ``upsert``, in one process with real Spark and Delta (:class:`Bench`)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from commit_service.config import SparkSettings, TableConfig
+from commit_service.coordination.table_coordinator import TableCoordinator
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.delta.session import create_session
+from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.domain.plan import CommitPolicy, PendingFile
+from commit_service.domain.state import TableState
+from commit_service.storage.prefetch import FactsCache, storage_facts
+from commit_service.storage.reader import StorageReader
+from lakegate_core.protocol import DataFile, FileFormat
+
+TOPIC = "bench"
+PARTITIONS = 3
+COLUMNS = 10
+NO_CHECKPOINTS = 1_000_000_000  # checkpoints "none": a background checkpoint every this many commits
+
+
+class Landing:
+    """Parquet files as a sink writes them (``<topic>-<partition>-<start>``), offsets continuing."""
+
+    def __init__(self, root: Path, rows: int) -> None:
+        self.root = root
+        self.rows = rows
+        self.next: dict[int, int] = {}
+        root.mkdir(parents=True, exist_ok=True)
+
+    def _files(self, n: int, fmt: FileFormat, write: Callable[[Path, int, int], None]) -> list[DataFile]:
+        """N files round-robin over the partitions, each written by ``write(path, partition, start)``."""
+        files = []
+        for i in range(n):
+            partition = i % PARTITIONS
+            start = self.next.get(partition, 0)
+            self.next[partition] = start + self.rows
+            path = self.root / f"{TOPIC}-{partition}-{start:020d}"
+            write(path, partition, start)
+            end = start + self.rows - 1
+            files.append(DataFile(f"file://{path}", TOPIC, partition, start, end, path.stat().st_size, fmt, self.rows))
+        return files
+
+    def write_jsonl(self, n: int) -> list[DataFile]:
+        """N gzip JSON-lines files in the sink's envelope (``value`` + ``offset``), no extension."""
+        import gzip
+
+        def write(path: Path, partition: int, start: int) -> None:
+            lines = (
+                json.dumps({"value": {"id": f"{partition}-{o}", "amount": o * 0.25, "n": o}, "offset": o}) + "\n"
+                for o in range(start, start + self.rows)
+            )
+            path.write_bytes(gzip.compress("".join(lines).encode()))
+
+        return self._files(n, FileFormat.JSONL, write)
+
+    def write(self, n: int) -> list[DataFile]:
+        """N Parquet files of ``rows`` rows x 10 columns."""
+
+        def write(path: Path, partition: int, start: int) -> None:
+            offsets = pa.array(range(start, start + self.rows), pa.int64())
+            cols: dict[str, Any] = {
+                "id": pa.array([f"{partition}-{o}" for o in offsets.to_pylist()]),
+                "offset": offsets,
+            }
+            for c in range(COLUMNS - 2):
+                cols[f"m{c}"] = pc.multiply(offsets, c + 1) if c % 2 else pc.cast(offsets, pa.float64())
+            pq.write_table(pa.table(cols), path)
+
+        return self._files(n, FileFormat.PARQUET, write)
+
+
+def pending(files: list[DataFile]) -> list[PendingFile]:
+    return [PendingFile(f, "bench-sidecar", "bench-worker") for f in files]
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {
+        "p50_s": round(statistics.median(values), 4),
+        "p99_s": round(quantile(values, 0.99), 4),
+        "max_s": round(max(values), 4),
+        "mean_s": round(statistics.fmean(values), 4),
+    }
+
+
+class Bench:
+    """One Spark session, one scratch directory, the parts."""
+
+    def __init__(self, work: Path, rows: int) -> None:
+        self.work = work
+        self.rows = rows
+        self.storage = StorageReader()
+        print(f"starting Spark (local[2]) in {work} ...", flush=True)
+        self.spark = create_session(SparkSettings(master="local[2]", ui_enabled=False, local_dir=work / "spark"))
+        self._tables = 0
+
+    def coordinator(self, name: str, policy: MaintenancePolicy | None = None) -> TableCoordinator:
+        """A table as the service runs it: its coordinator, its committer, its read-ahead cache."""
+        self._tables += 1
+        root = self.work / f"{name}-{self._tables}"
+        config = TableConfig(
+            name,
+            f"file://{root}",
+            topics=(TOPIC,),
+            commit=CommitPolicy(max_files=1_000_000, max_bytes=1 << 50, max_pending_files=1_000_000),
+            maintenance=policy or MaintenancePolicy(),
+        )
+        committer = DeltaCommitter(
+            self.spark,
+            name,
+            config.path,
+            self.storage,
+            checkpoint_in_commit=not config.maintenance.background_checkpoints,
+            facts=FactsCache(storage_facts(self.storage), name=name),
+        )
+        coordinator = TableCoordinator(config, committer, time.time)
+        coordinator.load()
+        return coordinator
+
+    @staticmethod
+    def commit(coordinator: TableCoordinator, files: list[DataFile], *, read_ahead: bool = True) -> float:
+        """Offer ``files`` (their footers are read ahead), wait until those reads are done when
+        ``read_ahead``, then time one commit round of all of them."""
+        coordinator.offer(pending(files), f"m-{time.monotonic_ns()}")
+        if read_ahead:
+            coordinator.committer.facts.get_all(files)  # type: ignore[attr-defined]
+        started = time.perf_counter()
+        record = coordinator.maybe_commit(force=True)
+        elapsed = time.perf_counter() - started
+        assert record is not None and record.files == len(files), record
+        return elapsed
+
+    # -- parts ----------------------------------------------------------------------------
+
+    def part_commit(self, sizes: list[int]) -> dict[str, Any]:
+        rows = []
+        print(f"{'files':>6} {'read ahead s':>13} {'cold s':>8} {'spark rewrite s':>16} {'rewrite/lakegate':>17}")
+        for n in sizes:
+            landing = Landing(self.work / f"landing-{n}", self.rows)  # offsets from 0: new tables
+            warm_table = self.coordinator(f"warm{n}")
+            cold = DeltaCommitter(self.spark, f"cold{n}", f"file://{self.work}/cold{n}", self.storage)
+            rewrite_path = str(self.work / f"rewrite{n}")
+            first = landing.write(1)  # each table exists before the measured commit
+            self.commit(warm_table, first)
+            cold_state = TableState(f"cold{n}")
+            self._cold_commit(cold, cold_state, first)
+            self.spark.read.parquet(first[0].path).write.format("delta").mode("append").save(rewrite_path)
+
+            print(f"  writing {n} files ...", flush=True)
+            files = landing.write(n)
+            warm_s = self.commit(warm_table, files)
+            cold_s = self._cold_commit(cold, cold_state, files)
+            started = time.perf_counter()
+            self.spark.read.parquet(*[f.path for f in files]).write.format("delta").mode("append").save(rewrite_path)
+            rewrite_s = time.perf_counter() - started
+            rows.append(
+                {
+                    "files": n,
+                    "rows_per_file": self.rows,
+                    "lakegate_read_ahead_s": round(warm_s, 3),
+                    "lakegate_cold_s": round(cold_s, 3),
+                    "spark_rewrite_s": round(rewrite_s, 3),
+                    "rewrite_over_lakegate": round(rewrite_s / warm_s, 1),
+                }
+            )
+            print(f"{n:>6} {warm_s:>13.2f} {cold_s:>8.2f} {rewrite_s:>16.2f} {rewrite_s / warm_s:>16.1f}x", flush=True)
+        return {"results": rows}
+
+    @staticmethod
+    def _cold_commit(committer: DeltaCommitter, state: TableState, files: list[DataFile]) -> float:
+        for p in pending(files):
+            state.offer(p, now=0)
+        plan = state.plan(now=0, force=True)
+        assert plan is not None and len(plan.files) == len(files)
+        started = time.perf_counter()
+        record = committer.commit(plan)
+        elapsed = time.perf_counter() - started
+        state.committed_plan(plan, record.version, now=0)
+        return elapsed
+
+    def part_jsonl(self, sizes: list[int]) -> dict[str, Any]:
+        rows = []
+        for n in sizes:
+            landing = Landing(self.work / f"landing-jsonl-{n}", self.rows)
+            table = self.coordinator(f"jsonl{n}")
+            self.commit(table, landing.write_jsonl(1))  # the table exists before the measured commit
+            files = landing.write_jsonl(n)
+            seconds = self.commit(table, files)
+            rows.append({"files": n, "lines_per_file": self.rows, "commit_s": round(seconds, 3)})
+            print(f"{n:>6} JSONL files: {seconds:.2f} s", flush=True)
+        return {"results": rows}
+
+    def part_checkpoints(self, commits: int) -> dict[str, Any]:
+        modes = {
+            "inline": MaintenancePolicy(checkpoint_interval_commits=0),  # Delta: inside every 10th commit
+            # the control: no checkpoint in 200 commits, so what the commit path alone varies by
+            "none": MaintenancePolicy(checkpoint_interval_commits=NO_CHECKPOINTS),
+            "background": MaintenancePolicy(),  # after every 10th commit, from a background thread
+        }
+        out: dict[str, Any] = {"commits": commits, "files_per_commit": 10}
+        for mode, policy in modes.items():
+            landing = Landing(self.work / f"landing-{mode}", self.rows)
+            table = self.coordinator(f"ckpt-{mode}", policy)
+            self.commit(table, landing.write(10))  # the table exists before the timed commits
+            times = []
+            for i in range(commits):
+                times.append(self.commit(table, landing.write(10)))
+                if (i + 1) % 50 == 0:
+                    print(
+                        f"  {mode}: {i + 1}/{commits} commits, median so far {statistics.median(times):.3f} s",
+                        flush=True,
+                    )
+            table.drain()  # the last background checkpoint, before the next mode is timed
+            checkpoints = [r for r in table.maintenance_runs if r.kind.value == "checkpoint"]
+            out[mode] = {
+                **summary(times),
+                "seconds": [round(t, 4) for t in times],
+                "background_checkpoints": len(checkpoints),
+                "checkpoint_seconds": [round(r.duration_ms / 1000, 3) for r in checkpoints],
+            }
+            print(
+                f"{mode:>10}: p50 {out[mode]['p50_s']:.3f} s  p99 {out[mode]['p99_s']:.3f} s  "
+                f"max {out[mode]['max_s']:.3f} s  p99/p50 {out[mode]['p99_s'] / out[mode]['p50_s']:.2f}",
+                flush=True,
+            )
+        return out
+
+    def part_history(self, versions: list[int], window: int) -> dict[str, Any]:
+        landing = Landing(self.work / "landing-history", max(10, self.rows // 100))
+        table = self.coordinator("history")
+        rows = []
+        version = -1
+        for target in sorted(versions):
+            while version < target - 1:  # grow the table one small commit at a time
+                self.commit(table, landing.write(1))
+                version += 1
+                if version % 500 == 0:
+                    print(f"  history: table at v{version}", flush=True)
+            times = [self.commit(table, landing.write(10)) for _ in range(window)]
+            version += window
+            rows.append({"version": target, "window": window, **summary(times)})
+            table.drain()
+            print(f"  at v{target}: p50 {rows[-1]['p50_s']:.3f} s  p99 {rows[-1]['p99_s']:.3f} s", flush=True)
+        return {"results": rows}
+
+    def part_upsert(self, rows: int, files: int, sizes: list[int]) -> dict[str, Any]:
+        from lakegate_bench import upsert as bench_upsert
+
+        return dict(bench_upsert.run(self.spark, self.work, rows, files, sizes))

@@ -1,0 +1,189 @@
+"""Benchmarks of the commit service's Delta side (real Spark + Delta), in selectable parts.
+
+Parts (``--parts``, default all but ``upsert``):
+
+- ``commit``: one commit of N Parquet files (1,000 rows x 10 columns each), N in ``--files``.
+  The same files are committed three ways, each into its own table that already exists:
+  Lakegate with the files' footers read ahead (what a commit finds after the files waited in the
+  buffer: the service's own ``TableCoordinator`` path), Lakegate cold (nothing read ahead: a
+  ``DeltaCommitter`` alone), and the rewrite a Spark job would do
+  (``read.parquet(files).write.format("delta").mode("append")``).
+- ``checkpoints``: ``--commits`` consecutive 10-file commits through the ``TableCoordinator``,
+  once with Delta's checkpoints inside every 10th commit, once with no checkpoint at all (the
+  control: how much the commit path varies by itself) and once with them in the background (the
+  default): p50, p99, max and p99/p50 of the commit time.
+- ``history``: commit time (p50/p99 of ``--window`` commits) once the table is at each version of
+  ``--history`` (checkpoints in the background).
+- ``jsonl``: one commit of N gzip JSON-lines files (``--rows`` lines each, N in ``--jsonl-files``),
+  which the service rewrites as Parquet inside the commit (Spark parses them).
+- ``intake``: ``lakegate_bench/intake.py`` (the HTTP handler in-process, no JVM).
+- ``pipeline``: end-to-end freshness and CPU-seconds per million records, Lakegate's whole
+  pipeline (Connect sink, sidecar, service) beside a Spark Structured Streaming job on the same
+  records, at each of ``--intervals``, after ``--warm-up-seconds`` at the rate that are not
+  measured; each system's CPU and its JIT compilers' part of it (``lakegate_bench/pipeline.py``).
+- ``http``: the real service (gunicorn, Spark started and idle) under ``wrk``: one-file manifests
+  from ``--clients`` concurrent connections for ``--seconds`` each; manifests/s, p50/p90/p99.
+- ``upsert``: one upsert round of each of ``--upsert-keys`` changed keys into a table of
+  ``--upsert-rows`` rows, keys clustered and random, with deletion vectors and copy-on-write,
+  against Delta's own MERGE with deletion vectors on the same changes (``lakegate_bench/upsert.py``).
+
+Prints progress and tables, writes ``<part>.json`` and a PNG plot per part to ``--out-dir``
+(default ``.lakegate/bench``). Run through ``scripts/bench``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lakegate_bench.commit_path import Bench
+from lakegate_bench.http_load import part_http
+from lakegate_bench.report import plot, report
+
+PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline", "upsert")
+DEFAULT_PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench", description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--parts",
+        default=",".join(DEFAULT_PARTS),
+        help=f"comma-separated, of {', '.join(PARTS)} (default: {','.join(DEFAULT_PARTS)})",
+    )
+    parser.add_argument(
+        "--files",
+        type=int,
+        nargs="+",
+        default=[10, 100, 1000, 10000],
+        help="commit: files per commit (default 10 100 1000 10000)",
+    )
+    parser.add_argument("--rows", type=int, default=1000, help="rows per file (default 1000)")
+    parser.add_argument(
+        "--commits", type=int, default=200, help="checkpoints: consecutive commits per mode (default 200)"
+    )
+    parser.add_argument(
+        "--history",
+        type=int,
+        nargs="+",
+        default=[10, 1000, 5000],
+        help="history: table versions (default 10 1000 5000)",
+    )
+    parser.add_argument("--window", type=int, default=20, help="history: commits timed at each version (default 20)")
+    parser.add_argument(
+        "--jsonl-files",
+        type=int,
+        nargs="+",
+        default=[10, 100, 1000],
+        help="jsonl: files per commit (default 10 100 1000)",
+    )
+    parser.add_argument(
+        "--clients", type=int, nargs="+", default=[8, 32], help="http: concurrent connections (default 8 32)"
+    )
+    parser.add_argument("--seconds", type=int, default=20, help="http: seconds per run (default 20)")
+    parser.add_argument(
+        "--intervals",
+        type=int,
+        nargs="+",
+        default=[2, 10],
+        help="pipeline: commit intervals / triggers, s (default 2 10)",
+    )
+    parser.add_argument("--rate", type=int, default=5000, help="pipeline: records per second (default 5000)")
+    parser.add_argument(
+        "--pipeline-seconds", type=int, default=120, help="pipeline: seconds of producing (default 120)"
+    )
+    parser.add_argument(
+        "--warm-up-seconds",
+        type=int,
+        default=0,
+        help="pipeline: seconds at --rate before each measured run, not measured (default 0)",
+    )
+    parser.add_argument(
+        "--upsert-rows", type=int, default=10_000_000, help="upsert: rows of the table (default 10000000)"
+    )
+    parser.add_argument("--upsert-files", type=int, default=40, help="upsert: files of the table (default 40)")
+    parser.add_argument(
+        "--upsert-keys",
+        type=int,
+        nargs="+",
+        default=[1000, 10000, 100000],
+        help="upsert: changed keys per round (default 1000 10000 100000)",
+    )
+    parser.add_argument("--out-dir", type=Path, default=Path(".lakegate/bench"))
+    parser.add_argument("--no-plot", action="store_true", help="write no PNG")
+    parser.add_argument(
+        "--report", action="store_true", help="print Markdown tables of the JSON in --out-dir; run nothing"
+    )
+    args = parser.parse_args(argv)
+    if args.report:
+        print(report(args.out_dir))
+        return 0
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"unknown part(s) {', '.join(unknown)}: choose from {', '.join(PARTS)}")
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+
+    if "intake" in parts:
+        from lakegate_bench import intake as bench_intake
+
+        print("== intake", flush=True)
+        bench_intake.main(["--out", str(args.out_dir / "intake.json")])
+    work = Path(tempfile.mkdtemp(prefix="lakegate-bench-"))
+    if "http" in parts:
+        write_part("http", machine, lambda: part_http(work, args.clients, args.seconds), args)
+    if "pipeline" in parts:
+        from lakegate_bench import pipeline as bench_pipeline
+
+        write_part(
+            "pipeline",
+            machine,
+            lambda: bench_pipeline.run(
+                work / "pipeline", args.intervals, args.rate, args.pipeline_seconds, args.warm_up_seconds
+            ),
+            args,
+        )
+    in_process = [p for p in parts if p not in ("intake", "http", "pipeline")]  # in the order of PARTS
+    if not in_process:
+        return 0
+    bench = Bench(work, args.rows)
+    runs: dict[str, Callable[[], dict[str, Any]]] = {
+        "commit": lambda: bench.part_commit(args.files),
+        "checkpoints": lambda: bench.part_checkpoints(args.commits),
+        "history": lambda: bench.part_history(args.history, args.window),
+        "jsonl": lambda: bench.part_jsonl(args.jsonl_files),
+        "upsert": lambda: bench.part_upsert(args.upsert_rows, args.upsert_files, args.upsert_keys),
+    }
+    for part in in_process:
+        write_part(part, machine, runs[part], args)
+    bench.spark.stop()
+    return 0
+
+
+def write_part(part: str, machine: dict[str, Any], run: Callable[[], dict[str, Any]], args: argparse.Namespace) -> None:
+    """Run one part; write its JSON (and its plot)."""
+    print(f"== {part}", flush=True)
+    started = time.monotonic()
+    data = {"benchmark": part, "machine": machine, **run(), "took_s": 0.0}
+    data["took_s"] = round(time.monotonic() - started, 1)
+    out = args.out_dir / f"{part}.json"
+    out.write_text(json.dumps(data, indent=2))
+    print(f"wrote {out}", flush=True)
+    if not args.no_plot:
+        plot(part, data, args.out_dir / f"{part}.png")
+        print(f"wrote {args.out_dir / f'{part}.png'}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
