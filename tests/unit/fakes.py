@@ -5,7 +5,8 @@
   config with two tokens, and the requests of the HTTP tests;
 - :class:`PoisonCommitter`, :class:`MemoryStore`, :class:`Clock`: a committer that fails any plan
   holding a poisoned file, a :class:`~commit_service.ports.DeadLetterStore` in memory, a settable clock;
-- :func:`pf`: a buffered file of partition 0 (or any) with given offsets.
+- :func:`pf`: a buffered file of partition 0 (or any) with given offsets; :func:`lease`: a lease
+  claim over HTTP.
 """
 
 from __future__ import annotations
@@ -192,3 +193,15 @@ def pf(
 ) -> PendingFile:
     path = path or f"s3a://landing/{topic}-{partition}-{start}"
     return PendingFile(DataFile(path, topic, partition, start, end, size), manifest, "sidecar-1")
+
+
+def lease(client: FlaskClient, sidecar: str, worker: str, tasks: list[int], partitions: list[int]) -> dict[str, Any]:
+    body = {
+        "sidecar": {"id": sidecar, "worker": worker},
+        "connector": "snk",
+        "tasks": tasks,
+        "partitions": [{"topic": "orders", "partition": p} for p in partitions],
+    }
+    r = client.post("/v1/leases", json=body, headers=h())
+    assert r.status_code == 200, r.json
+    return dict(r.json)  # type: ignore[arg-type]
