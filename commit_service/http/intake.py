@@ -2,7 +2,8 @@
 
 Every sidecar posts its files here, so this is the request the service answers most. Through
 Flask, a one-file manifest spent more of its interpreter time in Flask's request and app contexts,
-URL matching and response object than in the handler (``docs/performance.md``, "Manifest intake").
+URL matching and response object than in the handler (``docs/performance-history.md``, "Manifest
+intake").
 :class:`ManifestRoute` wraps the app's WSGI callable (installed by
 :func:`commit_service.http.app.create_app`) and answers a ``POST`` to exactly ``/v1/manifests`` with a
 ``Content-Length`` body itself, through the same functions as the blueprint's route
