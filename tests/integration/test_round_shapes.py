@@ -18,7 +18,7 @@ import pytest
 from deltalake import DeltaTable
 
 from commit_service.config import Placement
-from commit_service.delta import committer as delta_commit
+from commit_service.delta import append as append_round
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import RoundSchema
@@ -178,7 +178,7 @@ def test_the_guard_refuses_a_round_whose_schema_merge_is_turned_off(
     def first_wins(table_schema: Any, files: Any, **_: Any) -> RoundSchema:
         return RoundSchema(files[0].schema, {})
 
-    monkeypatch.setattr(delta_commit, "reconcile", first_wins)
+    monkeypatch.setattr(append_round, "reconcile", first_wins)
     with pytest.raises(RoundShortfallError, match=r"the columns \['y.z'\] of .*b-0-0 would not be written"):
         commit_all(committer, TableState("t"), [p1, p2])
     assert not (table / "_delta_log").exists()
