@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from commit_service.config import SparkSettings, TableConfig
+from commit_service.config import Placement, SparkSettings, TableConfig
 from commit_service.coordination.table_coordinator import TableCoordinator
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.delta.session import create_session
@@ -119,6 +119,7 @@ class Bench:
             name,
             f"file://{root}",
             topics=(TOPIC,),
+            placement=Placement.IN_PLACE_ABSOLUTE,  # the landing is outside the root: add, never rewrite
             commit=CommitPolicy(max_files=1_000_000, max_bytes=1 << 50, max_pending_files=1_000_000),
             maintenance=policy or MaintenancePolicy(),
         )
@@ -127,6 +128,7 @@ class Bench:
             name,
             config.path,
             self.storage,
+            placement=config.placement,
             checkpoint_in_commit=not config.maintenance.background_checkpoints,
             facts=FactsCache(storage_facts(self.storage), name=name),
         )
@@ -155,7 +157,13 @@ class Bench:
         for n in sizes:
             landing = Landing(self.work / f"landing-{n}", self.rows)  # offsets from 0: new tables
             warm_table = self.coordinator(f"warm{n}")
-            cold = DeltaCommitter(self.spark, f"cold{n}", f"file://{self.work}/cold{n}", self.storage)
+            cold = DeltaCommitter(
+                self.spark,
+                f"cold{n}",
+                f"file://{self.work}/cold{n}",
+                self.storage,
+                placement=Placement.IN_PLACE_ABSOLUTE,
+            )
             rewrite_path = str(self.work / f"rewrite{n}")
             first = landing.write(1)  # each table exists before the measured commit
             self.commit(warm_table, first)

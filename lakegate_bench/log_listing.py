@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from commit_service.config import S3Settings, SparkSettings
+from commit_service.config import Placement, S3Settings, SparkSettings
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.delta.session import LOCAL_LOG_WRITES, create_session
 from commit_service.domain.plan import PendingFile
@@ -126,7 +126,14 @@ def run_mode(store: str, mode: str, extra: int, commits: int) -> dict[str, Any]:
     with place_of(work, conf) as place:
         print(f"[{mode}] starting Spark (local[2], {conf or 'the service settings'}) ...", flush=True)
         spark = create_session(place.settings)
-        committer = DeltaCommitter(spark, "bench", place.table, place.storage, checkpoint_in_commit=False)
+        committer = DeltaCommitter(  # the landing is outside the table root: add by absolute URI, never rewrite
+            spark,
+            "bench",
+            place.table,
+            place.storage,
+            checkpoint_in_commit=False,
+            placement=Placement.IN_PLACE_ABSOLUTE,
+        )
         state = TableState("bench")
         landed = iter(range(10**9))
 

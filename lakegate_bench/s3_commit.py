@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from commit_service.config import S3Settings, SparkSettings
+from commit_service.config import Placement, S3Settings, SparkSettings
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.delta.session import create_session
 from commit_service.domain.plan import PendingFile
@@ -91,7 +91,13 @@ def main(argv: list[str] | None = None) -> int:
             SparkSettings(master="local[2]", ui_enabled=False, local_dir=work / "spark", s3=settings)
         )
         committer = DeltaCommitter(
-            spark, "bench", f"s3a://{BUCKET}/bench", storage, checkpoint_in_commit=False, facts=facts
+            spark,
+            "bench",
+            f"s3a://{BUCKET}/bench",
+            storage,
+            checkpoint_in_commit=False,
+            facts=facts,
+            placement=Placement.IN_PLACE_ABSOLUTE,  # the landing is outside the table root: add, never rewrite
         )
         state = TableState("bench")
 
