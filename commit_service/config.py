@@ -39,6 +39,20 @@ class Placement(str, Enum):
     IN_PLACE_ABSOLUTE = "in_place_absolute"  # anywhere, by absolute URI: delta-spark reads it, delta-rs does not
 
 
+class TableFormat(str, Enum):
+    """The table format a table is committed in (``tables[].format``)."""
+
+    DELTA = "delta"
+    ICEBERG = "iceberg"  # in an Iceberg catalog of ``catalogs``
+
+
+class CatalogType(str, Enum):
+    """The kind of an Iceberg catalog (``catalogs[].type``)."""
+
+    REST = "rest"  # the Iceberg REST catalog protocol (uri: http(s)://...)
+    JDBC = "jdbc"  # Iceberg's JDBC catalog on a database (uri: jdbc:...)
+
+
 class Role(str, Enum):
     READ = "read"  # may read status: the status page and the GET endpoints
     SIDECAR = "sidecar"  # may also POST manifests and lease claims
@@ -142,6 +156,59 @@ class S3Settings:
             raise SparkSetupError("s3: set both access_key and secret_key, or neither")
 
 
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class IcebergCatalog:
+    """``catalogs[]``: an Iceberg catalog holding Iceberg tables; the service reaches it as a Spark
+    catalog of this ``name`` (:mod:`commit_service.spark.session` sets it up, at run time: ``uri``
+    and ``properties`` may hold secrets, which never go on the JVM's command line)."""
+
+    name: str
+    type: CatalogType
+    uri: str
+    warehouse: str | None = None  # where new tables go; a REST catalog may choose it itself
+    properties: dict[str, str] = field(default_factory=dict)  # any other Iceberg catalog property
+
+    def __post_init__(self) -> None:
+        where = f"catalogs[{self.name}]"
+        if not IDENTIFIER.match(self.name) or self.name == "spark_catalog":
+            raise ConfigError(f"{where}.name: must be letters, digits and _ (not spark_catalog)")
+        if self.type is CatalogType.REST and not re.match(r"^https?://\S+$", self.uri):
+            raise ConfigError(f"{where}.uri: a REST catalog's uri is its http(s):// endpoint, got {self.uri!r}")
+        if self.type is CatalogType.JDBC:
+            if not self.uri.startswith("jdbc:"):
+                raise ConfigError(f"{where}.uri: a JDBC catalog's uri is a jdbc: URL, got {self.uri!r}")
+            if not self.warehouse:
+                raise ConfigError(f"{where}.warehouse: a JDBC catalog needs the URI its tables live under")
+        if self.warehouse is not None:
+            try:
+                root_prefix(self.warehouse)
+            except UnsafePathError as exc:
+                raise ConfigError(f"{where}.warehouse: {self.warehouse!r}: {exc}") from None
+        for key in ("type", "uri", "warehouse", "catalog-impl"):
+            if key in self.properties:
+                raise ConfigError(f"{where}.properties.{key}: set it as {where}.{key.replace('catalog-impl', 'type')}")
+
+    def spark_conf(self) -> dict[str, str]:
+        """The Spark properties of this catalog (``spark.sql.catalog.<name>...``)."""
+        prefix = f"spark.sql.catalog.{self.name}"
+        conf = {
+            prefix: "org.apache.iceberg.spark.SparkCatalog",
+            f"{prefix}.type": self.type.value,
+            f"{prefix}.uri": self.uri,
+            # every commit reads the table afresh: Spark's cached copy would hide another writer
+            f"{prefix}.cache-enabled": "false",
+            # the file system Spark has (s3a://, file:), with the service's s3a settings
+            f"{prefix}.io-impl": "org.apache.iceberg.hadoop.HadoopFileIO",
+        }
+        if self.warehouse is not None:
+            conf[f"{prefix}.warehouse"] = self.warehouse
+        conf.update({f"{prefix}.{k}": v for k, v in self.properties.items()})
+        return conf
+
+
 @dataclass(frozen=True)
 class SparkSettings:
     """How the service's SparkSession is built; read from the ``spark:`` config section."""
@@ -156,6 +223,7 @@ class SparkSettings:
     local_dir: Path | None = None
     s3: S3Settings | None = None
     conf: Mapping[str, str] = field(default_factory=dict)
+    catalogs: tuple[IcebergCatalog, ...] = ()  # set: Iceberg's jars and extensions, and these catalogs
 
     def __post_init__(self) -> None:
         if not self.master:
@@ -217,9 +285,12 @@ class TableConfig:
     delete_on_tombstone: bool = False
     deletion_vectors: bool = True  # upsert: replaced rows are marked deleted, their files kept
     type_widening: bool = False  # a column may widen (int -> long, ...) with Delta's typeWidening feature
+    format: TableFormat = TableFormat.DELTA
+    iceberg_catalog: str | None = None  # format iceberg: the catalogs[] entry (default: the only one)
 
     def __post_init__(self) -> None:
         self._check_upsert()
+        self._check_iceberg()
         if not TABLE_NAME.match(self.name):
             raise ConfigError(f"tables[].name: {self.name!r} must be 1-128 of A-Z a-z 0-9 _ . -")
         try:
@@ -238,6 +309,29 @@ class TableConfig:
                 re.compile(self.topics_regex)
             except re.error as exc:
                 raise ConfigError(f"tables[{self.name}].topics_regex: {exc}") from None
+
+    def _check_iceberg(self) -> None:
+        where = f"tables[{self.name}]"
+        if self.format is TableFormat.DELTA:
+            if self.iceberg_catalog is not None:
+                raise ConfigError(f"{where}.iceberg_catalog: only for format: iceberg")
+            return
+        if len(self.name.split(".")) != 2 or not all(IDENTIFIER.match(p) for p in self.name.split(".")):
+            raise ConfigError(
+                f"{where}.name: an Iceberg table is named namespace.table (letters, digits, _), got {self.name!r}"
+            )
+        if self.mode is not TableMode.APPEND:
+            raise ConfigError(f"{where}.mode: Iceberg tables append in this release (mode: upsert is Delta only)")
+        if self.catalog is not None:
+            raise ConfigError(f"{where}.catalog: an Iceberg table is in its catalog already (see iceberg_catalog)")
+        if self.type_widening:
+            raise ConfigError(f"{where}.type_widening: Delta only (Iceberg promotes int -> long itself: not yet)")
+
+    @property
+    def background_checkpoints(self) -> bool:
+        """Whether the service writes this table's checkpoints off the commit path (Delta tables
+        only: an Iceberg table has none)."""
+        return self.format is TableFormat.DELTA and self.maintenance.background_checkpoints
 
     def _check_upsert(self) -> None:
         where = f"tables[{self.name}]"
@@ -266,7 +360,9 @@ class TableConfig:
     def adds_in_place(self) -> bool:
         """Whether Parquet files are added where they lie (``placement: in_place``, append tables;
         an upsert table rewrites every record)."""
-        return self.placement is Placement.IN_PLACE and self.mode is TableMode.APPEND
+        return (
+            self.placement is Placement.IN_PLACE and self.mode is TableMode.APPEND and self.format is TableFormat.DELTA
+        )
 
     @property
     def upsert(self) -> UpsertSpec | None:
@@ -312,10 +408,17 @@ class ServiceConfig:
     tables: tuple[TableConfig, ...] = ()
     kafka: KafkaSettings | None = None  # set: fencing on (docs/design.md, "Fencing")
     leases: LeaseConfig = field(default_factory=LeaseConfig)
+    catalogs: tuple[IcebergCatalog, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.tables:
             raise ConfigError("tables: at least one table is required")
+        catalogs = [c.name for c in self.catalogs]
+        if len(set(catalogs)) != len(catalogs):
+            raise ConfigError(f"catalogs: duplicate catalog names in {catalogs}")
+        for t in self.tables:
+            if t.format is TableFormat.ICEBERG:
+                self.catalog_of(t)  # raises when it has none
         names = [t.name for t in self.tables]
         if len(set(names)) != len(names):
             raise ConfigError(f"tables: duplicate table names in {names}")
@@ -334,6 +437,23 @@ class ServiceConfig:
                     "paths: delta-spark reads them, delta-rs and the engines built on it (DuckDB, Polars) do not)"
                 )
 
+    def catalog_of(self, table: TableConfig) -> IcebergCatalog:
+        """The Iceberg catalog holding ``table`` (``format: iceberg``)."""
+        if table.iceberg_catalog is None:
+            if len(self.catalogs) != 1:
+                raise ConfigError(
+                    f"tables[{table.name}].iceberg_catalog: name one of catalogs[] "
+                    f"({', '.join(c.name for c in self.catalogs) or 'none is configured'})"
+                )
+            return self.catalogs[0]
+        for catalog in self.catalogs:
+            if catalog.name == table.iceberg_catalog:
+                return catalog
+        raise ConfigError(
+            f"tables[{table.name}].iceberg_catalog: {table.iceberg_catalog!r} is not in catalogs[] "
+            f"({', '.join(c.name for c in self.catalogs) or 'none is configured'})"
+        )
+
     def table_for(self, topic: str) -> TableConfig | None:
         """The one table a topic routes to (the first that matches), or None."""
         return next((t for t in self.tables if t.routes(topic)), None)
@@ -350,6 +470,7 @@ class ServiceConfig:
             jars_dir=self.spark.jars_dir,
             local_dir=self.spark.local_dir,
             conf=self.spark.conf,
+            catalogs=self.catalogs if any(t.format is TableFormat.ICEBERG for t in self.tables) else (),
             s3=None if s3 is None else S3Settings(s3.endpoint, s3.region, s3.path_style, s3.access_key, s3.secret_key),
         )
 

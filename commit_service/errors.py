@@ -24,8 +24,8 @@ coordinator retries the ``retryable`` commit errors with backoff and reports the
     │   ├── NotReadyError                       503 not_ready: Spark and the tables are loading
     │   └── KafkaUnavailableError               503 kafka_unavailable: the Connect group cannot be read
     └── CommitError                             503 commit_failed: nothing was committed, files kept
-        ├── DeltaWriteError                     retryable: Delta failed (persisting: a file is quarantined)
-        │   └── DeltaUnavailableError           retryable, transient: the table's storage is unreachable
+        ├── TableWriteError                     retryable: Delta failed (persisting: a file is quarantined)
+        │   └── TableUnavailableError           retryable, transient: the table's storage is unreachable
         ├── UnexpectedCommitError               retryable: anything else the commit path raised
         ├── RoundShortfallError                 retryable: what would be written lacks rows or columns
         ├── ConnectCheckError                   retryable, transient: Connect's offsets cannot be read
@@ -68,8 +68,8 @@ __all__ = [
     "ConnectCheckError",
     "DataFileError",
     "DataFileUnavailableError",
-    "DeltaUnavailableError",
-    "DeltaWriteError",
+    "TableUnavailableError",
+    "TableWriteError",
     "ForbiddenError",
     "HeadersTooLargeError",
     "KafkaUnavailableError",
@@ -173,7 +173,7 @@ class CommitError(LakegateError):
         super().__init__(message, {"retryable": self.retryable})
 
 
-class DeltaWriteError(CommitError):
+class TableWriteError(CommitError):
     """Delta refused or failed the commit (mapped from the JVM exception's class); retried with
     backoff, and if it persists the plan is narrowed until one file is found to blame and
     quarantined (:mod:`commit_service.domain.failures`)."""
@@ -181,7 +181,7 @@ class DeltaWriteError(CommitError):
     retryable = True
 
 
-class DeltaUnavailableError(DeltaWriteError):
+class TableUnavailableError(TableWriteError):
     """Delta could not reach the table's storage (an ``IOException`` or SDK client error): an
     outage, never blamed on a file; retried with backoff until it passes."""
 
@@ -191,7 +191,7 @@ class DeltaUnavailableError(DeltaWriteError):
 class RoundShortfallError(CommitError):
     """The round guard (:mod:`commit_service.domain.round_guard`) found that what would be written holds
     fewer rows or columns than the round's files: nothing is committed. Treated like a persistent
-    :class:`DeltaWriteError` (the plan is narrowed until one file is to blame, then quarantined)."""
+    :class:`TableWriteError` (the plan is narrowed until one file is to blame, then quarantined)."""
 
     code = "round_shortfall"
     retryable = True
@@ -199,7 +199,7 @@ class RoundShortfallError(CommitError):
 
 class UnexpectedCommitError(CommitError):
     """The commit path raised something no class above describes (a bug, a py4j surprise):
-    treated like a persistent :class:`DeltaWriteError`; its trace is logged once per streak."""
+    treated like a persistent :class:`TableWriteError`; its trace is logged once per streak."""
 
     retryable = True
 

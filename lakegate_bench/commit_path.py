@@ -17,10 +17,10 @@ import pyarrow.parquet as pq
 from commit_service.config import Placement, SparkSettings, TableConfig
 from commit_service.coordination.table_coordinator import TableCoordinator
 from commit_service.delta.committer import DeltaCommitter
-from commit_service.delta.session import create_session
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import CommitPolicy, PendingFile
 from commit_service.domain.state import TableState
+from commit_service.spark.session import create_session
 from commit_service.storage.prefetch import FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat

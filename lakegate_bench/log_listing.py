@@ -36,9 +36,9 @@ from typing import Any
 
 from commit_service.config import Placement, S3Settings, SparkSettings
 from commit_service.delta.committer import DeltaCommitter
-from commit_service.delta.session import LOCAL_LOG_WRITES, create_session
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
+from commit_service.spark.session import LOCAL_LOG_WRITES, create_session
 from commit_service.storage.reader import StorageReader
 from lakegate_bench.result import report
 from lakegate_bench.s3_commit import BUCKET, PARTITIONS, ROWS, TOPIC, parquet_body, upload

@@ -26,10 +26,10 @@ from deltalake import DeltaTable
 
 from commit_service.config import SparkSettings
 from commit_service.delta.committer import DeltaCommitter
-from commit_service.delta.session import create_session
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
+from commit_service.spark.session import create_session
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import MaintenanceKind

@@ -22,9 +22,9 @@ import pyarrow.parquet as pq
 
 from commit_service.config import Placement, S3Settings, SparkSettings
 from commit_service.delta.committer import DeltaCommitter
-from commit_service.delta.session import create_session
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
+from commit_service.spark.session import create_session
 from commit_service.storage.prefetch import THREADS, FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
 from lakegate_bench.result import report

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from commit_service.config import S3Settings, SparkSettings
-from commit_service.delta.session import create_session, spark_jars
+from commit_service.spark.session import create_session, spark_jars
 from lakegate_core.cache import default_jars_dir
 
 

@@ -1,8 +1,9 @@
 """Pinned JVM artifacts and their resolution from Maven Central into a project-owned cache.
 
 Read by ``scripts/fetch-jars`` (and through it by the test and demo commands, the Dockerfile),
-by :mod:`lakegate_stack.kafka` / :mod:`lakegate_stack.connect` to build class paths. The service's
-Spark factory finds the Delta and s3a jars in the same place (:mod:`lakegate_core.cache`).
+by :mod:`lakegate_stack.kafka` / :mod:`lakegate_stack.connect` / :mod:`lakegate_stack.iceberg_catalog`
+to build class paths. The service's Spark factory finds the Delta and s3a jars in the same place
+(:mod:`lakegate_core.cache`).
 
 Each :class:`ArtifactGroup` lands in ``<cache>/jars/<name>/`` as a flat directory of jars,
 resolved with ``mvn dependency:copy-dependencies`` from a generated POM. A stamp file holding a
@@ -37,6 +38,10 @@ SPARK_VERSION = "4.1.1"  # must equal the pyspark pin in setup.cfg
 DELTA_VERSION = "4.4.0"  # must equal the delta-spark pin in setup.cfg
 HADOOP_VERSION = "3.4.2"  # the hadoop-client-api inside pyspark 4.1.1
 AWS_SDK_V2_VERSION = "2.29.52"  # what hadoop-project 3.4.2 declares for hadoop-aws
+ICEBERG_VERSION = "1.11.0"  # the Iceberg Spark runtime and the REST catalog server of the local stack
+JETTY_VERSION = "12.1.14"  # Jetty 12.1 (ee10 servlet, compression): what Iceberg's REST fixture is built on
+SQLITE_JDBC_VERSION = "3.51.1.0"  # JDBC catalogs on a sqlite file (the service's, the REST server's backend)
+POSTGRESQL_JDBC_VERSION = "42.7.8"  # JDBC catalogs on PostgreSQL
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
@@ -45,8 +50,11 @@ STAMP_FILE = ".lakegate-stamp"
 
 @dataclass(frozen=True)
 class Dependency:
-    """One Maven coordinate ``group:artifact:version`` and the ``group:artifact`` it excludes.
+    """One Maven coordinate ``group:artifact:version[:classifier]`` and the ``group:artifact`` it
+    excludes.
 
+    The classifier picks a secondary jar of the artifact (``tests``, ``test-fixtures``); it lives in
+    the coordinate string, so a group without classifiers keeps its fingerprint.
     ``"*:*"`` in ``exclusions`` takes the artifact alone, without its transitive closure.
     """
 
@@ -55,11 +63,22 @@ class Dependency:
 
     def __post_init__(self) -> None:
         parts = self.coordinate.split(":")
-        if len(parts) != 3 or not all(parts):
-            raise ArtifactError(f"bad Maven coordinate {self.coordinate!r}: want group:artifact:version")
+        if len(parts) not in (3, 4) or not all(parts):
+            raise ArtifactError(f"bad Maven coordinate {self.coordinate!r}: want group:artifact:version[:classifier]")
         for ex in self.exclusions:
             if len(ex.split(":")) != 2:
                 raise ArtifactError(f"bad exclusion {ex!r} of {self.coordinate}: want group:artifact")
+
+    @property
+    def gav(self) -> tuple[str, str, str]:
+        """``(group, artifact, version)`` of the coordinate, without its classifier."""
+        g, a, v = self.coordinate.split(":")[:3]
+        return g, a, v
+
+    @property
+    def classifier(self) -> str | None:
+        parts = self.coordinate.split(":")
+        return parts[3] if len(parts) == 4 else None
 
 
 @dataclass(frozen=True)
@@ -184,6 +203,46 @@ GROUPS: dict[str, ArtifactGroup] = {
                 Dependency(f"software.amazon.awssdk:bundle:{AWS_SDK_V2_VERSION}", exclusions=("*:*",)),
             ),
         ),
+        ArtifactGroup(
+            name="iceberg",
+            description=f"Apache Iceberg {ICEBERG_VERSION} Spark runtime for Spark {SPARK_VERSION[:3]} (Scala 2.13), "
+            "with the JDBC catalog's drivers",
+            dependencies=(
+                # A shaded jar carrying its own closure; Spark provides the rest.
+                Dependency(
+                    f"org.apache.iceberg:iceberg-spark-runtime-{SPARK_VERSION[:3]}_2.13:{ICEBERG_VERSION}",
+                    exclusions=("*:*",),
+                ),
+                # The drivers of Iceberg's JDBC catalog (catalogs[].type: jdbc): sqlite and PostgreSQL.
+                Dependency(f"org.xerial:sqlite-jdbc:{SQLITE_JDBC_VERSION}", exclusions=("*:*",)),
+                Dependency(f"org.postgresql:postgresql:{POSTGRESQL_JDBC_VERSION}", exclusions=("*:*",)),
+            ),
+        ),
+        ArtifactGroup(
+            name="iceberg-rest",
+            description=f"Apache Iceberg {ICEBERG_VERSION} REST catalog server (its test fixture) on a JDBC "
+            "sqlite backend, for the local stack (lakegate_stack.iceberg_catalog)",
+            dependencies=(
+                # RESTCatalogServer itself: a small jar whose POM declares nothing.
+                Dependency(f"org.apache.iceberg:iceberg-open-api:{ICEBERG_VERSION}:test-fixtures", exclusions=("*:*",)),
+                # RESTCatalogAdapter and RESTCatalogServlet live in iceberg-core's test jar.
+                Dependency(f"org.apache.iceberg:iceberg-core:{ICEBERG_VERSION}:tests", exclusions=("*:*",)),
+                Dependency(f"org.apache.iceberg:iceberg-core:{ICEBERG_VERSION}"),
+                Dependency(f"org.eclipse.jetty.ee10:jetty-ee10-servlet:{JETTY_VERSION}"),
+                Dependency(f"org.eclipse.jetty.compression:jetty-compression-server:{JETTY_VERSION}"),
+                Dependency(f"org.eclipse.jetty.compression:jetty-compression-gzip:{JETTY_VERSION}"),
+                Dependency(f"org.xerial:sqlite-jdbc:{SQLITE_JDBC_VERSION}"),
+                # Hadoop's Configuration (the server builds one) and HadoopFileIO's file systems,
+                # shaded: two jars instead of hadoop-common's closure.
+                Dependency(f"org.apache.hadoop:hadoop-client-api:{HADOOP_VERSION}", exclusions=("*:*",)),
+                Dependency(f"org.apache.hadoop:hadoop-client-runtime:{HADOOP_VERSION}", exclusions=("*:*",)),
+                # What s3a logs to (hadoop-client-runtime's pin); it finds log4j2 by itself.
+                Dependency("commons-logging:commons-logging:1.3.0", exclusions=("*:*",)),
+                *_log_binding(),
+            ),
+            # Compile-time annotations of caffeine's, never loaded.
+            drop_prefixes=("checker-qual", "error_prone_annotations"),
+        ),
     )
 }
 
@@ -212,7 +271,8 @@ def render_pom(group: ArtifactGroup) -> str:
     """A throw-away POM whose dependency closure is the group."""
     deps = []
     for dep in group.dependencies:
-        g, a, v = (escape(p) for p in dep.coordinate.split(":"))
+        g, a, v = (escape(p) for p in dep.gav)
+        classifier = f"<classifier>{escape(dep.classifier)}</classifier>" if dep.classifier else ""
         excl = "".join(
             "<exclusion><groupId>{}</groupId><artifactId>{}</artifactId></exclusion>".format(
                 *(escape(p) for p in ex.split(":"))
@@ -221,6 +281,7 @@ def render_pom(group: ArtifactGroup) -> str:
         )
         deps.append(
             f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version>"
+            + classifier
             + (f"<exclusions>{excl}</exclusions>" if excl else "")
             + "</dependency>"
         )

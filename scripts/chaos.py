@@ -32,7 +32,7 @@ class SparkReader:
 
     def __call__(self, uri: str) -> list[int]:
         from commit_service.config import S3Settings, SparkSettings
-        from commit_service.delta.session import create_session
+        from commit_service.spark.session import create_session
         from lakegate_stack import s3 as s3mod
 
         if self.session is None:

@@ -8,14 +8,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from commit_service.delta.committer import DeltaCommitter
-from commit_service.delta.thread_priority import jvm_peer_thread_id
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
+from commit_service.ports import Committer
+from commit_service.spark.thread_priority import jvm_peer_thread_id
 from lakegate_core.status import CommitRecord, MaintenanceRecord
 from lakegate_stack import s3 as s3mod
 
 
-def commit_all(committer: DeltaCommitter, state: TableState, files: list[PendingFile]) -> CommitRecord:
+def commit_all(committer: Committer, state: TableState, files: list[PendingFile]) -> CommitRecord:
     """Offer ``files`` to ``state`` and make one forced commit of the plan, as the coordinator does."""
     for f in files:
         state.offer(f, now=0)

@@ -12,13 +12,26 @@ from pathlib import Path
 
 import pytest
 
-from commit_service.config import S3Settings, SparkSettings
-from commit_service.delta.session import create_session
+from commit_service.config import CatalogType, IcebergCatalog, S3Settings, SparkSettings
+from commit_service.spark.session import create_session
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.process import free_port
 from lakegate_stack.s3 import S3Server
+
+ICEBERG_CATALOG = "ice"  # the Spark session's Iceberg catalog: JDBC on a sqlite file in the stack dir
+
+
+def iceberg_jdbc_catalog(stack_dir: Path) -> IcebergCatalog:
+    """The tests' Iceberg JDBC catalog: a sqlite database file, tables under ``iceberg-warehouse/``."""
+    return IcebergCatalog(
+        name=ICEBERG_CATALOG,
+        type=CatalogType.JDBC,
+        uri=f"jdbc:sqlite:{stack_dir / 'iceberg-catalog.db'}",
+        warehouse=(stack_dir / "iceberg-warehouse").as_uri() + "/",
+        properties={"jdbc.schema-version": "V1"},
+    )
 
 
 @pytest.fixture(scope="session")
@@ -76,6 +89,7 @@ def spark(stack_dir: Path, s3_server: S3Server):  # type: ignore[no-untyped-def]
         driver_memory="2g",
         local_dir=stack_dir / "spark",
         s3=S3Settings(endpoint=s3_server.endpoint, access_key=s3mod.ACCESS_KEY, secret_key=s3mod.SECRET_KEY),
+        catalogs=(iceberg_jdbc_catalog(stack_dir),),
     )
     session = create_session(settings)
     yield session

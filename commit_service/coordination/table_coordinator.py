@@ -371,7 +371,7 @@ class TableCoordinator:
         path (one background thread per table: checkpoints never overlap, and while one is still
         being written the next is skipped: the one after it covers those commits too)."""
         policy = self.config.maintenance
-        if not policy.background_checkpoints or version <= 0 or version % policy.checkpoint_interval_commits:
+        if not self.config.background_checkpoints or version <= 0 or version % policy.checkpoint_interval_commits:
             return None
         if self._checkpoint_running is not None and not self._checkpoint_running.done():
             logger.info(

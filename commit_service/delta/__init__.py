@@ -1,20 +1,18 @@
 """Delta Lake behind the :class:`~commit_service.ports.Committer` port: the only package that
-talks to Spark, py4j and Delta.
+talks to Delta (Spark itself is ``commit_service.spark``).
 
-This ``__init__`` is the composition root: :func:`spark_committer_factory` builds each table's
-committer from its config, and :class:`~commit_service.delta.session.SparkHandle` holds the
-process's one SparkSession. Every other module here is imported through them, lazily (pyspark
-loads only when the production service starts Spark):
+This ``__init__`` is the composition root: :func:`spark_committer_factory` builds each Delta
+table's committer from its config, on the process's one SparkSession
+(:class:`~commit_service.spark.session.SparkHandle`). Every other module here is imported through
+it, lazily (pyspark loads only when the production service starts Spark):
 
-- ``session``: the SparkSession factory and its properties (``SparkHandle``, ``create_session``);
 - ``deferred``: a table's committer before Spark runs (offsets read from the log files);
 - ``committer``: ``DeltaCommitter``, one atomic Delta commit per round (the ``txn`` offsets in it);
 - ``append`` / ``upsert`` / ``changes``: what a round writes into an append table, and a MERGE's
   changes and writes for an upsert or CDC table;
-- ``convert`` / ``conform``: a round's text and enveloped files read as one frame of the round's schema;
 - ``log``: the table's ``_delta_log`` read without Spark (offsets, version, the orphan guard);
 - ``maintenance``: compaction, vacuum and checkpoints;
-- ``jvm_actions`` / ``jvm_handles`` / ``java_errors`` / ``thread_priority``: py4j plumbing;
+- ``jvm_actions`` / ``jvm_handles``: Delta's actions and classes through py4j;
 - ``faults``: the chaos run's crash points inside a commit.
 """
 
@@ -24,13 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from commit_service.config import ServiceConfig, TableConfig
-from commit_service.delta.session import SparkHandle
 from commit_service.ports import Committer, CommitterFactory
+from commit_service.spark import SparkHandle
 
 if TYPE_CHECKING:  # pyarrow loads when the production service builds its reader, not on import
     from commit_service.storage.reader import StorageReader
 
-__all__ = ["SparkHandle", "spark_committer_factory"]
+__all__ = ["spark_committer_factory"]
 
 
 def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: StorageReader) -> CommitterFactory:
@@ -58,7 +56,7 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: 
                 placement=table.placement,
                 unwrap=table.unwrap,
                 offset_check=table.offset_check,
-                checkpoint_in_commit=not table.maintenance.background_checkpoints,
+                checkpoint_in_commit=not table.background_checkpoints,
                 facts=facts,
                 upsert=table.upsert,
                 type_widening=table.type_widening,

@@ -8,7 +8,7 @@ without ``mode: upsert`` (:class:`~commit_service.delta.upsert.UpsertWriter` ser
 2. Parquet files that fit that schema are added where they lie (``in_place``) or copied under
    ``<table>/data/`` first (``copy_into_table``), with their footers' statistics;
 3. the others (JSON lines, CSV, enveloped Parquet) are read as one frame of that schema
-   (:class:`~commit_service.delta.convert.FrameReader`) and written by ``txn.writeFiles``;
+   (:class:`~commit_service.spark.convert.FrameReader`) and written by ``txn.writeFiles``;
 4. the round guard (``commit_service.domain.round_guard``) checks what will be written against
    what the files hold, before anything commits.
 """
@@ -21,20 +21,20 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from commit_service.config import Placement
-from commit_service.delta.convert import FrameReader
 from commit_service.delta.jvm_actions import ActionBuilder, ActionKind
 from commit_service.delta.jvm_handles import JvmHandles
 from commit_service.domain import round_guard
-from commit_service.domain.paths import delta_path, table_location
+from commit_service.domain.paths import delta_path
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import FileShape, Widening, fits, reconcile, resolved_schema
 from commit_service.errors import SchemaMismatchError
+from commit_service.spark.convert import FrameReader
+from commit_service.spark.sources import ParquetSchemas
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.protocol import FileFormat
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_CACHE = 256  # distinct footer schemas remembered
 SetSchema = Callable[[dict[str, Any], Sequence[Widening]], None]  # the round's schema, the columns it widens
 
 
@@ -61,7 +61,7 @@ class AppendWriter:
         self.type_widening = type_widening
         self._actions = actions
         self._handles = handles
-        self._spark_schemas: dict[str, dict[str, Any]] = {}  # footer schema (Arrow text) -> Spark's schema
+        self.parquet_schemas = ParquetSchemas(spark)
         self._said_outside_root = False
 
     def round(
@@ -135,7 +135,7 @@ class AppendWriter:
                 )
                 self._said_outside_root = True
             return False
-        physical = self.parquet_schema(p.file.path, facts.schema_key)
+        physical = self.parquet_schemas.get(p.file.path, facts.schema_key)
         if id(physical) not in fitting:  # the schema is kept with its answer: its id stays its own
             fitting[id(physical)] = (physical, fits(physical, target))
         return fitting[id(physical)][1]
@@ -145,18 +145,6 @@ class AppendWriter:
         mapper = self._handles.json_mapper
         actions = json.loads(mapper.writeValueAsString(self._handles.as_java(adds)))
         return [json.loads(a["stats"]) if a.get("stats") else None for a in actions]
-
-    def parquet_schema(self, path: str, key: str | None) -> dict[str, Any]:
-        """Spark's schema of a Parquet file: one Spark read per distinct footer schema, remembered
-        across commits (a sink writes the same schema file after file)."""
-        schema = self._spark_schemas.get(key) if key is not None else None
-        if schema is None:
-            schema = json.loads(self.spark.read.parquet(table_location(path)).schema.json())
-            if key is not None:
-                if len(self._spark_schemas) >= SCHEMA_CACHE:
-                    self._spark_schemas.clear()
-                self._spark_schemas[key] = schema
-        return schema
 
     def _place(self, files: list[PendingFile]) -> dict[str, str]:
         """Where each in-place file is committed from: copied under ``<table>/data/<topic>/<partition>/``

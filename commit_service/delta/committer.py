@@ -30,35 +30,34 @@ from py4j.protocol import Py4JError
 from commit_service.config import Placement
 from commit_service.delta import faults
 from commit_service.delta.append import AppendWriter
-from commit_service.delta.convert import FrameReader
-from commit_service.delta.java_errors import Failure, classify, java_summary
 from commit_service.delta.jvm_actions import ActionBuilder, ActionKind
 from commit_service.delta.jvm_handles import JvmHandles
 from commit_service.delta.log import LogReadError, read_log
 from commit_service.delta.maintenance import DeltaMaintainer
-from commit_service.delta.session import job_label
-from commit_service.delta.txn import app_id, job_group, kafka_timestamp, log_snapshot, parse_app_id
+from commit_service.delta.txn import app_id, log_snapshot, parse_app_id
 from commit_service.delta.upsert import UpsertWriter
-from commit_service.domain import coverage
 from commit_service.domain.content import Unwrap
 from commit_service.domain.coverage import OffsetCheck
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.paths import root_prefix, table_location
-from commit_service.domain.plan import CommitPlan, PendingFile
+from commit_service.domain.plan import CommitPlan
 from commit_service.domain.round_schema import Widening
 from commit_service.domain.upsert import UpsertSpec
 from commit_service.errors import (
     CommitError,
-    DataFileError,
-    DeltaUnavailableError,
-    DeltaWriteError,
     OffsetsMovedError,
+    TableUnavailableError,
+    TableWriteError,
     UnexpectedCommitError,
 )
 from commit_service.ports import TableSnapshot
+from commit_service.spark.convert import FrameReader, kafka_timestamp
+from commit_service.spark.java_errors import Failure, classify, java_summary
+from commit_service.spark.session import job_group, job_ids, job_label
+from commit_service.spark.sources import check_coverage, checked_facts
 from commit_service.storage.prefetch import FactsCache, storage_facts
-from commit_service.storage.reader import FileFacts, StorageReader
-from lakegate_core.protocol import DataFile, FileFormat
+from commit_service.storage.reader import StorageReader
+from lakegate_core.protocol import DataFile
 from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
@@ -193,24 +192,13 @@ class DeltaCommitter:
         except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
             raise self._translate(exc) from exc
         duration_ms = int((time.monotonic() - started) * 1000)
-        jobs = self._job_ids(group, job_group(self.table, commit_id, record.version))
+        jobs = job_ids(self.spark, group, job_group(self.table, commit_id, record.version))
         return replace(record, duration_ms=duration_ms, spark_jobs=jobs)
 
-    def _job_ids(self, *groups: str) -> tuple[int, ...]:
-        """The Spark UI's ids of the jobs run under ``groups``, oldest first (empty if Spark forgot
-        them: it keeps ``spark.ui.retainedJobs``)."""
-        try:
-            tracker = self.spark.sparkContext.statusTracker()
-            return tuple(sorted(int(j) for g in groups for j in tracker.getJobIdsForGroup(g)))
-        except Exception as exc:  # only the status page's links depend on it
-            logger.warning("table %s: cannot list the Spark jobs of %s: %s", self.table, groups, exc)
-            return ()
-
     def _commit(self, plan: CommitPlan, now_ms: int | None, commit_id: str) -> CommitRecord:
-        reader = FrameReader(self.spark, self.storage, self.unwrap, self._append.parquet_schema)
-        facts = self._facts(plan.files)
-        for p in plan.files:
-            coverage.check(p.file, self._coverage(p, facts[p.file.path], reader), self.offset_check)
+        reader = FrameReader(self.spark, self.storage, self.unwrap, self._append.parquet_schemas.get)
+        facts = checked_facts(self.facts, plan.files)
+        check_coverage(plan.files, facts, reader, self.offset_check)
 
         txn = self._log().startTransaction()
         read_version = int(txn.readVersion())
@@ -310,29 +298,6 @@ class DeltaCommitter:
 
     def prefetch(self, files: list[DataFile]) -> None:
         self.facts.prefetch(files)
-
-    def _facts(self, files: Sequence[PendingFile]) -> dict[str, FileFacts]:
-        """Every file's facts (size and mtime; for Parquet also its footer's), mostly read ahead by
-        :mod:`commit_service.storage.prefetch` while the file waited; checked against its manifest."""
-        results = self.facts.get_all([p.file for p in files])
-        facts = {}
-        for p, f in zip(files, results, strict=True):
-            if f.size_bytes != p.file.size_bytes:
-                raise DataFileError(p.file.path, f"is {f.size_bytes} bytes, the manifest said {p.file.size_bytes}")
-            if f.num_records is not None and p.file.record_count is not None and f.num_records != p.file.record_count:
-                raise DataFileError(
-                    p.file.path, f"holds {f.num_records} records, the manifest said {p.file.record_count}"
-                )
-            facts[p.file.path] = f
-        return facts
-
-    def _coverage(self, p: PendingFile, facts: FileFacts | None, reader: FrameReader) -> coverage.Coverage | None:
-        """The offsets ``p``'s content holds, when it carries the sink's offset field."""
-        if self.offset_check is OffsetCheck.OFF:
-            return None
-        if p.file.format is FileFormat.PARQUET:
-            return None if facts is None else facts.coverage
-        return coverage.from_lines(reader.lines(p))  # JSON lines, or CSV records as JSON lines
 
     def _txn_versions(self, txn: Any, ids: list[str]) -> dict[str, int]:
         """``txnVersion`` for each appId, registering each read with the transaction.
@@ -441,7 +406,7 @@ class DeltaCommitter:
             )
         summary = f"table {self.table}: Delta commit failed: {java_summary(exc)}"
         if kind is Failure.UNAVAILABLE:
-            return DeltaUnavailableError(summary)
+            return TableUnavailableError(summary)
         if kind is Failure.DELTA:
-            return DeltaWriteError(summary)
+            return TableWriteError(summary)
         return UnexpectedCommitError(f"table {self.table}: unexpected {type(exc).__name__} in the commit path")

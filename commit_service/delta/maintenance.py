@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from commit_service.delta.java_errors import java_summary
-from commit_service.delta.session import job_label
-from commit_service.delta.thread_priority import lower_jvm_peer
 from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.spark.java_errors import java_summary
+from commit_service.spark.session import job_label
+from commit_service.spark.thread_priority import lower_jvm_peer
 from lakegate_core.status import MaintenanceKind, MaintenanceRecord
 
 logger = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
-"""Lakegate's record inside a Delta table: the ``txn`` appId of each partition, the offsets read
-back from the log, and the Spark job group of a commit.
+"""Lakegate's record inside a Delta table: the ``txn`` appId of each partition and the offsets read
+back from the log.
 
 Written by :class:`~commit_service.delta.committer.DeltaCommitter` (one ``SetTransaction`` per
 partition, in the same commit as the round's files) and read at start-up by
@@ -8,10 +8,7 @@ partition, in the same commit as the round's files) and read at start-up by
 
 from __future__ import annotations
 
-from typing import Any
-
 from commit_service.delta.log import read_log
-from commit_service.domain.content import KAFKA_COLUMNS
 from commit_service.ports import TableSnapshot
 from commit_service.storage.reader import StorageReader
 from lakegate_core.types import PartitionOffsets, TopicPartition
@@ -38,19 +35,3 @@ def log_snapshot(storage: StorageReader, table: str, root: str) -> TableSnapshot
     state = read_log(storage, root)
     offsets = {tp: v for key, v in state.txns.items() if (tp := parse_app_id(table, key)) is not None}
     return TableSnapshot(state.version, PartitionOffsets(offsets))
-
-
-def kafka_timestamp(table_schema: dict[str, Any] | None) -> str | None:
-    """How a round reads the envelope's ``timestamp``: as the table's ``_kafka_timestamp`` holds it
-    (``timestamp``, or ``long`` epoch millis in a table made so before), ``timestamp`` for a new
-    column; None (each file's own type) for a table that holds it in another type."""
-    for f in (table_schema or {}).get("fields", []):
-        if f["name"] == KAFKA_COLUMNS["timestamp"]:
-            return f["type"] if f["type"] in ("timestamp", "long") else None
-    return "timestamp"
-
-
-def job_group(table: str, commit_id: str, version: int | None = None) -> str:
-    """The Spark job group of one commit: ``lakegate-<table>-<commit id>`` until the commit knows
-    its version, then ``lakegate-<table>-v<version>-<commit id>`` (the Spark UI's Jobs page shows it)."""
-    return f"lakegate-{table}-{commit_id}" if version is None else f"lakegate-{table}-v{version}-{commit_id}"

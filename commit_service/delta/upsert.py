@@ -29,8 +29,6 @@ from typing import Any
 
 from commit_service.delta import changes as changes_of
 from commit_service.delta import faults
-from commit_service.delta.conform import conform
-from commit_service.delta.convert import FrameReader
 from commit_service.domain import round_guard
 from commit_service.domain import upsert as spec_of
 from commit_service.domain.plan import PendingFile
@@ -46,6 +44,8 @@ from commit_service.domain.round_schema import (
 )
 from commit_service.domain.upsert import INTERNAL, ChangeError, UpsertSpec
 from commit_service.errors import DataFileError, SchemaMismatchError
+from commit_service.spark.conform import conform
+from commit_service.spark.convert import FrameReader
 from commit_service.storage.facts import FileFacts
 
 FILE_COLUMN = "__lakegate_file"

@@ -18,18 +18,20 @@ from typing import TYPE_CHECKING
 
 from flask import Flask
 
-from commit_service.config import Placement, ServiceConfig, TableConfig, load_config
+from commit_service.config import Placement, ServiceConfig, TableConfig, TableFormat, load_config
 from commit_service.coordination.coordinator import Coordinator
-from commit_service.delta import SparkHandle, spark_committer_factory
+from commit_service.delta import spark_committer_factory
 from commit_service.errors import LakegateError
 from commit_service.http.api import bp, register_error_handlers
 from commit_service.http.intake import ManifestRoute
 from commit_service.http.request_body import ServiceRequest
 from commit_service.http.runtime import ServiceRuntime
 from commit_service.http.status_page import init_sessions, ui
+from commit_service.iceberg import iceberg_committer_factory
 from commit_service.observe.lag import LagSampler, LogEnds
 from commit_service.observe.metrics import ServiceMetrics
 from commit_service.ports import CommitterFactory, ConnectGroups, DeadLetterStore
+from commit_service.spark import SparkHandle
 from lakegate_core.connect_group import GroupReader
 from lakegate_core.status import ErrorInfo
 
@@ -58,6 +60,14 @@ def kafka_groups(config: ServiceConfig) -> GroupReader | None:
     return None if config.kafka is None else GroupReader(config.kafka.admin_factory("lakegate-service"))
 
 
+def format_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: StorageReader) -> CommitterFactory:
+    """The production factory: each table's committer by its ``format`` (Delta or Iceberg), all
+    on the process's one SparkSession."""
+    delta = spark_committer_factory(config, spark, storage)
+    iceberg = iceberg_committer_factory(config, spark, storage)
+    return lambda table: iceberg(table) if table.format is TableFormat.ICEBERG else delta(table)
+
+
 def create_app(
     config: ServiceConfig | None = None,
     *,
@@ -77,7 +87,7 @@ def create_app(
     if committer_factory is None:  # production: Spark, and one storage reader for everything
         spark.settings = config.spark_settings()
         storage = service_storage(config)
-        committer_factory = spark_committer_factory(config, spark, storage)
+        committer_factory = format_committer_factory(config, spark, storage)
         dead_letters = dead_letter_stores(storage)
     coordinator = Coordinator(
         config,

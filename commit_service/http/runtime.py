@@ -14,9 +14,9 @@ from flask import Flask, current_app
 
 from commit_service.config import ServiceConfig
 from commit_service.coordination.coordinator import Coordinator
-from commit_service.delta import SparkHandle
 from commit_service.observe.lag import LagHistory, LagSampler
 from commit_service.observe.metrics import ServiceMetrics
+from commit_service.spark import SparkHandle
 from lakegate_core.status import ErrorInfo
 
 EXTENSION = "lakegate"

@@ -17,7 +17,7 @@ from tests.service_helpers import ServiceProcess, manifest, write_parquet
 READ_BACK = """
 import sys
 from pathlib import Path
-from commit_service.delta.session import SparkSettings, create_session
+from commit_service.spark.session import SparkSettings, create_session
 spark = create_session(SparkSettings(master="local[1]", ui_enabled=False, driver_memory="1g",
                                      local_dir=Path(sys.argv[1]), conf={"spark.sql.catalogImplementation": "hive"}))
 print(spark.table(sys.argv[2]).count())

@@ -1,4 +1,4 @@
-"""Java exceptions classified by class (commit_service.delta.java_errors), with real JVM throwables."""
+"""Java exceptions classified by class (commit_service.spark.java_errors), with real JVM throwables."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from commit_service.delta.java_errors import Failure, classify, java_summary
+from commit_service.spark.java_errors import Failure, classify, java_summary
 
 
 def thrown(spark: Any, call: Any) -> Exception:

@@ -16,7 +16,7 @@ import pytest
 from deltalake import DeltaTable
 from py4j.protocol import Py4JJavaError
 
-from commit_service.delta.session import LOCAL_FILE_SYSTEM, LOCAL_LOG_STORE
+from commit_service.spark.session import LOCAL_FILE_SYSTEM, LOCAL_LOG_STORE
 from lakegate_stack.procfs import children_cpu_seconds
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ from flask.testing import FlaskClient
 
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import CommitPlan, PendingFile
-from commit_service.errors import CommitError, DataFileError, DeltaWriteError
+from commit_service.errors import CommitError, DataFileError, TableWriteError
 from commit_service.ports import TableSnapshot
 from lakegate_core.protocol import DataFile
 from lakegate_core.status import CommitRecord, DeadLetter, MaintenanceKind, MaintenanceRecord
@@ -138,7 +138,7 @@ class PoisonCommitter:
     """Commits in memory, but any plan holding a poisoned path fails with ``error(path)``."""
 
     poison: set[str] = field(default_factory=set)
-    error: type[CommitError] = DeltaWriteError
+    error: type[CommitError] = TableWriteError
     committed: dict[TopicPartition, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     version: int = -1

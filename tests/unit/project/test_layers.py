@@ -28,18 +28,20 @@ MAY_IMPORT = {
     "ports": {"domain", "config", "errors"},
     "coordination": {"domain", "ports", "config", "errors"},
     "storage": {"domain", "config", "errors"},
-    "delta": {"domain", "ports", "storage", "config", "errors"},
+    "spark": {"domain", "storage", "config", "errors"},
+    "delta": {"spark", "domain", "ports", "storage", "config", "errors"},
+    "iceberg": {"spark", "domain", "ports", "storage", "config", "errors"},
     "observe": {"coordination", "domain", "ports", "config", "errors"},
     "serving": {"config", "errors"},
-    "http": {"delta", "coordination", "storage", "observe", "domain", "ports", "config", "errors"},
+    "http": {"delta", "iceberg", "spark", "coordination", "storage", "observe", "domain", "ports", "config", "errors"},
     "cli": {"http", "serving", "config", "errors"},
     "__init__": set(),
 }
-DOORS = {"delta"}  # areas imported from outside only through their package (its __init__)
+DOORS = {"delta", "iceberg"}  # areas imported from outside only through their package (its __init__)
 # heavy library -> the only areas that may import it
 HEAVY = {
-    "pyspark": {"delta"},
-    "py4j": {"delta"},
+    "pyspark": {"spark", "delta", "iceberg"},
+    "py4j": {"spark", "delta", "iceberg"},
     "flask": {"http"},
     "werkzeug": {"http"},
     "jinja2": {"http"},

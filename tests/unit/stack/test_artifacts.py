@@ -18,7 +18,8 @@ def test_every_group_renders_a_pom_with_its_pins() -> None:
     for group in GROUPS.values():
         root = ET.fromstring(artifacts.render_pom(group))
         deps = root.findall("m:dependencies/m:dependency", NS)
-        coords = [":".join(d.find(f"m:{t}", NS).text for t in ("groupId", "artifactId", "version")) for d in deps]  # type: ignore[union-attr,misc]
+        parts = ("groupId", "artifactId", "version", "classifier")  # a classifier only where one is pinned
+        coords = [":".join(t for p in parts if (t := d.findtext(f"m:{p}", namespaces=NS))) for d in deps]
         assert coords == [d.coordinate for d in group.dependencies]
 
 
@@ -60,7 +61,7 @@ def test_the_log_store_compiles_against_the_pinned_delta_and_hadoop() -> None:
 def test_the_file_system_jar_the_service_looks_for_is_the_one_the_pom_makes() -> None:
     """The service finds its local file system's jar by name (``*-local-fs.jar``) and puts it on
     the driver's class path; the POM makes that jar with a classifier, holding that class alone."""
-    from commit_service.delta.session import LOCAL_FILE_SYSTEM, LOCAL_FILE_SYSTEM_JAR
+    from commit_service.spark.session import LOCAL_FILE_SYSTEM, LOCAL_FILE_SYSTEM_JAR
 
     project = GROUPS["log-store"].build_project
     assert project is not None
@@ -83,10 +84,33 @@ def test_fingerprint_changes_with_a_pin() -> None:
     assert a.fingerprint() != b.fingerprint()
 
 
-@pytest.mark.parametrize("bad", ["g:a", "g::1", "g:a:1:2"])
+@pytest.mark.parametrize("bad", ["g:a", "g::1", "g:a:1:", "g:a:1:tests:x"])
 def test_bad_coordinate_is_rejected(bad: str) -> None:
     with pytest.raises(ArtifactError, match="bad Maven coordinate"):
         Dependency(bad)
+
+
+def test_a_classifier_is_rendered_as_its_own_element() -> None:
+    dep = Dependency("org.example:lib:1.0:test-fixtures", exclusions=("*:*",))
+    assert dep.gav == ("org.example", "lib", "1.0") and dep.classifier == "test-fixtures"
+    assert Dependency("org.example:lib:1.0").classifier is None
+    pom = ET.fromstring(artifacts.render_pom(ArtifactGroup("x", "d", (dep,))))
+    [rendered] = pom.findall("m:dependencies/m:dependency", NS)
+    assert rendered.findtext("m:artifactId", namespaces=NS) == "lib"
+    assert rendered.findtext("m:version", namespaces=NS) == "1.0"
+    assert rendered.findtext("m:classifier", namespaces=NS) == "test-fixtures"
+
+
+def test_the_iceberg_rest_server_takes_the_fixture_and_test_jars_by_classifier() -> None:
+    classified = {d.gav[1]: d.classifier for d in GROUPS["iceberg-rest"].dependencies if d.classifier}
+    assert classified == {"iceberg-open-api": "test-fixtures", "iceberg-core": "tests"}
+    runtime, *drivers = GROUPS["iceberg"].dependencies
+    assert {d.gav[1] for d in drivers} == {"sqlite-jdbc", "postgresql"}  # the JDBC catalog's
+    assert runtime.gav == (
+        "org.apache.iceberg",
+        f"iceberg-spark-runtime-{artifacts.SPARK_VERSION[:3]}_2.13",
+        artifacts.ICEBERG_VERSION,
+    )
 
 
 def test_missing_group_says_what_to_run(tmp_path: Path) -> None:

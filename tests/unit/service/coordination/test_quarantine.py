@@ -19,9 +19,9 @@ from commit_service.errors import (
     ContentRangeError,
     DataFileError,
     DataFileUnavailableError,
-    DeltaUnavailableError,
-    DeltaWriteError,
     OffsetsMovedError,
+    TableUnavailableError,
+    TableWriteError,
     UnexpectedCommitError,
 )
 from lakegate_core.protocol import DataFile, FileFormat, FileStatus, OffsetSpan
@@ -59,18 +59,18 @@ def run(tc: TableCoordinator, clock: Clock, rounds: int) -> int:
 
 def test_backoff_doubles_to_a_cap_and_concurrent_writers_retry_at_once() -> None:
     tracker = FailureTracker(CommitPolicy(max_attempts=100))
-    delays = [tracker.failed(DeltaUnavailableError("down"), None, 0).delay for _ in range(9)]
+    delays = [tracker.failed(TableUnavailableError("down"), None, 0).delay for _ in range(9)]
     assert delays == [0.5, 1, 2, 4, 8, 16, 30, 30, 30]
     assert tracker.failed(OffsetsMovedError("moved", 1, PartitionOffsets()), None, 0).delay == 0
     tracker.succeeded(CommitPlan.of([pf(0, 0)], None, "forced"))
-    assert tracker.failed(DeltaUnavailableError("down"), None, 0).delay == 0.5
+    assert tracker.failed(TableUnavailableError("down"), None, 0).delay == 0.5
 
 
 def test_a_refusal_that_passes_narrows_plans_only_briefly() -> None:
     tracker = FailureTracker(POLICY)
     plan = CommitPlan.of([pf(p, 0) for p in range(16)], None, "forced")
     for _ in range(POLICY.max_attempts):
-        tracker.failed(DeltaWriteError("refused once"), plan, 0)
+        tracker.failed(TableWriteError("refused once"), plan, 0)
     assert len(tracker.cap(plan).files) == 8
     tracker.succeeded(tracker.cap(plan))
     assert len(tracker.cap(plan).files) == 16  # doubled
@@ -81,7 +81,7 @@ def test_a_refusal_that_passes_narrows_plans_only_briefly() -> None:
 def test_an_outage_never_condemns_a_file() -> None:
     plan = CommitPlan.of([pf(0, 0)], None, "forced")
     tracker = FailureTracker(POLICY)
-    for error in (DeltaUnavailableError("s3 down"), OffsetsMovedError("moved", 1, PartitionOffsets())):
+    for error in (TableUnavailableError("s3 down"), OffsetsMovedError("moved", 1, PartitionOffsets())):
         assert all(tracker.failed(error, plan, t).quarantine is None for t in range(0, 10_000, 100))
 
 

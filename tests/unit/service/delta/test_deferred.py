@@ -13,11 +13,11 @@ import pytest
 from commit_service.config import ServiceConfig
 from commit_service.delta.deferred import DeferredCommitter
 from commit_service.delta.log import LogReadError
-from commit_service.delta.session import SparkHandle
 from commit_service.errors import SparkSetupError
 from commit_service.http.app import create_app
 from commit_service.http.runtime import runtime
 from commit_service.ports import Committer, TableSnapshot
+from commit_service.spark.session import SparkHandle
 from lakegate_core.configfile import build
 from lakegate_core.types import PartitionOffsets
 from tests.unit.fakes import CONFIG, FakeCommitter

@@ -25,13 +25,13 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from commit_service.delta.conform import conform, devoid
 from commit_service.domain import csv_records, json_infer
 from commit_service.domain.content import KAFKA_COLUMNS, ContentError, Unwrap, decode_text, envelope_shape
 from commit_service.domain.paths import table_location
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import VOID, Schema
 from commit_service.errors import DataFileError
+from commit_service.spark.conform import conform, devoid
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.protocol import CsvLayout, FileFormat
 
@@ -86,6 +86,16 @@ def unwrapped(schema: Schema, unwrap: Unwrap) -> Schema:
         fields = [by_name["value"]]
     fields += [{**by_name[name], "name": alias} for name, alias in KAFKA_COLUMNS.items() if name in by_name]
     return {"type": "struct", "fields": fields}
+
+
+def kafka_timestamp(table_schema: dict[str, Any] | None) -> str | None:
+    """How a round reads the envelope's ``timestamp``: as the table's ``_kafka_timestamp`` holds it
+    (``timestamp``, or ``long`` epoch millis in a table made so before), ``timestamp`` for a new
+    column; None (each file's own type) for a table that holds it in another type."""
+    for f in (table_schema or {}).get("fields", []):
+        if f["name"] == KAFKA_COLUMNS["timestamp"]:
+            return f["type"] if f["type"] in ("timestamp", "long") else None
+    return "timestamp"
 
 
 def with_timestamp(schema: Schema, kind: str) -> Schema:
@@ -217,7 +227,7 @@ class FrameReader:
         self, files: Sequence[PendingFile], facts: dict[str, FileFacts], target: Schema, *, raw: bool = False
     ) -> Any:
         """``files`` as one DataFrame of ``target``'s columns: unwrapped (``raw``: envelope kept, for
-        upsert tables), conformed (:func:`commit_service.delta.conform.conform`), unioned. Files of one
+        upsert tables), conformed (:func:`commit_service.spark.conform.conform`), unioned. Files of one
         format and one raw schema are read together."""
         groups: dict[tuple[FileFormat, str], list[PendingFile]] = {}
         for p in files:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from commit_service.config import S3Settings, ServiceConfig, SparkSettings
-from commit_service.delta.session import driver_environment, s3a_credentials, spark_conf, spark_jars
 from commit_service.errors import SparkSetupError
+from commit_service.spark.session import driver_environment, s3a_credentials, spark_conf, spark_jars
 from lakegate_core.configfile import build
 
 

@@ -1,13 +1,15 @@
-"""The SparkSession factory of the commit service: local or any master, Delta, optional s3a.
+"""The SparkSession factory of the commit service: local or any master, Delta, optional s3a,
+and the Iceberg catalogs of ``catalogs`` when a table is ``format: iceberg``.
 
 Called once per process by the service (never at import time: ``create_app`` takes the factory)
-and by the tests. The Delta, log store and hadoop-aws jars come from the project's jar cache, filled by
+and by the tests. The Delta, log store, Iceberg and hadoop-aws jars come from the project's jar cache, filled by
 ``scripts/fetch-jars`` (or at image build time); nothing is downloaded when a session starts.
 
 pyspark passes every builder property to the JVM on its command line (``spark-submit --conf``),
 which any local user can read (``ps``). So :func:`spark_conf` holds no secret: static S3
 credentials (:func:`s3a_credentials`) are set on the live session's Hadoop configuration, before
-anything opens an ``s3a://`` file system. The Spark UI's listen address is no Spark property (its
+anything opens an ``s3a://`` file system, and the Iceberg catalogs (whose uri and properties may
+carry tokens and passwords) on the live session's SQL configuration, before a table is loaded. The Spark UI's listen address is no Spark property (its
 Jetty binds to ``$SPARK_LOCAL_IP``, else every interface), so :func:`driver_environment` gives it
 to the JVM through its environment.
 """
@@ -36,13 +38,19 @@ logger = logging.getLogger(__name__)
 DELTA_GROUP = "delta"
 LOG_STORE_GROUP = "log-store"  # delta-log-store/: LocalListFromLogStore
 S3A_GROUP = "hadoop-aws"
+ICEBERG_GROUP = "iceberg"  # Iceberg's Spark runtime and the JDBC catalog's drivers
+DELTA_EXTENSIONS = "io.delta.sql.DeltaSparkSessionExtension"
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 ANY_HOST = ("", "0.0.0.0", "::", "[::]")  # wildcard addresses: Spark's own default, nothing to set
 
 
-def spark_jars(jars_dir: Path | None, *, with_s3a: bool) -> list[Path]:
-    """The Delta jars, Lakegate's log store (and hadoop-aws + AWS SDK when ``with_s3a``) from the cache."""
+def spark_jars(jars_dir: Path | None, *, with_s3a: bool, with_iceberg: bool = False) -> list[Path]:
+    """The Delta jars, Lakegate's log store (and hadoop-aws + AWS SDK when ``with_s3a``, Iceberg's
+    when ``with_iceberg``) from the cache."""
     root = jars_dir or default_jars_dir()
-    groups = [DELTA_GROUP, LOG_STORE_GROUP] + ([S3A_GROUP] if with_s3a else [])
+    groups = (
+        [DELTA_GROUP, LOG_STORE_GROUP] + ([S3A_GROUP] if with_s3a else []) + ([ICEBERG_GROUP] if with_iceberg else [])
+    )
     jars: list[Path] = []
     for group in groups:
         found = sorted((root / group).glob("*.jar"))
@@ -88,7 +96,7 @@ LOCAL_LOG_WRITES = {
 def spark_conf(settings: SparkSettings) -> dict[str, str]:
     """Every Spark property the factory sets, none of them secret (they end up on the JVM's command
     line); pure, so it is unit-tested without a JVM."""
-    jars = spark_jars(settings.jars_dir, with_s3a=settings.s3 is not None)
+    jars = spark_jars(settings.jars_dir, with_s3a=settings.s3 is not None, with_iceberg=bool(settings.catalogs))
     file_system_jars = [p for p in jars if p.name.endswith(LOCAL_FILE_SYSTEM_JAR)]
     if not file_system_jars:
         raise SparkSetupError(
@@ -101,7 +109,7 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.jars": ",".join(str(p) for p in jars),  # executors' tasks get the file system from here
         # and the driver from its class path, from the JVM's start: spark-submit opens the jars through it
         DRIVER_CLASS_PATH: os.pathsep.join(str(p) for p in file_system_jars),
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.extensions": ",".join([DELTA_EXTENSIONS] + ([ICEBERG_EXTENSIONS] if settings.catalogs else [])),
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.ui.enabled": str(settings.ui_enabled).lower(),
         "spark.ui.port": str(settings.ui_port),
@@ -191,7 +199,7 @@ def _environment(extra: Mapping[str, str]) -> Iterator[None]:
 
 
 def create_session(settings: SparkSettings) -> SparkSession:
-    """Build (or return the process's existing) SparkSession with Delta configured."""
+    """Build (or return the process's existing) SparkSession with Delta (and the Iceberg catalogs) configured."""
     conf = spark_conf(settings)
     try:
         from pyspark.sql import SparkSession
@@ -209,6 +217,9 @@ def create_session(settings: SparkSettings) -> SparkSession:
         hadoop = session.sparkContext._jsc.hadoopConfiguration()
         for key, value in s3a_credentials(settings.s3).items():
             hadoop.set(key, value)
+    for catalog in settings.catalogs:  # before any table is loaded: Spark builds a catalog on first use
+        for key, value in catalog.spark_conf().items():
+            session.conf.set(key, value)
     session.sparkContext.setLogLevel("WARN")
     logger.info(
         "Spark %s on %s; Spark UI at %s",
@@ -217,6 +228,23 @@ def create_session(settings: SparkSettings) -> SparkSession:
         session.sparkContext.uiWebUrl or "(disabled)",
     )
     return session
+
+
+def job_group(table: str, commit_id: str, version: int | None = None) -> str:
+    """The Spark job group of one commit: ``lakegate-<table>-<commit id>`` until the commit knows
+    its version, then ``lakegate-<table>-v<version>-<commit id>`` (the Spark UI's Jobs page shows it)."""
+    return f"lakegate-{table}-{commit_id}" if version is None else f"lakegate-{table}-v{version}-{commit_id}"
+
+
+def job_ids(spark: Any, *groups: str) -> tuple[int, ...]:
+    """The Spark UI's ids of the jobs run under ``groups``, oldest first (empty if Spark forgot
+    them: it keeps ``spark.ui.retainedJobs``); the status page links a commit to them."""
+    try:
+        tracker = spark.sparkContext.statusTracker()
+        return tuple(sorted(int(j) for g in groups for j in tracker.getJobIdsForGroup(g)))
+    except Exception as exc:  # only the status page's links depend on it
+        logger.warning("cannot list the Spark jobs of %s: %s", groups, exc)
+        return ()
 
 
 @contextmanager

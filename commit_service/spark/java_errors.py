@@ -1,6 +1,7 @@
 """Classify what the JVM threw during a commit, by exception class, never by message text.
 
-Used by :class:`~commit_service.delta.committer.DeltaCommitter` to turn a py4j error into the right
+Used by both table formats' committers (:class:`~commit_service.delta.committer.DeltaCommitter`,
+:class:`~commit_service.iceberg.committer.IcebergCommitter`) to turn a py4j error into the right
 :class:`~commit_service.errors.CommitError`. The class of the Java exception, its superclasses
 and (for a concurrent commit) its causes decide; the message is only summarised, one line, for
 the log and the API (no stack trace ever leaves the service).
@@ -14,9 +15,16 @@ from typing import Any
 
 from py4j.protocol import Py4JJavaError, Py4JNetworkError
 
-# A concurrent writer committed first (Delta's conflict checker): re-read the offsets and retry.
+# A concurrent writer committed first (Delta's conflict checker; Iceberg's compare-and-swap of the
+# table's metadata, after its own retries), or the commit's outcome is unknown (Iceberg could not
+# tell whether its metadata swap landed): re-read the offsets from the table and plan again.
 CONCURRENT = frozenset(
-    {"java.util.ConcurrentModificationException", "org.apache.spark.sql.delta.DeltaConcurrentModificationException"}
+    {
+        "java.util.ConcurrentModificationException",
+        "org.apache.spark.sql.delta.DeltaConcurrentModificationException",
+        "org.apache.iceberg.exceptions.CommitFailedException",
+        "org.apache.iceberg.exceptions.CommitStateUnknownException",
+    }
 )
 # The table's storage could not be reached when Delta wrote or read its log: an outage.
 UNAVAILABLE = frozenset(
@@ -26,8 +34,13 @@ UNAVAILABLE = frozenset(
         "java.net.SocketException",
         "java.util.concurrent.TimeoutException",
         "software.amazon.awssdk.core.exception.SdkClientException",
+        "org.apache.iceberg.exceptions.RuntimeIOException",
+        "org.apache.iceberg.exceptions.ServiceUnavailableException",
+        "org.apache.iceberg.exceptions.ServiceFailureException",
     }
 )
+# Iceberg refused a snapshot in its commit: a check of ours (the offsets moved) or Iceberg's own.
+ICEBERG_VALIDATION = frozenset({"org.apache.iceberg.exceptions.ValidationException"})
 MAX_CAUSES = 8
 MAX_SUMMARY = 300
 
@@ -35,7 +48,7 @@ MAX_SUMMARY = 300
 class Failure(str, Enum):
     CONCURRENT = "concurrent"  # another writer moved the table: retry at once
     UNAVAILABLE = "unavailable"  # storage or the JVM unreachable: transient
-    DELTA = "delta"  # Delta or Spark refused this plan: retried, then narrowed
+    DELTA = "delta"  # the table format (Delta or Iceberg) or Spark refused this plan: retried, then narrowed
     UNEXPECTED = "unexpected"  # not from the JVM at all: a bug on our side
 
 
@@ -78,6 +91,17 @@ def classify(exc: BaseException) -> Failure:
     except Exception:  # the JVM went away while we asked
         return Failure.UNAVAILABLE
     return Failure.DELTA
+
+
+def thrown(exc: BaseException, classes: frozenset[str]) -> bool:
+    """Whether the JVM threw one of ``classes`` (or a subclass), itself or as a cause."""
+    throwable = java_exception(exc)
+    if throwable is None:
+        return False
+    try:
+        return any(classes.intersection(_lineage(t)) for t in _causes(throwable))
+    except Exception:  # the JVM went away while we asked
+        return False
 
 
 def java_summary(exc: BaseException) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from commit_service.delta.thread_priority import MAX_NICE, jvm_peer_thread_id, lower_jvm_peer
+from commit_service.spark.thread_priority import MAX_NICE, jvm_peer_thread_id, lower_jvm_peer
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/thread-self"), reason="Linux only")
 
@@ -91,6 +91,6 @@ def test_no_proc_leaves_the_priority_alone() -> None:
 
 def test_a_thread_that_is_gone_is_reported_not_raised(caplog: pytest.LogCaptureFixture) -> None:
     gone = 2**31 - 2  # above any pid_max
-    caplog.set_level("INFO", logger="commit_service.delta.thread_priority")
+    caplog.set_level("INFO", logger="commit_service.spark.thread_priority")
     assert lower_jvm_peer(fake_jvm(lambda: f"1/task/{gone}"), 10) is None
     assert f"could not lower the priority of JVM thread {gone}" in caplog.text

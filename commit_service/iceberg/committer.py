@@ -1,0 +1,278 @@
+"""An Iceberg table's writer (the :class:`~commit_service.ports.Committer` port): read its Lakegate
+offsets from its snapshots, make each round one snapshot.
+
+Called by the table's coordinator (one thread per table at a time, never from request threads).
+A round (docs/iceberg.md, "How a round commits"):
+
+1. the table is read afresh from its catalog, and its offsets from its newest Lakegate snapshot
+   (:mod:`commit_service.iceberg.summary`); the plan must start exactly there, else
+   :class:`OffsetsMovedError` (re-read, re-plan);
+2. the round's schema is reconciled from each file's shape and the table's
+   (``commit_service.domain.round_schema``; a conflicting file refuses the round for itself); the
+   table is created with it, or grows to it (a metadata commit of its own, no snapshot);
+3. the round's records are read as one frame of that schema
+   (:class:`~commit_service.spark.convert.FrameReader`) and written by Spark as Parquet under the
+   table's ``data/lakegate-<commit id>/``; each file becomes an Iceberg ``DataFile`` with its
+   footer's metrics (:mod:`commit_service.iceberg.datafiles`); the round guard checks them;
+4. one append holds those files and, in its snapshot summary, the next offset of every partition
+   of the table and the commit's record; it lands only if the table's offsets are still those of
+   step 1 (:class:`~commit_service.iceberg.validator.OffsetsValidator`, inside Iceberg's commit).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from commit_service.domain import round_guard
+from commit_service.domain.content import Unwrap
+from commit_service.domain.coverage import OffsetCheck
+from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.domain.plan import CommitPlan
+from commit_service.domain.round_schema import FileShape, reconcile, resolved_schema
+from commit_service.errors import (
+    CommitError,
+    OffsetsMovedError,
+    SchemaMismatchError,
+    TableUnavailableError,
+    TableWriteError,
+    UnexpectedCommitError,
+)
+from commit_service.iceberg import datafiles
+from commit_service.iceberg.maintenance import IcebergMaintainer
+from commit_service.iceberg.schema import iceberg_schema, same_columns
+from commit_service.iceberg.summary import COMMIT, COMMIT_ID, OFFSETS, encode
+from commit_service.iceberg.tables import IcebergTable
+from commit_service.iceberg.validator import OffsetsValidator, serve_callbacks
+from commit_service.ports import TableSnapshot
+from commit_service.spark.convert import FrameReader, kafka_timestamp
+from commit_service.spark.java_errors import ICEBERG_VALIDATION, Failure, classify, java_summary, thrown
+from commit_service.spark.session import job_group, job_ids, job_label
+from commit_service.spark.sources import ParquetSchemas, check_coverage, checked_facts
+from commit_service.storage.prefetch import FactsCache, storage_facts
+from commit_service.storage.reader import StorageReader
+from lakegate_core.protocol import DataFile
+from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
+from lakegate_core.types import PartitionOffsets, TopicPartition
+
+logger = logging.getLogger(__name__)
+
+# Spark writes timestamps as INT96 by default, a type Iceberg's spec does not have: the round's
+# writer session writes them as the int64 microseconds Iceberg's timestamps are.
+WRITER_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
+
+
+class IcebergCommitter:
+    """Commits plans into one Iceberg table; owned by that table's coordinator."""
+
+    def __init__(
+        self,
+        spark: Callable[[], Any],
+        table: str,
+        catalog: str,
+        path: str,
+        storage: StorageReader,
+        clock: Callable[[], float] = time.time,
+        *,
+        unwrap: Unwrap = Unwrap.AUTO,
+        offset_check: OffsetCheck = OffsetCheck.AUTO,
+        facts: FactsCache | None = None,
+    ) -> None:
+        self._spark_factory = spark  # the process's session, started on first need
+        self.table = table
+        self.catalog = catalog
+        self.path = path
+        self.storage = storage
+        self.clock = clock
+        self.unwrap = unwrap
+        self.offset_check = offset_check
+        self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
+        self._ready: tuple[Any, Any, IcebergTable, ParquetSchemas, IcebergMaintainer] | None = None
+        self._validator: OffsetsValidator | None = None
+
+    def _parts(self) -> tuple[Any, Any, IcebergTable, ParquetSchemas, IcebergMaintainer]:
+        """The session, the round writer's session, the table, footer schemas, the maintainer: built once."""
+        if self._ready is None:
+            spark = self._spark_factory()
+            serve_callbacks(spark)
+            writer = spark.newSession()  # shares the SparkContext; SQL settings of its own
+            for key, value in WRITER_CONF.items():
+                writer.conf.set(key, value)
+            table = IcebergTable(spark, self.catalog, self.table, self.path)
+            self._ready = (spark, writer, table, ParquetSchemas(writer), IcebergMaintainer(spark, table))
+        return self._ready
+
+    # -- reading --------------------------------------------------------------------------
+
+    def snapshot(self) -> TableSnapshot:
+        """The table's version and offsets, from its catalog (Spark starts first if it has not)."""
+        try:
+            _, _, table, _, _ = self._parts()
+            return table.snapshot(table.load())
+        except CommitError:
+            raise
+        except Exception as exc:  # py4j surfaces Iceberg's exceptions as Py4JJavaError
+            raise self._translate(exc, reread=False) from exc
+
+    def warm(self) -> TableSnapshot:
+        return self.snapshot()
+
+    def prefetch(self, files: list[DataFile]) -> None:
+        self.facts.prefetch(files)
+
+    def file_count(self) -> int:
+        return self._parts()[4].file_count()
+
+    def maintain(self, kind: MaintenanceKind, policy: MaintenancePolicy) -> MaintenanceRecord:
+        try:
+            return self._parts()[4].maintain(kind, policy)
+        except CommitError:
+            raise
+        except Exception as exc:  # py4j surfaces Iceberg's exceptions as Py4JJavaError
+            raise self._translate(exc, reread=False) from exc
+
+    def checkpoint(self) -> MaintenanceRecord:
+        raise TableWriteError(f"table {self.table}: an Iceberg table has no checkpoints")
+
+    def register(self, name: str) -> None:
+        """An Iceberg table is in its catalog already: Spark SQL reads it as ``<catalog>.<name>``."""
+
+    # -- committing -----------------------------------------------------------------------
+
+    def commit(self, plan: CommitPlan) -> CommitRecord:
+        """Make ``plan`` one Iceberg snapshot, or raise a :class:`CommitError` having changed nothing
+        (files a failed round wrote under ``data/`` are in no snapshot)."""
+        started = time.monotonic()
+        commit_id = str(uuid.uuid4())
+        group = job_group(self.table, commit_id)
+        self._validator = None
+        try:
+            spark = self._parts()[0]
+            with job_label(spark, group, f"lakegate commit {self.table}: {plan.reason} [{commit_id[:8]}]"):
+                record = self._commit(plan, commit_id)
+        except CommitError:
+            raise
+        except Exception as exc:  # py4j surfaces Iceberg's exceptions as Py4JJavaError
+            raise self._translate(exc) from exc
+        duration_ms = int((time.monotonic() - started) * 1000)
+        jobs = job_ids(spark, group, job_group(self.table, commit_id, record.version))
+        return replace(record, duration_ms=duration_ms, spark_jobs=jobs)
+
+    def _commit(self, plan: CommitPlan, commit_id: str) -> CommitRecord:
+        spark, writer, tables, schemas, _ = self._parts()
+        reader = FrameReader(writer, self.storage, self.unwrap, schemas.get)
+        facts = checked_facts(self.facts, plan.files)
+        check_coverage(plan.files, facts, reader, self.offset_check)
+
+        table = tables.load()
+        base = tables.snapshot(table)
+        self._check_offsets(plan, base)
+        table_schema = tables.spark_schema(table) if table is not None else None
+        reader.timestamp = kafka_timestamp(table_schema)
+        shapes = {p.file.path: reader.shape(p, facts[p.file.path]) for p in plan.files}
+        joined = reconcile(table_schema, [FileShape(p.file.path, shapes[p.file.path]) for p in plan.files], widen=False)
+        if joined.refused:
+            path, reason = next(iter(joined.refused.items()))
+            raise SchemaMismatchError(path, reason)
+        target = iceberg_schema(resolved_schema(joined.schema))
+        if table is None:
+            table = tables.create(target)
+        elif table_schema is not None and not same_columns(target, table_schema):
+            tables.grow(table, target)
+
+        version = base.version + 1
+        spark.sparkContext.setLocalProperty(
+            "spark.job.description",
+            f"lakegate commit {self.table} v{version}: {len(plan.files)} files, {plan.records} records "
+            f"[{commit_id[:8]}]",
+        )
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", job_group(self.table, commit_id, version))
+        frame = reader.frame(plan.files, facts, target)
+        directory = f"{table.location().rstrip('/')}/data/lakegate-{commit_id}"
+        datafiles.write(frame, directory)
+        written = datafiles.data_files(
+            spark, table, datafiles.parquet_files(spark, directory), tables.name_mapping(table)
+        )
+        sources = [
+            round_guard.Source(p.file.path, reader.rows(p, facts[p.file.path]), shapes[p.file.path]) for p in plan.files
+        ]
+        round_guard.check(self.table, sources, written.rows, json.loads(frame.schema.json()))
+
+        millis = int(self.clock() * 1000)
+        record = CommitRecord(
+            table=self.table,
+            version=version,
+            commit_id=commit_id,
+            files=len(plan.files),
+            records=plan.records,
+            offsets=plan.offsets,
+            vtts=int(plan.vtts * 1000) if plan.vtts is not None else None,
+            sidecars=tuple(sorted({p.sidecar_id for p in plan.files})),
+            released=plan.released or None,
+            committed_at_ms=millis,
+        )
+        append = table.newAppend()
+        for data_file in written.files:
+            append.appendFile(data_file)
+        offsets = PartitionOffsets({**base.offsets, **plan.offsets})
+        append.set(OFFSETS, encode(offsets))
+        append.set(COMMIT_ID, commit_id)
+        append.set(COMMIT, json.dumps(record.user_metadata(), separators=(",", ":")))
+        self._validator = OffsetsValidator(self.table, base.offsets)
+        append.validateWith(self._validator)
+        append.commit()
+        self.facts.forget(p.file for p in plan.files)
+        return replace(record, version=self._landed_version(table, commit_id, version))
+
+    def _landed_version(self, table: Any, commit_id: str, planned: int) -> int:
+        """The sequence number of the snapshot that holds ``commit_id`` (the head, unless another
+        writer committed on top of it already)."""
+        table.refresh()
+        snap = table.currentSnapshot()
+        for _ in range(100):
+            if snap is None:
+                break
+            if snap.summary().get(COMMIT_ID) == commit_id:
+                return int(snap.sequenceNumber())
+            parent = snap.parentId()
+            snap = table.snapshot(parent) if parent is not None else None
+        return planned
+
+    def _check_offsets(self, plan: CommitPlan, base: TableSnapshot) -> None:
+        """The plan must start where the table is: a partition the table holds must start at its offset."""
+        starts = plan.starts()
+        moved: dict[TopicPartition, int] = {
+            tp: base.offsets[tp] for tp in plan.offsets if tp in base.offsets and base.offsets[tp] != starts[tp]
+        }
+        if moved:
+            raise OffsetsMovedError(f"table {self.table} offsets moved: {moved}", base.version, PartitionOffsets(moved))
+
+    def _translate(self, exc: Exception, *, reread: bool = True) -> CommitError:
+        """A :class:`CommitError` for what the commit path raised, by the JVM exception's class,
+        and for a refused snapshot by what the offsets check saw."""
+        summary = f"table {self.table}: Iceberg commit failed: {java_summary(exc)}"
+        if reread and thrown(exc, ICEBERG_VALIDATION):
+            validator = self._validator
+            if validator is not None and (validator.found or validator.failure):
+                return self._moved("offsets moved before the snapshot landed")
+            return TableWriteError(summary)
+        kind = classify(exc)
+        if kind is Failure.CONCURRENT and reread:
+            return self._moved("concurrent commit")
+        if kind in (Failure.UNAVAILABLE, Failure.CONCURRENT):
+            return TableUnavailableError(summary)
+        if kind is Failure.DELTA:
+            return TableWriteError(summary)
+        return UnexpectedCommitError(f"table {self.table}: unexpected {type(exc).__name__} in the commit path")
+
+    def _moved(self, why: str) -> CommitError:
+        try:
+            snap = self.snapshot()
+        except CommitError as exc:
+            return exc
+        return OffsetsMovedError(f"table {self.table}: {why}, offsets re-read", snap.version, snap.offsets)

@@ -1,0 +1,136 @@
+"""One Iceberg table of a catalog, through Iceberg's Java API over py4j: load or create it, grow its
+schema, read its offsets from its snapshots.
+
+Used by :class:`~commit_service.iceberg.committer.IcebergCommitter` (the table's commit thread)
+only. The catalog is the Spark catalog the session built from ``catalogs[]``
+(:meth:`commit_service.config.IcebergCatalog.spark_conf`), so Spark SQL and Lakegate see one catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from commit_service.domain.round_schema import Schema
+from commit_service.iceberg.summary import newest_offsets
+from commit_service.iceberg.validator import offset_texts
+from commit_service.ports import TableSnapshot
+from lakegate_core.types import PartitionOffsets
+
+logger = logging.getLogger(__name__)
+
+NAME_MAPPING = "schema.name-mapping.default"  # how files written without field ids are read
+FORMAT_VERSION = "2"
+CREATED_PROPERTIES = {
+    "format-version": FORMAT_VERSION,
+    "write.parquet.compression-codec": "zstd",
+}
+
+
+class IcebergTable:
+    """Catalog ``catalog``'s table ``name`` (``namespace.table``), created at ``location`` if new."""
+
+    def __init__(self, spark: Any, catalog: str, name: str, location: str) -> None:
+        self.spark = spark
+        self.catalog = catalog
+        self.name = name
+        self.location = location.rstrip("/")
+        self._jvm = spark._jvm
+        self._ident = self._jvm.org.apache.iceberg.catalog.TableIdentifier.parse(name)
+        self._said_location = False
+
+    def _catalog(self) -> Any:
+        manager = self.spark._jsparkSession.sessionState().catalogManager()
+        return manager.catalog(self.catalog).icebergCatalog()
+
+    def load(self) -> Any | None:
+        """The table as the catalog has it now (a fresh read), or None if there is none."""
+        catalog = self._catalog()
+        if not catalog.tableExists(self._ident):
+            return None
+        table = catalog.loadTable(self._ident)
+        if table.location().rstrip("/") != self.location and not self._said_location:
+            logger.warning(
+                "table %s lives at %s, not at its configured path %s: its data goes there; "
+                "Lakegate's own files (dead letters) stay under the path",
+                self.name,
+                table.location(),
+                self.location,
+            )
+            self._said_location = True
+        return table
+
+    def create(self, schema: Schema) -> Any:
+        """Create the table with ``schema`` (Spark's JSON form) at the configured location, its
+        namespace too; if another writer created it meanwhile, that table."""
+        jvm = self._jvm
+        catalog = self._catalog()
+        namespace = self._ident.namespace()
+        if not catalog.namespaceExists(namespace):
+            try:
+                catalog.createNamespace(namespace)
+            except Exception:  # created meanwhile by another writer: fine if it exists now
+                if not catalog.namespaceExists(namespace):
+                    raise
+        props = jvm.java.util.HashMap()
+        for key, value in CREATED_PROPERTIES.items():
+            props.put(key, value)
+        try:
+            table = catalog.createTable(
+                self._ident,
+                self._iceberg_schema(schema),
+                jvm.org.apache.iceberg.PartitionSpec.unpartitioned(),
+                self.location,
+                props,
+            )
+        except Exception:
+            table = self.load()
+            if table is None:
+                raise
+            return table
+        self.map_names(table)
+        logger.info("table %s: created in catalog %s at %s", self.name, self.catalog, self.location)
+        return table
+
+    def _iceberg_schema(self, schema: Schema) -> Any:
+        struct = self._jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps(schema))
+        return self._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(struct)
+
+    def spark_schema(self, table: Any) -> Schema:
+        """The table's schema in Spark's JSON form (what the round's schema is reconciled with)."""
+        result: Schema = json.loads(self._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(table.schema()).json())
+        return result
+
+    def grow(self, table: Any, schema: Schema) -> None:
+        """Add ``schema``'s new columns and fields to the table (by name, at any depth), then map
+        the new names; one metadata commit, no snapshot, so a round's offsets never move with it."""
+        table.updateSchema().unionByNameWith(self._iceberg_schema(schema)).commit()
+        table.refresh()
+        self.map_names(table)
+
+    def map_names(self, table: Any) -> None:
+        """Set the table's name mapping to its current schema: Lakegate's data files carry no
+        Iceberg field ids (Spark's Parquet writer and the sinks write none), so readers find
+        each column by its name."""
+        jvm = self._jvm
+        mapping = jvm.org.apache.iceberg.mapping.MappingUtil.create(table.schema())
+        text = jvm.org.apache.iceberg.mapping.NameMappingParser.toJson(mapping)
+        if table.properties().get(NAME_MAPPING) != text:
+            table.updateProperties().set(NAME_MAPPING, text).commit()
+            table.refresh()
+
+    def name_mapping(self, table: Any) -> Any:
+        return self._jvm.org.apache.iceberg.mapping.NameMappingParser.fromJson(table.properties().get(NAME_MAPPING))
+
+    def snapshot(self, table: Any | None) -> TableSnapshot:
+        """The table's version (its head snapshot's sequence number; 0 with no snapshot, -1 with no
+        table) and the offsets of its newest Lakegate snapshot."""
+        if table is None:
+            return TableSnapshot(-1, PartitionOffsets({}))
+        head = table.currentSnapshot()
+        if head is None:
+            return TableSnapshot(0, PartitionOffsets({}))
+        ancestry = self._jvm.org.apache.iceberg.util.SnapshotUtil.currentAncestors(table)
+        offsets = newest_offsets(offset_texts(ancestry), self.name) or PartitionOffsets({})
+        return TableSnapshot(int(head.sequenceNumber()), offsets)

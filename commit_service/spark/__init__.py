@@ -1,0 +1,18 @@
+"""The process's one SparkSession and what both table formats do with it (Delta in
+``commit_service.delta``, Iceberg in ``commit_service.iceberg``); imported by those two packages and,
+for :class:`SparkHandle` alone, by the HTTP layer that starts the session.
+
+- ``session``: the SparkSession factory and its properties (``SparkHandle``, ``create_session``,
+  ``job_label``): the Delta and Iceberg extensions, the Iceberg catalogs, s3a;
+- ``convert`` / ``conform``: a round's text and enveloped files read as one frame of the round's schema;
+- ``java_errors``: what the JVM threw, classified by exception class;
+- ``thread_priority``: the CPU priority of the JVM thread behind a Python thread.
+
+pyspark loads only when the service starts Spark: nothing here imports it at module level.
+"""
+
+from __future__ import annotations
+
+from commit_service.spark.session import SparkHandle
+
+__all__ = ["SparkHandle"]
