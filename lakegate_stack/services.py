@@ -38,13 +38,15 @@ class ServiceProcess:
         server: dict[str, Any] | None = None,
         spark: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
+        catalogs: list[dict[str, Any]] | None = None,
     ) -> None:
         """``s3``: the ``storage.s3`` section (endpoint, keys) when tables or files are on S3;
         ``kafka``: bootstrap servers, which turns fencing on (leases checked against Kafka);
         ``spark_conf``: extra Spark properties (``spark.conf``); ``server``, ``spark``: keys of
         those sections over the defaults here (e.g. ``spark: {jars_dir: <empty dir>}`` makes a
         service whose start-up fails at once, without a JVM, while its HTTP side runs); ``env``:
-        extra environment (e.g. ``LAKEGATE_TEST_FAULT_DIR`` for the chaos suite's crash points)."""
+        extra environment (e.g. ``LAKEGATE_TEST_FAULT_DIR`` for the chaos suite's crash points);
+        ``catalogs``: the ``catalogs`` section (Iceberg catalogs of ``format: iceberg`` tables)."""
         self.workdir = workdir
         self.port = free_port()
         self.ui_port = free_port()
@@ -69,6 +71,7 @@ class ServiceProcess:
             },
             "tables": tables,
             **({"kafka": {"bootstrap_servers": kafka}} if kafka else {}),
+            **({"catalogs": catalogs} if catalogs else {}),
         }
         self.config_path = workdir / f"{name}.yaml"
         workdir.mkdir(parents=True, exist_ok=True)
