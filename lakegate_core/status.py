@@ -102,6 +102,7 @@ class TableSummary(WireModel):
     dead_letters: int = 0  # quarantined files still waiting for an admin (GET /v1/dead-letters)
     connect_offsets: PartitionOffsets = field(default_factory=PartitionOffsets)  # Connect's, as sidecars last said
     oldest_pending_ms: int | None = None  # when the oldest buffered file arrived (epoch ms); None: nothing buffered
+    format: str = "delta"  # the table format: delta, or iceberg (version is then the snapshot's sequence number)
 
 
 @dataclass(frozen=True)

@@ -422,6 +422,7 @@ class TableCoordinator:
                 dead_letters=self.letters.count_quarantined(),
                 connect_offsets=PartitionOffsets(st.connect_at),
                 oldest_pending_ms=None if (oldest := st.oldest_arrival()) is None else int(oldest * 1000),
+                format=self.config.format.value,
             )
 
     def offsets(self) -> PartitionOffsets:

@@ -70,7 +70,12 @@ class _StateCollector(Collector):
         pending_bytes = GaugeMetricFamily(
             "lakegate_pending_bytes", "Bytes buffered, not yet committed", labels=["table"]
         )
-        version = GaugeMetricFamily("lakegate_table_version", "Delta table version", labels=["table"])
+        version = GaugeMetricFamily(
+            "lakegate_table_version",
+            "Table version (Delta: its version; Iceberg: its head snapshot's sequence number)",
+            labels=["table"],
+        )
+        info = GaugeMetricFamily("lakegate_table_info", "A table and its format (always 1)", labels=["table", "format"])
         dead = GaugeMetricFamily(
             "lakegate_dead_letters", "Files quarantined out of the buffer, awaiting an admin", labels=["table"]
         )
@@ -81,7 +86,8 @@ class _StateCollector(Collector):
             pending_files.add_metric([s.table], s.pending_files)
             pending_bytes.add_metric([s.table], s.pending_bytes)
             version.add_metric([s.table], s.version)
+            info.add_metric([s.table, s.format], 1)
             dead.add_metric([s.table], s.dead_letters)
             for tp, value in s.offsets.items():
                 offset.add_metric([s.table, tp.topic, str(tp.partition)], value)
-        yield from (pending_files, pending_bytes, version, dead, offset)
+        yield from (pending_files, pending_bytes, version, info, dead, offset)

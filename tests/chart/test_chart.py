@@ -179,11 +179,13 @@ def test_rendered_service_config_is_accepted_by_the_service(values: Path | None,
     raw = service_config(objs)
     path = tmp_path / "service.yaml"
     path.write_text(yaml.safe_dump(raw))
-    config = load_config(path, environ=dict(TOKENS_ENV))  # the real loader: unknown keys, types, rules
-
     dep = component(objs, "Deployment", "service")
     pod = dep["spec"]["template"]["spec"]
     c = container(pod, "lakegate-service")
+    pod_env = {  # what a ${VAR} in the config may read, e.g. from extraEnv (LAKEGATE_* are overrides, not values)
+        e["name"]: "set-in-the-pod" for e in c.get("env", []) if not e["name"].startswith("LAKEGATE_")
+    }
+    config = load_config(path, environ={**pod_env, **TOKENS_ENV})  # the real loader: unknown keys, types, rules
     assert c["args"] == ["--config", "/etc/lakegate/service.yaml"] and c["command"] == ["lakegate-service"]
     assert config.server.host == "0.0.0.0"
     mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}

@@ -10,14 +10,12 @@ compared with what was written.
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyiceberg.table import StaticTable
 
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import PendingFile
@@ -31,6 +29,7 @@ from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import MaintenanceKind
 from lakegate_core.types import TopicPartition
 from lakegate_stack.fidelity import same
+from lakegate_stack.iceberg_read import jdbc_rows
 from tests.delta_helpers import commit_all
 from tests.fixtures import ICEBERG_CATALOG
 
@@ -77,16 +76,7 @@ def spark_rows(spark: Any, name: str) -> list[dict[str, Any]]:
 
 
 def pyiceberg_rows(stack_dir: Path, name: str) -> list[dict[str, Any]]:
-    """The table as pyiceberg reads it from the metadata file the catalog's database names (no
-    Lakegate or Spark code on this path)."""
-    namespace, table = name.split(".")
-    with sqlite3.connect(stack_dir / "iceberg-catalog.db") as db:
-        (location,) = db.execute(
-            "SELECT metadata_location FROM iceberg_tables WHERE table_namespace = ? AND table_name = ?",
-            (namespace, table),
-        ).fetchone()
-    rows: list[dict[str, Any]] = StaticTable.from_metadata(location).scan().to_arrow().to_pylist()
-    return rows
+    return jdbc_rows(stack_dir / "iceberg-catalog.db", name)
 
 
 def assert_holds(spark: Any, stack_dir: Path, name: str, written: dict[int, dict[str, Any]]) -> None:

@@ -172,6 +172,9 @@ The service's config file (service.yaml, docs/configuration.md) from .Values.con
 {{- with $c.leases -}}
 {{- $_ := set $cfg "leases" (deepCopy .) -}}
 {{- end -}}
+{{- with $c.catalogs -}}
+{{- $_ := set $cfg "catalogs" (deepCopy .) -}}
+{{- end -}}
 {{- toYaml $cfg -}}
 {{- end }}
 

@@ -1,0 +1,50 @@
+"""The fidelity property on Iceberg tables (lakegate_stack.fidelity, append mode): random record
+shapes, written as sinks write them (Parquet plain and enveloped, JSON lines, headerless CSV) and
+committed in random rounds by the IcebergCommitter into a JDBC catalog, come back whole from
+pyiceberg and from Spark, every field of every record. ``LAKEGATE_FIDELITY_EXAMPLES`` / 4 examples
+run (50 by default)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
+from commit_service.iceberg.committer import IcebergCommitter
+from commit_service.storage.reader import StorageReader
+from lakegate_stack import fidelity
+from lakegate_stack.iceberg_read import jdbc_rows
+from tests.delta_helpers import commit_all
+from tests.fixtures import ICEBERG_CATALOG
+
+EXAMPLES = max(1, int(os.environ.get("LAKEGATE_FIDELITY_EXAMPLES", "200")) // 4)
+SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
+TABLES = itertools.count()
+
+
+@settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=SLOW)
+@given(case=fidelity.cases(mode="append"))
+def test_every_field_of_every_record_comes_back_from_an_iceberg_table(
+    spark: Any, stack_dir: Path, tmp_path_factory: pytest.TempPathFactory, case: fidelity.Case
+) -> None:
+    root = tmp_path_factory.mktemp("iceberg-fidelity")
+    name = f"fidelity.t{next(TABLES)}"
+    committer = IcebergCommitter(
+        lambda: spark, name, ICEBERG_CATALOG, (root / "t").as_uri(), StorageReader(local_roots=[str(root)])
+    )
+    state = TableState(name)
+    for n, files in enumerate(case.rounds):
+        pending = [PendingFile(fidelity.write(f, root / "landing"), f"m-{n}-{i}", "sc") for i, f in enumerate(files)]
+        commit_all(committer, state, pending)
+    readers = {
+        "pyiceberg": jdbc_rows(stack_dir / "iceberg-catalog.db", name),
+        "spark": [r.asDict(recursive=True) for r in spark.table(f"{ICEBERG_CATALOG}.{name}").collect()],
+    }
+    problems = fidelity.differences(case, readers)
+    assert not problems, f"{case.describe()}:\n" + "\n".join(problems[:20])
