@@ -13,13 +13,11 @@ and every partition's ``txn`` equals Connect's committed offset.
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 from typing import Any
 
 from deltalake import DeltaTable
-from kafka import KafkaProducer, TopicPartition
+from kafka import TopicPartition
 
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
@@ -28,7 +26,8 @@ from lakegate_stack.fidelity import same
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
 from lakegate_stack.services import ADMIN_TOKEN, ServiceProcess, SidecarProcess, sidecar_config
-from tests.kafka_helpers import committed_offsets, create_topic, end_offsets
+from tests.kafka_helpers import committed_offsets, create_topic
+from tests.pipeline_helpers import produce, shape, wait_committed
 
 BUCKET, PARTITIONS, PER_BATCH = "lake-fidelity", 2, 120
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
@@ -52,61 +51,6 @@ CONNECTORS: dict[str, tuple[str, str, dict[str, Any]]] = {
         },
     ),
 }
-
-
-def shape(topic: str, batch: int, i: int) -> dict[str, Any]:
-    """Record ``i`` of ``batch`` for ``topic``: each topic its own fields; later batches grow a
-    nested struct and leave a field null in every record of the batch."""
-    uid = f"{topic}/{batch}/{i}"
-    if topic == "shape-a":
-        geo = {"lat": i / 8} if batch == 0 else {"lat": i / 8, "lon": -i / 4, "alt": {"m": i}}
-        return {
-            "uid": uid,
-            "name": f"näme {i}",
-            "tags": ["x", f"t{i % 3}"][: i % 3],
-            "addr": {"city": "Oslo", "geo": geo},
-        }
-    if topic == "shape-b":
-        meta: dict[str, Any] = (
-            {"src": "b"} if batch == 0 else {"src": "b", "depth": {"n": i, "s": "" if i % 2 else None}}
-        )
-        return {"uid": uid, "amount": i * 0.25, "meta": meta, "note": None if batch == 1 else f"n{i}"}
-    return {"uid": uid, "qty": i, "flag": i % 2 == 0, "name": None if i % 5 == 0 else f"c{i}"}
-
-
-def produce(bootstrap: str, topic: str, records: list[tuple[int, Any, Any]]) -> None:
-    """(partition, key, value) records, keys and values as JSON (None: a tombstone), in order."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
-    try:
-        futures = [
-            producer.send(
-                topic,
-                key=json.dumps(k).encode(),
-                value=None if v is None else json.dumps(v).encode(),
-                partition=p,
-            )
-            for p, k, v in records
-        ]
-        producer.flush(60)
-        for f in futures:
-            f.get(timeout=60)
-    finally:
-        producer.close()
-
-
-def wait_committed(service: ServiceProcess, bootstrap: str, topics: list[str], timeout: float = 300) -> None:
-    """Until the tables' offsets reach the log ends of ``topics`` (bounded)."""
-    partitions = [TopicPartition(t, p) for t in topics for p in range(PARTITIONS)]
-    ends = end_offsets(bootstrap, partitions)
-    deadline, offsets = time.monotonic() + timeout, {}
-    while time.monotonic() < deadline:
-        offsets = {}
-        for name in ("mixed", "cdc"):
-            offsets.update(service.call("GET", f"/v1/tables/{name}/offsets").json())
-        if all(offsets.get(tp.topic, {}).get(str(tp.partition)) == ends[tp] for tp in partitions):
-            return
-        time.sleep(1)
-    raise AssertionError(f"table offsets {offsets} never reached the log ends {ends}")
 
 
 def test_every_field_of_three_shapes_and_a_delete_only_cdc_window_lands(
@@ -173,14 +117,14 @@ def test_every_field_of_three_shapes_and_a_delete_only_cdc_window_lands(
                 changes.append((key % PARTITIONS, {"id": key}, {"before": live.get(key), "after": after, "op": op}))
                 live[key] = after
             produce(bootstrap, "db.cdc", changes)
-            wait_committed(service, bootstrap, [*shape_topics, "db.cdc"])
+            wait_committed(service, bootstrap, [*shape_topics, "db.cdc"], ["mixed", "cdc"], PARTITIONS)
         for window in range(2):  # quiet windows: only deletes, and Debezium's tombstone after each
             deletes = []
             for key in sorted(live)[window::4]:
                 deletes.append((key % PARTITIONS, {"id": key}, {"before": live.pop(key), "after": None, "op": "d"}))
                 deletes.append((key % PARTITIONS, {"id": key}, None))
             produce(bootstrap, "db.cdc", deletes)
-            wait_committed(service, bootstrap, ["db.cdc"])
+            wait_committed(service, bootstrap, ["db.cdc"], ["mixed", "cdc"], PARTITIONS)
         connect = {tp: o for name in CONNECTORS for tp, o in committed_offsets(bootstrap, f"connect-{name}").items()}
         letters = service.call("GET", "/v1/dead-letters", ADMIN_TOKEN).json()
         assert not letters["dead_letters"], letters  # no file refused: every shape joined its table

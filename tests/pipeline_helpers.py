@@ -1,0 +1,75 @@
+"""What the pipeline tests (tests/e2e) share: the records of the shape topics, a producer of
+JSON records, and a bounded wait for the service's tables to reach Kafka's log ends."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from kafka import KafkaProducer, TopicPartition
+
+from lakegate_stack.services import ServiceProcess
+from tests.kafka_helpers import end_offsets
+
+
+def shape(topic: str, batch: int, i: int) -> dict[str, Any]:
+    """Record ``i`` of ``batch`` for ``topic``: each topic its own fields; later batches grow a
+    nested struct and leave a field null in every record of the batch."""
+    uid = f"{topic}/{batch}/{i}"
+    if topic == "shape-a":
+        geo = {"lat": i / 8} if batch == 0 else {"lat": i / 8, "lon": -i / 4, "alt": {"m": i}}
+        return {
+            "uid": uid,
+            "name": f"näme {i}",
+            "tags": ["x", f"t{i % 3}"][: i % 3],
+            "addr": {"city": "Oslo", "geo": geo},
+        }
+    if topic == "shape-b":
+        meta: dict[str, Any] = (
+            {"src": "b"} if batch == 0 else {"src": "b", "depth": {"n": i, "s": "" if i % 2 else None}}
+        )
+        return {"uid": uid, "amount": i * 0.25, "meta": meta, "note": None if batch == 1 else f"n{i}"}
+    return {"uid": uid, "qty": i, "flag": i % 2 == 0, "name": None if i % 5 == 0 else f"c{i}"}
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[int, Any, Any]]) -> None:
+    """(partition, key, value) records, keys and values as JSON (None: a tombstone), in order."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
+    try:
+        futures = [
+            producer.send(
+                topic,
+                key=json.dumps(k).encode(),
+                value=None if v is None else json.dumps(v).encode(),
+                partition=p,
+            )
+            for p, k, v in records
+        ]
+        producer.flush(60)
+        for f in futures:
+            f.get(timeout=60)
+    finally:
+        producer.close()
+
+
+def wait_committed(
+    service: ServiceProcess,
+    bootstrap: str,
+    topics: list[str],
+    tables: list[str],
+    partitions: int,
+    timeout: float = 300,
+) -> None:
+    """Until ``tables``' offsets reach the log ends of ``topics`` (bounded)."""
+    parts = [TopicPartition(t, p) for t in topics for p in range(partitions)]
+    ends = end_offsets(bootstrap, parts)
+    deadline, offsets = time.monotonic() + timeout, {}
+    while time.monotonic() < deadline:
+        offsets = {}
+        for name in tables:
+            offsets.update(service.call("GET", f"/v1/tables/{name}/offsets").json())
+        if all(offsets.get(tp.topic, {}).get(str(tp.partition)) == ends[tp] for tp in parts):
+            return
+        time.sleep(1)
+    raise AssertionError(f"table offsets {offsets} never reached the log ends {ends}")
