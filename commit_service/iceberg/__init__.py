@@ -50,6 +50,7 @@ def iceberg_committer_factory(config: ServiceConfig, spark: SparkHandle, storage
             storage,
             unwrap=table.unwrap,
             offset_check=table.offset_check,
+            placement=table.placement,
             facts=FactsCache(storage_facts(storage), pool=readers, threads=FACTS_THREADS, name=table.name),
         )
 

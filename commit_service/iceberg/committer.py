@@ -10,10 +10,12 @@ A round (docs/iceberg.md, "How a round commits"):
 2. the round's schema is reconciled from each file's shape and the table's
    (``commit_service.domain.round_schema``; a conflicting file refuses the round for itself); the
    table is created with it, or grows to it (a metadata commit of its own, no snapshot);
-3. the round's records are read as one frame of that schema
-   (:class:`~commit_service.spark.convert.FrameReader`) and written by Spark as Parquet under the
-   table's ``data/lakegate-<commit id>/``; each file becomes an Iceberg ``DataFile`` with its
-   footer's metrics (:mod:`commit_service.iceberg.datafiles`); the round guard checks them;
+3. plain Parquet files whose columns and types fit the table's are added as they are (zero copy;
+   ``copy_into_table`` copies them under the table's ``data/`` first); the other files' records
+   are read as one frame of that schema (:class:`~commit_service.spark.convert.FrameReader`) and
+   written by Spark as Parquet under the table's ``data/lakegate-<commit id>/``; every file becomes
+   an Iceberg ``DataFile`` with its footer's metrics (:mod:`commit_service.iceberg.datafiles`),
+   and the round guard checks them;
 4. one append holds those files and, in its snapshot summary, the next offset of every partition
    of the table and the commit's record; it lands only if the table's offsets are still those of
    step 1 (:class:`~commit_service.iceberg.validator.OffsetsValidator`, inside Iceberg's commit).
@@ -25,16 +27,17 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from commit_service.config import Placement
 from commit_service.domain import round_guard
 from commit_service.domain.content import Unwrap
 from commit_service.domain.coverage import OffsetCheck
 from commit_service.domain.maintenance import MaintenancePolicy
-from commit_service.domain.plan import CommitPlan
-from commit_service.domain.round_schema import FileShape, reconcile, resolved_schema
+from commit_service.domain.plan import CommitPlan, PendingFile
+from commit_service.domain.round_schema import FileShape, Schema, fits, reconcile, resolved_schema
 from commit_service.errors import (
     CommitError,
     OffsetsMovedError,
@@ -45,7 +48,7 @@ from commit_service.errors import (
 )
 from commit_service.iceberg import datafiles
 from commit_service.iceberg.maintenance import IcebergMaintainer
-from commit_service.iceberg.schema import iceberg_schema, same_columns
+from commit_service.iceberg.schema import addable_as_is, iceberg_schema, same_columns
 from commit_service.iceberg.summary import COMMIT, COMMIT_ID, OFFSETS, encode
 from commit_service.iceberg.tables import IcebergTable
 from commit_service.iceberg.validator import OffsetsValidator, serve_callbacks
@@ -55,8 +58,8 @@ from commit_service.spark.java_errors import ICEBERG_VALIDATION, Failure, classi
 from commit_service.spark.session import job_group, job_ids, job_label
 from commit_service.spark.sources import ParquetSchemas, check_coverage, checked_facts
 from commit_service.storage.prefetch import FactsCache, storage_facts
-from commit_service.storage.reader import StorageReader
-from lakegate_core.protocol import DataFile
+from commit_service.storage.reader import FileFacts, StorageReader
+from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
@@ -82,6 +85,7 @@ class IcebergCommitter:
         unwrap: Unwrap = Unwrap.AUTO,
         offset_check: OffsetCheck = OffsetCheck.AUTO,
         facts: FactsCache | None = None,
+        placement: Placement = Placement.IN_PLACE,
     ) -> None:
         self._spark_factory = spark  # the process's session, started on first need
         self.table = table
@@ -91,6 +95,7 @@ class IcebergCommitter:
         self.clock = clock
         self.unwrap = unwrap
         self.offset_check = offset_check
+        self.placement = placement
         self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
         self._ready: tuple[Any, Any, IcebergTable, ParquetSchemas, IcebergMaintainer] | None = None
         self._validator: OffsetsValidator | None = None
@@ -192,16 +197,32 @@ class IcebergCommitter:
             f"[{commit_id[:8]}]",
         )
         spark.sparkContext.setLocalProperty("spark.jobGroup.id", job_group(self.table, commit_id, version))
-        frame = reader.frame(plan.files, facts, target)
-        directory = f"{table.location().rstrip('/')}/data/lakegate-{commit_id}"
-        datafiles.write(frame, directory)
-        written = datafiles.data_files(
-            spark, table, datafiles.parquet_files(spark, directory), tables.name_mapping(table)
+        in_place, rewritten = self._split(plan.files, reader, facts, schemas, target)
+        mapping = tables.name_mapping(table)
+        added = datafiles.data_files(
+            spark, table, [(self._place(table, p), facts[p.file.path].size_bytes) for p in in_place], mapping
         )
-        sources = [
-            round_guard.Source(p.file.path, reader.rows(p, facts[p.file.path]), shapes[p.file.path]) for p in plan.files
-        ]
-        round_guard.check(self.table, sources, written.rows, json.loads(frame.schema.json()))
+        round_guard.check(
+            self.table,
+            [
+                round_guard.Source(p.file.path, reader.rows(p, facts[p.file.path]), shapes[p.file.path])
+                for p in in_place
+            ],
+            added.rows,
+            target,
+        )
+        files = list(added.files)
+        if rewritten:
+            frame = reader.frame(rewritten, facts, target)
+            directory = f"{table.location().rstrip('/')}/data/lakegate-{commit_id}"
+            datafiles.write(frame, directory)
+            written = datafiles.data_files(spark, table, datafiles.parquet_files(spark, directory), mapping)
+            sources = [
+                round_guard.Source(p.file.path, reader.rows(p, facts[p.file.path]), shapes[p.file.path])
+                for p in rewritten
+            ]
+            round_guard.check(self.table, sources, written.rows, json.loads(frame.schema.json()))
+            files.extend(written.files)
 
         millis = int(self.clock() * 1000)
         record = CommitRecord(
@@ -217,7 +238,7 @@ class IcebergCommitter:
             committed_at_ms=millis,
         )
         append = table.newAppend()
-        for data_file in written.files:
+        for data_file in files:
             append.appendFile(data_file)
         offsets = PartitionOffsets({**base.offsets, **plan.offsets})
         append.set(OFFSETS, encode(offsets))
@@ -228,6 +249,45 @@ class IcebergCommitter:
         append.commit()
         self.facts.forget(p.file for p in plan.files)
         return replace(record, version=self._landed_version(table, commit_id, version))
+
+    def _split(
+        self,
+        files: Sequence[PendingFile],
+        reader: FrameReader,
+        facts: dict[str, FileFacts],
+        schemas: ParquetSchemas,
+        target: Schema,
+    ) -> tuple[list[PendingFile], list[PendingFile]]:
+        """The files added as they are (plain Parquet whose columns and types fit the table's and
+        that every Iceberg reader reads: zero copy), and those rewritten by Spark (JSON lines, CSV,
+        the sink's envelope, other types)."""
+        in_place: list[PendingFile] = []
+        rewritten: list[PendingFile] = []
+        fitting: dict[str | None, bool] = {}  # footer schema -> whether files of it are added as they are
+        for p in files:
+            f = facts[p.file.path]
+            if p.file.format is not FileFormat.PARQUET or reader.lifts(p, f):
+                rewritten.append(p)
+                continue
+            if f.schema_key not in fitting:
+                physical = schemas.get(p.file.path, f.schema_key)
+                fitting[f.schema_key] = (
+                    f.schema_key is not None and addable_as_is(f.schema_key) and fits(physical, target)
+                )
+            (in_place if fitting[f.schema_key] else rewritten).append(p)
+        return in_place, rewritten
+
+    def _place(self, table: Any, p: PendingFile) -> str:
+        """Where a file added as it is lives in the table: where the sink wrote it (Iceberg names
+        data files by absolute URI, so anywhere), or with ``copy_into_table`` a copy under the
+        table's ``data/<topic>/<partition>/``."""
+        if self.placement is not Placement.COPY_INTO_TABLE:
+            return p.file.path
+        target = (
+            f"{table.location().rstrip('/')}/data/{p.file.topic}/{p.file.partition}/{p.file.path.rsplit('/', 1)[1]}"
+        )
+        self.storage.copy(p.file.path, target)
+        return target
 
     def _landed_version(self, table: Any, commit_id: str, planned: int) -> int:
         """The sequence number of the snapshot that holds ``commit_id`` (the head, unless another

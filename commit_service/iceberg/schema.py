@@ -8,11 +8,19 @@ may lack it, or hold a null), so the frame written is this schema and the table'
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from commit_service.domain.round_schema import Schema, SparkType
 
 ICEBERG_ATOMIC = {"byte": "integer", "short": "integer", "char": "string", "varchar": "string"}
+# Arrow types of a Parquet footer Iceberg's readers do not all read as the table's type: timestamps
+# in other units than microseconds (and INT96, which Arrow shows as nanoseconds), unsigned and
+# 8/16-bit integers, and the rest Iceberg has no type for. A file holding one is rewritten.
+NOT_ADDABLE = re.compile(
+    r"timestamp\[(s|ms|ns)\b|\buint(8|16|32|64)\b|\bint(8|16)\b|time32|duration|halffloat|"
+    r"large_(string|binary|list)|dictionary<|fixed_size_list|interval"
+)
 
 
 def iceberg_type(t: SparkType) -> SparkType:
@@ -54,3 +62,10 @@ def same_columns(a: SparkType, b: SparkType) -> bool:
     if a["type"] == "array":
         return same_columns(a["elementType"], b["elementType"])
     return same_columns(a["keyType"], b["keyType"]) and same_columns(a["valueType"], b["valueType"])
+
+
+def addable_as_is(footer_schema: str | None) -> bool:
+    """Whether a Parquet file whose footer's Arrow schema reads as ``footer_schema`` (its text) can
+    be added to an Iceberg table as it is (given that its columns fit the table's): only types
+    every Iceberg reader reads as the table's. Unknown (None): no."""
+    return footer_schema is not None and NOT_ADDABLE.search(footer_schema) is None

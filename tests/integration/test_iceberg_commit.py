@@ -10,6 +10,8 @@ compared with what was written.
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +44,15 @@ class Files:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.written: dict[int, dict[str, Any]] = {}
+        self.sent: list[PendingFile] = []
+
+    def paths(self, fmt: FileFormat) -> list[str]:
+        return [p.file.path for p in self.sent if p.file.format is fmt]
 
     def _pending(self, path: Path, partition: int, start: int, count: int, fmt: FileFormat) -> PendingFile:
         f = DataFile(path.as_uri(), TOPIC, partition, start, start + count - 1, path.stat().st_size, fmt, count)
-        return PendingFile(f, f"m-{partition}-{start}", "sc-1")
+        self.sent.append(PendingFile(f, f"m-{partition}-{start}", "sc-1"))
+        return self.sent[-1]
 
     def jsonl(self, partition: int, start: int, values: list[dict[str, Any]]) -> PendingFile:
         path = self.root / f"{TOPIC}-{partition}-{start:020d}.jsonl"
@@ -56,7 +63,7 @@ class Files:
         return self._pending(path, partition, start, len(values), FileFormat.JSONL)
 
     def parquet(self, partition: int, start: int, values: list[dict[str, Any]], schema: pa.Schema) -> PendingFile:
-        path = self.root / f"{TOPIC}-{partition}-{start:020d}.parquet"
+        path = self.root / f"{TOPIC}-{partition}-{start:020d}-{len(self.sent)}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
         rows = [{**v, "offset": start + i} for i, v in enumerate(values)]
         pq.write_table(pa.Table.from_pylist(rows, schema.append(pa.field("offset", pa.int64()))), path)
@@ -79,6 +86,17 @@ def pyiceberg_rows(stack_dir: Path, name: str) -> list[dict[str, Any]]:
     return jdbc_rows(stack_dir / "iceberg-catalog.db", name)
 
 
+def utc(value: Any) -> Any:
+    """``value`` with every timestamp as naive UTC (Spark returns them so, pyiceberg with a zone)."""
+    if isinstance(value, dict):
+        return {k: utc(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [utc(v) for v in value]
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
 def assert_holds(spark: Any, stack_dir: Path, name: str, written: dict[int, dict[str, Any]]) -> None:
     """Both readers return exactly ``written``: one row per id, every field equal (a field the
     record lacks reads as null)."""
@@ -86,7 +104,16 @@ def assert_holds(spark: Any, stack_dir: Path, name: str, written: dict[int, dict
         by_id = {r["id"]: r for r in rows}
         assert len(by_id) == len(rows) == len(written), f"{reader}: {len(rows)} rows, {len(written)} written"
         for rid, record in written.items():
-            assert same(record, by_id[rid]), f"{reader}: id {rid}: wrote {record}, read {by_id[rid]}"
+            assert same(utc(record), utc(by_id[rid])), f"{reader}: id {rid}: wrote {record}, read {by_id[rid]}"
+
+
+def data_file_paths(spark: Any, name: str) -> set[str]:
+    """The data files of the table's current snapshot, as URIs (``file:///...``)."""
+    paths = {r[0] for r in spark.sql(f"SELECT file_path FROM {ICEBERG_CATALOG}.{name}.files").collect()}
+    return {
+        p.replace("file:/", "file:///", 1) if p.startswith("file:/") and not p.startswith("file:///") else p
+        for p in paths
+    }
 
 
 def summary(spark: Any, name: str) -> dict[str, str]:
@@ -122,6 +149,8 @@ def test_rounds_of_json_lines_and_parquet_land_whole_with_the_offsets_in_the_sna
         ],
     )
     assert first.records == 4
+    sink_parquet = next(iter(files.paths(FileFormat.PARQUET)))
+    assert sink_parquet in data_file_paths(spark, name), "a fitting Parquet file is added where it lies"
     got = summary(spark, name)
     assert json.loads(got[OFFSETS]) == {TOPIC: {"0": 2, "1": 2}}
     assert got[COMMIT_ID] == first.commit_id and got["added-records"] == "4"
@@ -205,4 +234,27 @@ def test_compaction_and_vacuum_keep_every_record_and_the_offsets(spark: Any, sta
     assert_holds(spark, stack_dir, name, files.written)
     commit_all(c, state, [files.jsonl(0, 8, [{"id": 8, "name": "after"}])])
     assert dict(c.snapshot().offsets) == {TopicPartition(TOPIC, 0): 9}
+    assert_holds(spark, stack_dir, name, files.written)
+
+
+AT = datetime(2026, 11, 26, 12, 30, 1, 123000, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("arrow_type", "value"),
+    [(pa.timestamp("ms", tz="UTC"), AT), (pa.uint32(), 2**32 - 1)],
+    ids=["timestamp-ms", "uint32"],
+)
+def test_parquet_iceberg_cannot_read_as_it_is_is_rewritten_with_every_value(
+    spark: Any, stack_dir: Path, tmp_path: Path, arrow_type: pa.DataType, value: Any
+) -> None:
+    """A column of a type some Iceberg reader does not read as the table's (timestamps in other
+    units than microseconds, unsigned integers): its file is rewritten, not added, and its values
+    come back."""
+    name = "lakegate_it.rewritten_" + re.sub(r"\W+", "_", str(arrow_type))
+    files = Files(tmp_path / "landing")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("v", arrow_type)])
+    c = committer(spark, name, tmp_path)
+    commit_all(c, TableState(name), [files.parquet(0, 0, [{"id": 1, "v": value}, {"id": 2, "v": None}], schema)])
+    assert not set(files.paths(FileFormat.PARQUET)) & data_file_paths(spark, name)
     assert_holds(spark, stack_dir, name, files.written)
