@@ -5,7 +5,9 @@ under ``value``, written under ``s3://lake/orders/data/``) +
 ``lakegate-service`` (table ``s3a://lake/orders``) + ``lakegate-sidecar``. It produces sample
 orders, shows progress and every commit as it happens, prints a sample of the table read back with
 delta-rs, tells where the Spark UI is, and stops everything on Ctrl-C (or when done, with
-``--exit-when-done``).
+``--exit-when-done``). With ``--format iceberg`` the table is the Iceberg table ``demo.orders`` in
+Apache Iceberg's REST catalog server (started too, its warehouse ``s3a://lake/warehouse/``), read
+back with pyiceberg.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from pathlib import Path
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import s3_sink_config
 from lakegate_stack.errors import StackError
+from lakegate_stack.iceberg_catalog import IcebergRestCatalog
 from lakegate_stack.kafka import create_topic
 from lakegate_stack.services import READ_TOKEN, ServiceProcess, SidecarProcess, sidecar_config
 from lakegate_stack.stack import LocalStack
 
-TOPIC, TABLE, CONNECTOR, BUCKET, PREFIX = "orders", "orders", "orders-sink", "lake", "orders/data/"
+TOPIC, CONNECTOR, BUCKET, PREFIX = "orders", "orders-sink", "lake", "orders/data/"
+ICEBERG_TABLE, WAREHOUSE = "demo.orders", f"s3a://{BUCKET}/warehouse"
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
 
 
@@ -70,8 +74,8 @@ def produce(
         done.set()
 
 
-def show_commits(service: ServiceProcess, seen: set[int]) -> None:
-    for c in reversed(service.call("GET", f"/v1/commits?table={TABLE}&limit=100").json()["commits"]):
+def show_commits(service: ServiceProcess, table: str, seen: set[int]) -> None:
+    for c in reversed(service.call("GET", f"/v1/commits?table={table}&limit=100").json()["commits"]):
         if c["version"] not in seen:
             seen.add(c["version"])
             offsets = ", ".join(f"{p}:{o}" for p, o in c["offsets"].get(TOPIC, {}).items())
@@ -81,21 +85,45 @@ def show_commits(service: ServiceProcess, seen: set[int]) -> None:
             )
 
 
-def print_sample(s3_endpoint: str) -> tuple[int, int]:
-    """Print a sample of the table; return (rows, distinct order ids)."""
-    from deltalake import DeltaTable
+def print_sample(s3_endpoint: str, catalog: IcebergRestCatalog | None) -> tuple[int, int]:
+    """Print a sample of the table (read back by delta-rs, or pyiceberg through the catalog);
+    return (rows, distinct order ids)."""
+    if catalog is None:
+        from deltalake import DeltaTable
 
-    table = DeltaTable(
-        f"s3://{BUCKET}/{TABLE}", storage_options={"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV}
-    )
-    data = table.to_pyarrow_table()
-    say(
-        f"table s3a://{BUCKET}/{TABLE} at version {table.version()}: {data.num_rows} rows, "
-        f"columns {data.column_names}; read back with delta-rs. A sample:"
-    )
+        table = DeltaTable(
+            f"s3://{BUCKET}/orders",
+            storage_options={"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV},
+        )
+        data = table.to_pyarrow_table()
+        where = f"Delta table s3a://{BUCKET}/orders at version {table.version()}"
+        reader = "delta-rs"
+    else:
+        from pyiceberg.catalog import load_catalog
+
+        props = {
+            "s3.endpoint": s3_endpoint,
+            "s3.access-key-id": s3mod.ACCESS_KEY,
+            "s3.secret-access-key": s3mod.SECRET_KEY,
+            "s3.region": s3mod.REGION,
+        }
+        iceberg = load_catalog("demo", type="rest", uri=catalog.uri, **props).load_table(ICEBERG_TABLE)
+        data = iceberg.scan().to_arrow()
+        snapshots = len(iceberg.snapshots())
+        where = f"Iceberg table {ICEBERG_TABLE} ({iceberg.location()}) with {snapshots} snapshots"
+        reader = f"pyiceberg through the REST catalog {catalog.uri}"
+    say(f"{where}: {data.num_rows} rows, columns {data.column_names}; read back with {reader}. A sample:")
     for row in data.sort_by("order_id").slice(0, 5).to_pylist():
-        print("    " + json.dumps(row))
+        print("    " + json.dumps(row, default=str))
     return data.num_rows, len(set(data.column("order_id").to_pylist()))
+
+
+def demo_table(args: argparse.Namespace) -> dict[str, object]:
+    """The demo's one table: Delta at ``s3a://lake/orders``, or Iceberg ``demo.orders``."""
+    table: dict[str, object] = {"topics": [TOPIC], "commit": {"interval_seconds": args.commit_interval}}
+    if args.format == "iceberg":
+        return {**table, "name": ICEBERG_TABLE, "format": "iceberg", "path": f"{WAREHOUSE}/demo/orders"}
+    return {**table, "name": "orders", "path": f"s3a://{BUCKET}/orders"}
 
 
 def run(args: argparse.Namespace, workdir: Path) -> int:
@@ -103,20 +131,22 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     with LocalStack(workdir, connect_workers=1, buckets=(BUCKET,)) as stack:
         assert stack.s3 and stack.kafka
         worker = stack.workers[0]
+        catalog: IcebergRestCatalog | None = None
+        catalogs: list[dict[str, object]] = []
+        if args.format == "iceberg":
+            catalog = IcebergRestCatalog(workdir / "iceberg-rest", WAREHOUSE, stack.s3).start()
+            catalogs = [{"name": "lake", "type": "rest", "uri": catalog.uri}]
+            say(f"Iceberg REST catalog up at {catalog.uri} (warehouse {WAREHOUSE}/)")
         say("stack up: S3 server, Kafka, Kafka Connect; starting lakegate-service (Spark warms up) ...")
+        table = demo_table(args)
+        name = str(table["name"])
         service = ServiceProcess(
             workdir,
-            [
-                {
-                    "name": TABLE,
-                    "path": f"s3a://{BUCKET}/{TABLE}",
-                    "topics": [TOPIC],
-                    "commit": {"interval_seconds": args.commit_interval},
-                }
-            ],
+            [table],
             [f"s3a://{BUCKET}/{PREFIX}"],
             s3={"endpoint": stack.s3.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
             kafka=stack.kafka.bootstrap_servers,
+            catalogs=catalogs,
         )
         sidecar: SidecarProcess | None = None
         stop = threading.Event()
@@ -155,7 +185,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                 f"ready in {time.monotonic() - started:.0f}s.\n"
                 f"  status page   {service.url}/   (open it in a browser; sign in with the read token {READ_TOKEN})\n"
                 f"  lakegate API  {service.url}   (tokens in {service.config_path})\n"
-                f"  Spark UI      {service.spark_ui()}   (jobs named 'lakegate commit orders v<N>: ...')\n"
+                f"  Spark UI      {service.spark_ui()}   (jobs named 'lakegate commit {name} v<N>: ...')\n"
                 f"  Connect REST  {worker.url}   Kafka {stack.kafka.bootstrap_servers}   S3 {stack.s3.endpoint}\n"
                 f"  logs          {workdir}"
             )
@@ -170,20 +200,21 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             deadline = time.monotonic() + args.timeout
             while time.monotonic() < deadline:
                 time.sleep(2)
-                show_commits(service, seen)
-                committed = sum(service.call("GET", f"/v1/tables/{TABLE}/offsets").json().get(TOPIC, {}).values())
+                show_commits(service, name, seen)
+                committed = sum(service.call("GET", f"/v1/tables/{name}/offsets").json().get(TOPIC, {}).values())
                 say(f"produced {counter[0]}/{args.records}, committed to the table {committed}")
                 if done.is_set() and committed >= args.records:
                     break
             else:
                 say(f"not all records were committed within {args.timeout}s; see the logs in {workdir}")
                 return 1
-            show_commits(service, seen)
-            rows, distinct = print_sample(stack.s3.endpoint)
+            show_commits(service, name, seen)
+            rows, distinct = print_sample(stack.s3.endpoint, catalog)
             if rows != args.records or distinct != args.records:
                 say(f"MISMATCH: {rows} rows, {distinct} distinct order ids, {args.records} produced")
                 return 1
-            say(f"all {args.records} records committed exactly once, in {len(seen)} Delta commits.")
+            kind = "Iceberg snapshots" if catalog is not None else "Delta commits"
+            say(f"all {args.records} records committed exactly once, in {len(seen)} {kind}.")
             if args.exit_when_done:
                 return 0
             say(f"status page: {service.url}/  Spark UI: {service.spark_ui()} -- press Ctrl-C to stop everything.")
@@ -195,6 +226,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             if sidecar is not None:
                 sidecar.stop()
             service.stop()
+            if catalog is not None:
+                catalog.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,6 +240,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit-interval", type=float, default=5.0, help="table commit interval, s (default 5)")
     parser.add_argument("--timeout", type=float, default=600, help="give up after this many seconds (default 600)")
     parser.add_argument("--exit-when-done", action="store_true", help="stop once every record is committed")
+    parser.add_argument(
+        "--format",
+        choices=("delta", "iceberg"),
+        default="delta",
+        help="the table format: delta (default), or iceberg (in a REST catalog the demo starts)",
+    )
     parser.add_argument("--workdir", type=Path, help="configs, data and logs (default: a temp dir, removed at exit)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
