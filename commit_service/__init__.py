@@ -9,7 +9,8 @@ Its rooms (each a subpackage whose ``__init__`` says what it holds) and who may 
   ``ConnectGroups``);
 - ``coordination/``: the coordinator and each table's rounds, quarantine, fencing;
 - ``storage/``: reading the sinks' files and their facts, ahead of the rounds;
-- ``delta/``: everything that talks to Spark, py4j and Delta, behind the ``Committer`` port;
+- ``spark/``: the process's one SparkSession and a round's files read as one frame (both formats);
+- ``delta/`` / ``iceberg/``: everything that talks to Delta / Iceberg, behind the ``Committer`` port;
 - ``http/``: the Flask app, its API, the status page; ``observe/``: metrics and lag;
   ``serving/``: gunicorn's options and worker;
 - ``config.py``, ``errors.py``, ``cli.py``: the config, the error tree, the entry point.
@@ -25,6 +26,7 @@ The life of a manifest, one file per step::
                                     delta/deferred.py            DeferredCommitter: Spark when needed
                                     delta/committer.py           DeltaCommitter.commit: one transaction
                                     delta/append.py | delta/upsert.py  the round's files as actions
+                                    (an Iceberg table: iceberg/committer.py, one snapshot per round)
                                     domain/state.py              TableState.committed_plan: manifest done
     sidecar --GET /v1/manifests/<id>--> http/api.py              the manifest's state and version
 """

@@ -17,7 +17,7 @@ COMMANDS = {
     "sidecar": "sidecar",
     "slowclients": "slowclients",
 }
-PARTS = ("commit", "checkpoints", "history", "jsonl", "http", "pipeline", "upsert")  # also run's parts
+PARTS = ("commit", "checkpoints", "history", "jsonl", "http", "pipeline", "upsert", "iceberg")  # also run's parts
 
 
 def main(argv: list[str]) -> int:

@@ -23,6 +23,7 @@ from commit_service.domain.state import TableState
 from commit_service.spark.session import create_session
 from commit_service.storage.prefetch import FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
+from lakegate_bench.iceberg import bench_catalog
 from lakegate_core.protocol import DataFile, FileFormat
 
 TOPIC = "bench"
@@ -108,7 +109,11 @@ class Bench:
         self.rows = rows
         self.storage = StorageReader()
         print(f"starting Spark (local[2]) in {work} ...", flush=True)
-        self.spark = create_session(SparkSettings(master="local[2]", ui_enabled=False, local_dir=work / "spark"))
+        self.spark = create_session(
+            SparkSettings(
+                master="local[2]", ui_enabled=False, local_dir=work / "spark", catalogs=(bench_catalog(work),)
+            )
+        )
         self._tables = 0
 
     def coordinator(self, name: str, policy: MaintenancePolicy | None = None) -> TableCoordinator:

@@ -151,6 +151,23 @@ def plot(part: str, data: dict[str, Any], path: Path) -> None:
         p99 = ax.twinx()
         p99.plot(labels, [r.get("p99_ms", 0) for r in rows], color="tab:red", marker="o", label="p99 ms")
         p99.set_ylabel("p99 latency, ms")
+    elif part == "iceberg":
+        rows = data["results"]
+        for kind, style in (("parquet", "-"), ("jsonl", "--")):
+            mine = [r for r in rows if r["format"] == kind]
+            for key, color, label in (("delta_s", "C0", "Delta"), ("iceberg_s", "C1", "Iceberg")):
+                ax.plot(
+                    [r["files"] for r in mine],
+                    [r[key] for r in mine],
+                    style,
+                    marker="o",
+                    color=color,
+                    label=f"{label}, {kind}",
+                )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("files in the commit")
+        ax.set_ylabel("seconds")
     elif part == "upsert":
         rows = data["results"]
         for kind, style in (("clustered", "-"), ("random", "--")):

@@ -1,6 +1,6 @@
-"""Benchmarks of the commit service's Delta side (real Spark + Delta), in selectable parts.
+"""Benchmarks of the commit service's table side (real Spark + Delta, and Iceberg), in selectable parts.
 
-Parts (``--parts``, default all but ``upsert``):
+Parts (``--parts``, default all but ``upsert`` and ``iceberg``):
 
 - ``commit``: one commit of N Parquet files (1,000 rows x 10 columns each), N in ``--files``.
   The same files are committed three ways, each into its own table that already exists:
@@ -26,6 +26,10 @@ Parts (``--parts``, default all but ``upsert``):
 - ``upsert``: one upsert round of each of ``--upsert-keys`` changed keys into a table of
   ``--upsert-rows`` rows, keys clustered and random, with deletion vectors and copy-on-write,
   against Delta's own MERGE with deletion vectors on the same changes (``lakegate_bench/upsert.py``).
+- ``iceberg``: one commit round of N Parquet files (N in ``--files``, added in place by both) and
+  of N gzip JSON-lines files (N in ``--jsonl-files``, rewritten by both) into a Delta table and an
+  Iceberg table (JDBC catalog on sqlite), each through its ``TableCoordinator``
+  (``lakegate_bench/iceberg.py``).
 
 Prints progress and tables, writes ``<part>.json`` and a PNG plot per part to ``--out-dir``
 (default ``.lakegate/bench``). Run through ``scripts/bench``.
@@ -46,9 +50,10 @@ from typing import Any
 
 from lakegate_bench.commit_path import Bench
 from lakegate_bench.http_load import part_http
+from lakegate_bench.iceberg import part_iceberg
 from lakegate_bench.report import plot, report
 
-PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline", "upsert")
+PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline", "upsert", "iceberg")
 DEFAULT_PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline")
 
 
@@ -164,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         "history": lambda: bench.part_history(args.history, args.window),
         "jsonl": lambda: bench.part_jsonl(args.jsonl_files),
         "upsert": lambda: bench.part_upsert(args.upsert_rows, args.upsert_files, args.upsert_keys),
+        "iceberg": lambda: part_iceberg(bench, args.files, args.jsonl_files),
     }
     for part in in_process:
         write_part(part, machine, runs[part], args)

@@ -19,18 +19,27 @@ from pathlib import Path
 from typing import Any
 
 from lakegate_stack.chaos import FAULT_KINDS, ChaosError, ChaosRun, ChaosSettings, summary
+from lakegate_stack.chaos.settings import TableRef
 from lakegate_stack.process import free_port
 
 
+def check_catalog() -> Any:
+    """A placeholder Iceberg catalog that puts Iceberg's jars and extensions in the check's Spark
+    (the run's own REST catalog is registered when a table of it is read)."""
+    from commit_service.config import CatalogType, IcebergCatalog
+
+    return IcebergCatalog(name="unused", type=CatalogType.REST, uri="http://127.0.0.1:9")
+
+
 class SparkReader:
-    """Reads a table's ids through delta-spark: a local SparkSession, started on first use (after
+    """Reads a table's ids through Spark (delta-spark, or Iceberg's runtime): a local SparkSession, started on first use (after
     the run's S3 server is up), independent of the service's."""
 
     def __init__(self, workdir: Path, run: ChaosRun) -> None:
         self.workdir, self.run = workdir, run
         self.session: Any = None
 
-    def __call__(self, uri: str) -> list[int]:
+    def __call__(self, table: TableRef) -> list[int]:
         from commit_service.config import S3Settings, SparkSettings
         from commit_service.spark.session import create_session
         from lakegate_stack import s3 as s3mod
@@ -45,9 +54,10 @@ class SparkReader:
                 driver_memory="2g",
                 local_dir=self.workdir / "check-spark",
                 s3=S3Settings(endpoint=self.run.s3.endpoint, access_key=s3mod.ACCESS_KEY, secret_key=s3mod.SECRET_KEY),
+                catalogs=(check_catalog(),),  # Iceberg's jars and extensions; the run's catalog is set per read
             )
             self.session = create_session(settings)
-        return [int(r["id"]) for r in self.session.read.format("delta").load(uri).select("id").collect()]
+        return table.spark_ids(self.session)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,16 +1,58 @@
-"""What the pipeline tests (tests/e2e) share: the records of the shape topics, a producer of
-JSON records, and a bounded wait for the service's tables to reach Kafka's log ends."""
+"""What the pipeline tests (tests/e2e) share: a sink connector with its sidecar, the records of the
+shape topics, a producer of JSON records, and a bounded wait for the service's tables to reach
+Kafka's log ends."""
 
 from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from kafka import KafkaProducer, TopicPartition
 
-from lakegate_stack.services import ServiceProcess
+from lakegate_stack import s3 as s3mod
+from lakegate_stack.connect import ConnectWorker, s3_sink_config
+from lakegate_stack.s3 import S3Server
+from lakegate_stack.services import ServiceProcess, SidecarProcess, sidecar_config
 from tests.kafka_helpers import end_offsets
+
+S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
+FIELDS = "key,value,offset,timestamp"
+
+
+def sink_with_sidecar(
+    workdir: Path,
+    worker: ConnectWorker,
+    s3_server: S3Server,
+    bucket: str,
+    service: ServiceProcess,
+    bootstrap: str,
+    name: str,
+    topic: str,
+    sink: dict[str, Any],
+) -> SidecarProcess:
+    """Connector ``name`` (one task, writing ``topic`` under ``landing/<name>/`` of ``bucket`` in
+    ``sink["output"]`` with ``sink``'s other settings and the fields key, value, offset, timestamp),
+    running, and a sidecar following it and sending to ``service``, started."""
+    settings = {k: v for k, v in sink.items() if k != "output"}
+    config = s3_sink_config(
+        [topic],
+        bucket,
+        s3_server.endpoint,
+        s3mod.ACCESS_KEY,
+        s3mod.SECRET_KEY,
+        prefix=f"landing/{name}/",
+        output=sink["output"],
+        tasks=1,
+        **{"format.output.fields": FIELDS, **settings},
+    )
+    client = worker.client()
+    client.put_connector(name, config)
+    client.wait_running(name, tasks=1)
+    landing = {"kind": "s3", "bucket": bucket, "prefix": f"landing/{name}/", "endpoint": s3_server.endpoint}
+    sidecar = sidecar_config(worker, [name], bootstrap, landing, service.url)
+    return SidecarProcess(workdir, f"sidecar-{name}", sidecar, env=S3_ENV).start()
 
 
 def shape(topic: str, batch: int, i: int) -> dict[str, Any]:

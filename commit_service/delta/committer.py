@@ -241,18 +241,7 @@ class DeltaCommitter:
                 for tp, offset in sorted(plan.offsets.items())
             ],
         )
-        record = CommitRecord(
-            table=self.table,
-            version=expected_version,
-            commit_id=commit_id,
-            files=len(plan.files),
-            records=plan.records,
-            offsets=plan.offsets,
-            vtts=int(plan.vtts * 1000) if plan.vtts is not None else None,
-            sidecars=tuple(sorted({p.sidecar_id for p in plan.files})),
-            released=plan.released or None,
-            committed_at_ms=millis,
-        )
+        record = plan.record(self.table, expected_version, commit_id, millis)
         op = self._handles.streaming_update(
             self._handles.append_mode,
             f"lakegate-{self.table}",

@@ -13,6 +13,7 @@ from enum import Enum
 from typing import Final
 
 from lakegate_core.protocol import CsvLayout, DataFile, FileFormat
+from lakegate_core.status import CommitRecord
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
 # The buffer keeps its files as plain tuples of atoms (str, int, float, None), which Python's
@@ -144,6 +145,22 @@ class CommitPlan:
         for p in self.files:
             out[p.tp] = min(out.get(p.tp, p.file.start_offset), p.file.start_offset)
         return out
+
+    def record(self, table: str, version: int, commit_id: str, committed_at_ms: int) -> CommitRecord:
+        """What a commit of this plan into ``table`` at ``version`` records (a committer fills in
+        its duration and Spark jobs once it has landed)."""
+        return CommitRecord(
+            table=table,
+            version=version,
+            commit_id=commit_id,
+            files=len(self.files),
+            records=self.records,
+            offsets=self.offsets,
+            vtts=int(self.vtts * 1000) if self.vtts is not None else None,
+            sidecars=tuple(sorted({p.sidecar_id for p in self.files})),
+            released=self.released or None,
+            committed_at_ms=committed_at_ms,
+        )
 
     @property
     def bytes(self) -> int:

@@ -185,9 +185,10 @@ class IcebergCommitter:
             path, reason = next(iter(joined.refused.items()))
             raise SchemaMismatchError(path, reason)
         target = iceberg_schema(resolved_schema(joined.schema))
-        if table is None:
+        if table is None:  # another writer may create it first: its schema is then checked below
             table = tables.create(target)
-        elif table_schema is not None and not same_columns(target, table_schema):
+            table_schema = tables.spark_schema(table)
+        if table_schema is not None and not same_columns(target, table_schema):
             tables.grow(table, target)
 
         version = base.version + 1
@@ -225,18 +226,7 @@ class IcebergCommitter:
             files.extend(written.files)
 
         millis = int(self.clock() * 1000)
-        record = CommitRecord(
-            table=self.table,
-            version=version,
-            commit_id=commit_id,
-            files=len(plan.files),
-            records=plan.records,
-            offsets=plan.offsets,
-            vtts=int(plan.vtts * 1000) if plan.vtts is not None else None,
-            sidecars=tuple(sorted({p.sidecar_id for p in plan.files})),
-            released=plan.released or None,
-            committed_at_ms=millis,
-        )
+        record = plan.record(self.table, version, commit_id, millis)
         append = table.newAppend()
         for data_file in files:
             append.appendFile(data_file)

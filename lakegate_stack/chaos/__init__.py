@@ -5,8 +5,9 @@ CI). The stack is all real: Kafka, three Kafka Connect workers in one group runn
 connectors (the stand-in for Aiven's sink: ``chaos-parquet`` writes Parquet, ``chaos-jsonl`` and
 ``chaos-upsert`` gzip JSON lines, all with the ``offset`` field), the S3 server, one
 ``lakegate-sidecar`` per worker and the ``lakegate-service`` with fencing on. Three topics of six
-partitions route to three Delta tables: two append tables and one ``mode: upsert`` table (key
-``id``, deletion vectors). Two :class:`~lakegate_stack.proxy.FaultProxy` sit in the way: sidecars
+partitions route to three tables: a Delta append table, an Iceberg append table (``chaos.b``, in
+Apache Iceberg's REST catalog server, its warehouse on the S3 server) and a Delta ``mode: upsert``
+table (key ``id``, deletion vectors). Two :class:`~lakegate_stack.proxy.FaultProxy` sit in the way: sidecars
 -> service, and everyone -> S3.
 
 A producer thread writes ``records`` records with unique ids at a paced rate (every
@@ -15,12 +16,13 @@ stops at each fault's *gate* (a record count drawn from the seed) until the faul
 where a fault falls is decided by progress, never by racing the producer. Each fault then waits
 for an observed outcome (the service process died at its crash point, the tasks moved, the sink
 logged its split) within a bounded deadline, and recovers. At the end every fault is undone, the
-harness waits for every table to hold Kafka's log end, and checks, with delta-rs and (when given)
-delta-spark:
+harness waits for every table to hold Kafka's log end, and checks, with delta-rs or pyiceberg and
+(when given) Spark:
 
 - every produced id is in its append table exactly once (``lost``, ``duplicated``);
 - the upsert table holds one row per key, at the key's last change (``upsert_mismatches``);
-- each partition's ``txn`` version equals the ``connect-<connector>`` group's committed offset;
+- each partition's offset in its table (a Delta ``txn`` version, the Iceberg head snapshot's
+  ``lakegate.offsets``) equals the ``connect-<connector>`` group's committed offset;
 - every file the tables reference lies under the table's root (nothing from outside the roots).
 
 The report (:class:`ChaosReport`) is JSON: records, loss, duplicates, the upsert table's

@@ -92,9 +92,9 @@ def summary(report: ChaosReport) -> str:
     spark = (
         "not run"
         if not report.spark_checked
-        else "DISAGREES with delta-rs"
+        else "DISAGREES with delta-rs / pyiceberg"
         if report.spark_mismatches
-        else "agrees with delta-rs"
+        else "agrees with delta-rs / pyiceberg"
     )
     return "\n".join(
         [
@@ -103,8 +103,8 @@ def summary(report: ChaosReport) -> str:
             f"lost {report.lost}, duplicated {report.duplicated}",
             f"  faults {sum(report.faults_by_kind.values())}: {kinds}",
             f"  commits {report.commits}; orphans made by the sink {report.orphans_made}; {recov}",
-            f"  txn mismatches {len(report.txn_mismatches)}, files outside the roots {len(report.outside_roots)}, "
-            f"delta-spark {spark}",
+            f"  offset mismatches (txn, snapshot) {len(report.txn_mismatches)}, files outside the roots "
+            f"{len(report.outside_roots)}, Spark {spark}",
             f"  upsert table: {report.upsert_keys} keys, {len(report.upsert_mismatches)} not at their last change",
         ]
     )

@@ -17,16 +17,20 @@ from lakegate_stack.chaos.producer import Producer
 from lakegate_stack.chaos.report import ChaosReport, FaultRecord
 from lakegate_stack.chaos.settings import (
     CONNECTORS,
+    ICEBERG_CATALOG,
+    ICEBERG_TABLE,
     PARTITIONS,
     S3_ENV,
     UPSERT_TABLE,
     ChaosError,
     ChaosSettings,
     SparkCheck,
+    TableRef,
     signal_process,
 )
 from lakegate_stack.chaos.verify import quiesce, verify
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
+from lakegate_stack.iceberg_catalog import IcebergRestCatalog
 from lakegate_stack.kafka import KafkaBroker, create_topic
 from lakegate_stack.proxy import FaultProxy
 from lakegate_stack.s3 import S3Server
@@ -57,7 +61,8 @@ class ChaosRun:
         self.kafka, self.s3 = kafka, s3
         self.landing, self.lake = f"chaos-landing-{self.run_id}", f"chaos-lake-{self.run_id}"
         self.topics = (f"chaos-{self.run_id}-a", f"chaos-{self.run_id}-b", f"chaos-{self.run_id}-c")
-        self.tables = {"chaos_a": self.topics[0], "chaos_b": self.topics[1], UPSERT_TABLE: self.topics[2]}
+        self.tables = {"chaos_a": self.topics[0], ICEBERG_TABLE: self.topics[1], UPSERT_TABLE: self.topics[2]}
+        self.catalog: IcebergRestCatalog | None = None
         self.connectors = {
             f"{name}-{self.run_id}": (self.topics["abc".index(t)], fmt, codec)
             for name, (t, fmt, codec) in CONNECTORS.items()
@@ -88,15 +93,20 @@ class ChaosRun:
             self.kafka = KafkaBroker(self.workdir / "kafka").start()
         for topic in self.topics:
             create_topic(self.kafka.bootstrap_servers, topic, PARTITIONS)
+        # the Iceberg table's catalog writes its metadata to S3 itself, past the fault proxy
+        self.catalog = IcebergRestCatalog(
+            self.workdir / "iceberg-rest", f"s3a://{self.lake}/warehouse", self.s3
+        ).start()
         tables = [
             {
                 "name": name,
-                "path": f"s3a://{self.lake}/{name}",
+                "path": self.table_uri(name),
                 "topics": [topic],
                 "placement": "copy_into_table",
                 "offset_check": self.settings.offset_check,
                 "commit": {"interval_seconds": self.settings.interval_seconds, "timeout_seconds": 10},
                 **({"mode": "upsert", "key": ["id"]} if name == UPSERT_TABLE else {}),
+                **({"format": "iceberg"} if name == ICEBERG_TABLE else {}),
             }
             for name, topic in self.tables.items()
         ]
@@ -107,6 +117,7 @@ class ChaosRun:
             s3={"endpoint": self.s3_proxy.url, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
             kafka=self.kafka.bootstrap_servers,
             env={"LAKEGATE_TEST_FAULT_DIR": str(self.service_faults)},
+            catalogs=[{"name": ICEBERG_CATALOG, "type": "rest", "uri": self.catalog.uri}],
         ).start()
         self.service_proxy = FaultProxy("127.0.0.1", self.service.port, name="service").start()
         group = f"chaos-connect-{self.run_id}"
@@ -136,6 +147,19 @@ class ChaosRun:
             client.wait_running(name, tasks=3, timeout=180)
         for i, worker in enumerate(self.workers, start=1):
             self.sidecars.append(self._sidecar(i, worker).start())
+
+    def table_uri(self, name: str) -> str:
+        """Where a table lives: ``s3a://<lake>/<name>``, an Iceberg table under the catalog's warehouse."""
+        if name == ICEBERG_TABLE:
+            return f"s3a://{self.lake}/warehouse/{name.replace('.', '/')}"
+        return f"s3a://{self.lake}/{name}"
+
+    def table_ref(self, name: str) -> TableRef:
+        """How a Spark reader finds table ``name`` (see :class:`TableRef`)."""
+        if name == ICEBERG_TABLE:
+            assert self.catalog is not None
+            return TableRef(name, self.table_uri(name), self.catalog.uri)
+        return TableRef(name, self.table_uri(name))
 
     def _sidecar(self, i: int, worker: ConnectWorker) -> SidecarProcess:
         assert self.kafka and self.s3_proxy and self.service_proxy
@@ -172,6 +196,8 @@ class ChaosRun:
                 proxy.stop()
         if self.service is not None:
             self.service.stop()
+        if self.catalog is not None:
+            self.catalog.stop()
         if self._own_kafka and self.kafka is not None:
             self.kafka.stop()
         if self._own_s3 and self.s3 is not None:

@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.errors import StackError
@@ -46,6 +46,8 @@ CONNECTORS = {
 UPSERT_EVERY = 4  # every 4th record also changes a key of the upsert topic c
 UPSERT_KEYS = 500  # the keys those changes cycle through: each is changed many times
 UPSERT_TABLE = "chaos_c"  # mode: upsert, key [id]: one row per key of topic c, its last seq
+ICEBERG_TABLE = "chaos.b"  # format: iceberg: topic b's records, in the run's own Iceberg REST catalog
+ICEBERG_CATALOG = "chaos"  # that catalog's name in the service's (and the check's) Spark
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
 
 
@@ -79,7 +81,35 @@ class ChaosSettings:
             raise ValueError("records must be >= 120, faults >= 0, rate > 0, workers 2..5")
 
 
-SparkCheck = Callable[[str], list[int]]  # table URI (s3a://) -> every id in it, read by delta-spark
+@dataclass(frozen=True)
+class TableRef:
+    """One of the run's tables as a Spark reader finds it: a Delta table by its ``s3a://`` URI, an
+    Iceberg table by its name in the REST catalog at ``catalog_uri``."""
+
+    name: str
+    uri: str
+    catalog_uri: str | None = None  # set: an Iceberg table
+
+    def spark_ids(self, spark: Any) -> list[int]:
+        """Every id of the table, read by ``spark`` (a session with Delta and Iceberg's extensions):
+        delta-spark, or Iceberg's Spark runtime through the catalog (registered here, at run time)."""
+        if self.catalog_uri is None:
+            frame = spark.read.format("delta").load(self.uri)
+        else:
+            prefix = f"spark.sql.catalog.{ICEBERG_CATALOG}"
+            for key, value in {
+                prefix: "org.apache.iceberg.spark.SparkCatalog",
+                f"{prefix}.type": "rest",
+                f"{prefix}.uri": self.catalog_uri,
+                f"{prefix}.cache-enabled": "false",
+                f"{prefix}.io-impl": "org.apache.iceberg.hadoop.HadoopFileIO",
+            }.items():
+                spark.conf.set(key, value)
+            frame = spark.table(f"{ICEBERG_CATALOG}.{self.name}")
+        return [int(r["id"]) for r in frame.select("id").collect()]
+
+
+SparkCheck = Callable[[TableRef], list[int]]  # a table -> every id in it, read by Spark
 
 
 def wait_until(what: str, check: Callable[[], bool], timeout: float, poll: float = 1.0) -> float:

@@ -1,19 +1,23 @@
 """The chaos run's end: every fault undone, the tables caught up with Kafka's log ends
 (:func:`quiesce`), then the check of exactly once (:func:`verify`): ids lost or duplicated, the
 upsert table against its model, each partition's ``txn`` against Connect's committed offset,
-files outside the roots, and delta-spark's read against delta-rs's."""
+files outside the roots, and Spark's read against the independent reader's (delta-rs for the
+Delta tables, pyiceberg for the Iceberg one, whose offsets are its newest snapshot's)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 from collections import Counter
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from lakegate_stack import s3 as s3mod
 from lakegate_stack.chaos.producer import upsert_model
 from lakegate_stack.chaos.report import ChaosReport, upsert_mismatches_of
 from lakegate_stack.chaos.settings import (
+    ICEBERG_TABLE,
     PARTITIONS,
     S3_ENV,
     UPSERT_TABLE,
@@ -104,11 +108,66 @@ def quiesce(run: ChaosRun) -> None:
     print(f"chaos: tables caught up {took:.0f}s after the last record", flush=True)
 
 
-def verify(run: ChaosRun, duration: float) -> ChaosReport:
-    from deltalake import DeltaTable
+class TableRead:
+    """What the independent reader (delta-rs, or pyiceberg through the run's catalog) finds in one
+    table: its rows, the URIs of its data files, its offsets per partition, its Lakegate commits."""
 
+    def __init__(self, run: ChaosRun, table: str, columns: list[str]) -> None:
+        assert run.s3 is not None
+        self.uri = run.table_uri(table)
+        if table == ICEBERG_TABLE:
+            self._iceberg(run, table, columns)
+        else:
+            self._delta(run, table, columns)
+
+    def _delta(self, run: ChaosRun, table: str, columns: list[str]) -> None:
+        from deltalake import DeltaTable
+
+        assert run.s3 is not None
+        options = {"AWS_ENDPOINT_URL": run.s3.endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV}
+        dt = DeltaTable(self.uri.replace("s3a://", "s3://"), storage_options=options)
+        self.rows = live_rows(dt, columns)
+        self.files = [p.replace("s3://", "s3a://", 1) for p in dt.file_uris()]
+        prefix = f"lakegate-{table}-"
+        self.offsets = {
+            (topic, p): dt.transaction_version(f"{prefix}{topic}-{p}")
+            for topic in [run.tables[table]]
+            for p in range(PARTITIONS)
+        }
+        self.commits = dt.version() + 1
+
+    def _iceberg(self, run: ChaosRun, table: str, columns: list[str]) -> None:
+        from pyiceberg.catalog import load_catalog
+
+        assert run.s3 is not None and run.catalog is not None
+        catalog = load_catalog("chaos-check", type="rest", uri=run.catalog.uri, **pyiceberg_s3(run.s3.endpoint))
+        it = catalog.load_table(table)
+        self.rows = it.scan(selected_fields=tuple(columns)).to_arrow().to_pylist()
+        self.files = [str(p) for p in it.inspect.files().column("file_path").to_pylist()]
+        snapshots = [
+            s for s in it.snapshots() if s.summary is not None and "lakegate.offsets" in s.summary.additional_properties
+        ]
+        self.commits = len(snapshots)
+        head = it.current_snapshot()
+        held = {}
+        for snap in [head] if head is not None else []:
+            props = snap.summary.additional_properties if snap.summary is not None else {}
+            held = json.loads(props.get("lakegate.offsets", "{}"))
+        self.offsets = {(t, int(p)): o for t, parts in held.items() for p, o in parts.items()}
+
+
+def pyiceberg_s3(endpoint: str) -> dict[str, str]:
+    """pyiceberg's settings for the run's S3 server."""
+    return {
+        "s3.endpoint": endpoint,
+        "s3.access-key-id": s3mod.ACCESS_KEY,
+        "s3.secret-access-key": s3mod.SECRET_KEY,
+        "s3.region": s3mod.REGION,
+    }
+
+
+def verify(run: ChaosRun, duration: float) -> ChaosReport:
     assert run.s3 is not None and run.service is not None and run.producer is not None
-    options = {"AWS_ENDPOINT_URL": run.s3.endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV}
     connect = connect_committed(run)
     produced_by_topic = Counter(run.topics[i % 2] for i in range(run.producer.produced))
     ids_all: list[int] = []
@@ -116,32 +175,29 @@ def verify(run: ChaosRun, duration: float) -> ChaosReport:
     outside: list[str] = []
     spark_mismatches: list[str] = []
     upsert_rows: list[dict[str, Any]] = []
+    commits = 0
     for table, topic in run.tables.items():
-        uri = f"s3://{run.lake}/{table}"
-        dt = DeltaTable(uri, storage_options=options)
+        read = TableRead(run, table, ["id", "seq"] if table == UPSERT_TABLE else ["id"])
+        ids = [r["id"] for r in read.rows]
         if table == UPSERT_TABLE:
-            upsert_rows = live_rows(dt, ["id", "seq"])
-            ids = [r["id"] for r in upsert_rows]
+            upsert_rows = read.rows
         else:
-            ids = [r["id"] for r in live_rows(dt, ["id"])]
             ids_all.extend(ids)
-        for path in dt.file_uris():
-            if not path.startswith(f"{uri}/"):
-                outside.append(path)
+        outside.extend(path for path in read.files if not path.startswith(f"{read.uri}/"))
         for p in range(PARTITIONS):
-            version = dt.transaction_version(f"lakegate-{table}-{topic}-{p}")
-            if version != connect.get((topic, p)):
-                txn_mismatches.append(f"{topic}-{p}: txn {version}, connect {connect.get((topic, p))}")
+            held = read.offsets.get((topic, p))
+            if held != connect.get((topic, p)):
+                txn_mismatches.append(f"{topic}-{p}: table {held}, connect {connect.get((topic, p))}")
         if run.spark_check is not None:
-            spark_ids = run.spark_check(f"s3a://{run.lake}/{table}")
+            spark_ids = run.spark_check(run.table_ref(table))
             if sorted(spark_ids) != sorted(ids):
-                spark_mismatches.append(f"{table}: delta-spark read {len(spark_ids)} ids, delta-rs {len(ids)}")
+                spark_mismatches.append(f"{table}: Spark read {len(spark_ids)} ids, the independent reader {len(ids)}")
+        commits += read.commits
         logger.info("table %s: %d ids (%d produced)", table, len(ids), produced_by_topic.get(topic, 0))
     counts = Counter(ids_all)
     produced = run.producer.produced
     lost = sum(1 for i in range(produced) if i not in counts)
     duplicated = sum(c - 1 for c in counts.values() if c > 1)
-    commits = sum(DeltaTable(f"s3://{run.lake}/{t}", storage_options=options).version() + 1 for t in run.tables)
     upsert_mismatches = upsert_mismatches_of(upsert_rows, upsert_model(produced))
     recoveries = [f.recovery_s for f in run.faults if f.recovery_s is not None]
     assert run.s3_proxy and run.service_proxy

@@ -1,7 +1,9 @@
 """The short chaos run CI makes on every change: 50,000 records and 10 faults of 10 kinds (fixed
-seed) on the real stack, then every id exactly once in both append tables (delta-rs and
-delta-spark), the upsert table at each key's last change (12,500 changes of 500 keys), each
-``txn`` version equal to Connect's committed offset, nothing from outside the roots.
+seed) on the real stack, then every id exactly once in both append tables, a Delta one (delta-rs
+and delta-spark) and an Iceberg one in a REST catalog (pyiceberg and Spark), the upsert table at
+each key's last change (12,500 changes of 500 keys), each partition's offset in its table (the
+Delta ``txn``, the Iceberg snapshot's ``lakegate.offsets``) equal to Connect's committed offset,
+nothing from outside the roots.
 
 The harness and the fault kinds are ``lakegate_stack.chaos`` (``scripts/chaos`` runs longer ones).
 Seed 26 draws every kind but the two that only wait out a fixed outage (``service_unreachable``,
@@ -28,11 +30,10 @@ SEED, RECORDS, FAULTS = 26, 50_000, 10
 def test_a_short_chaos_run_loses_and_duplicates_nothing(
     tmp_path: Path, kafka_broker: KafkaBroker, s3_server: S3Server, spark: Any
 ) -> None:
-    def spark_ids(uri: str) -> list[int]:
-        return [int(r["id"]) for r in spark.read.format("delta").load(uri).select("id").collect()]
-
     settings = ChaosSettings(seed=SEED, records=RECORDS, faults=FAULTS)
-    report = ChaosRun(settings, tmp_path, kafka=kafka_broker, s3=s3_server, spark_check=spark_ids).run()
+    report = ChaosRun(
+        settings, tmp_path, kafka=kafka_broker, s3=s3_server, spark_check=lambda t: t.spark_ids(spark)
+    ).run()
     text = json.dumps(report.to_json(), indent=2, default=str)
     (tmp_path / "chaos-report.json").write_text(text)
     logger.info("%s", summary(report))

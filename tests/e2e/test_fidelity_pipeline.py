@@ -20,18 +20,16 @@ from deltalake import DeltaTable
 from kafka import TopicPartition
 
 from lakegate_stack import s3 as s3mod
-from lakegate_stack.connect import ConnectWorker, s3_sink_config
+from lakegate_stack.connect import ConnectWorker
 from lakegate_stack.delta_read import live_rows
 from lakegate_stack.fidelity import same
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
-from lakegate_stack.services import ADMIN_TOKEN, ServiceProcess, SidecarProcess, sidecar_config
+from lakegate_stack.services import ADMIN_TOKEN, ServiceProcess, SidecarProcess
 from tests.kafka_helpers import committed_offsets, create_topic
-from tests.pipeline_helpers import produce, shape, wait_committed
+from tests.pipeline_helpers import S3_ENV, produce, shape, sink_with_sidecar, wait_committed
 
 BUCKET, PARTITIONS, PER_BATCH = "lake-fidelity", 2, 120
-S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
-FIELDS = "key,value,offset,timestamp"
 # connector -> (topic, table, sink settings)
 CONNECTORS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "shape-jsonl": ("shape-a", "mixed", {"output": "jsonl"}),
@@ -86,23 +84,9 @@ def test_every_field_of_three_shapes_and_a_delete_only_cdc_window_lands(
     shape_topics = [t for t, table, _ in CONNECTORS.values() if table == "mixed"]
     try:
         for name, (topic, _, sink) in CONNECTORS.items():
-            settings = {k: v for k, v in sink.items() if k != "output"}
-            config = s3_sink_config(
-                [topic],
-                BUCKET,
-                s3_server.endpoint,
-                s3mod.ACCESS_KEY,
-                s3mod.SECRET_KEY,
-                prefix=f"landing/{name}/",
-                output=sink["output"],
-                tasks=1,
-                **{"format.output.fields": FIELDS, **settings},
+            sidecars.append(
+                sink_with_sidecar(tmp_path, connect_worker, s3_server, BUCKET, service, bootstrap, name, topic, sink)
             )
-            client.put_connector(name, config)
-            client.wait_running(name, tasks=1)
-            landing = {"kind": "s3", "bucket": BUCKET, "prefix": f"landing/{name}/", "endpoint": s3_server.endpoint}
-            config = sidecar_config(connect_worker, [name], bootstrap, landing, service.url)
-            sidecars.append(SidecarProcess(tmp_path, f"sidecar-{name}", config, env=S3_ENV).start())
 
         for batch in range(2):
             for topic in shape_topics:

@@ -20,19 +20,17 @@ import pytest
 from pyiceberg.catalog import load_catalog
 
 from lakegate_stack import s3 as s3mod
-from lakegate_stack.connect import ConnectWorker, s3_sink_config
+from lakegate_stack.connect import ConnectWorker
 from lakegate_stack.fidelity import same
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
-from lakegate_stack.services import ADMIN_TOKEN, ServiceProcess, SidecarProcess, sidecar_config
+from lakegate_stack.services import ADMIN_TOKEN, ServiceProcess, SidecarProcess
 from tests.kafka_helpers import committed_offsets, create_topic
-from tests.pipeline_helpers import produce, shape, wait_committed
+from tests.pipeline_helpers import produce, shape, sink_with_sidecar, wait_committed
 
 BUCKET, PARTITIONS, PER_BATCH = "lake-iceberg", 2, 120
 TABLE = "e2e.mixed"
-S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
-FIELDS = "key,value,offset,timestamp"
 # connector -> (topic, the shape its records take, sink settings)
 CONNECTORS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "ice-jsonl": ("ice-a", "shape-a", {"output": "jsonl"}),
@@ -87,23 +85,9 @@ def test_every_field_of_three_shapes_lands_in_an_iceberg_table_with_connects_off
     sent: dict[str, dict[str, Any]] = {}  # uid -> value
     try:
         for name, (topic, _, sink) in CONNECTORS.items():
-            settings = {k: v for k, v in sink.items() if k != "output"}
-            config = s3_sink_config(
-                [topic],
-                BUCKET,
-                s3_server.endpoint,
-                s3mod.ACCESS_KEY,
-                s3mod.SECRET_KEY,
-                prefix=f"landing/{name}/",
-                output=sink["output"],
-                tasks=1,
-                **{"format.output.fields": FIELDS, **settings},
+            sidecars.append(
+                sink_with_sidecar(tmp_path, connect_worker, s3_server, BUCKET, service, bootstrap, name, topic, sink)
             )
-            client.put_connector(name, config)
-            client.wait_running(name, tasks=1)
-            landing = {"kind": "s3", "bucket": BUCKET, "prefix": f"landing/{name}/", "endpoint": s3_server.endpoint}
-            config = sidecar_config(connect_worker, [name], bootstrap, landing, service.url)
-            sidecars.append(SidecarProcess(tmp_path, f"sidecar-{name}", config, env=S3_ENV).start())
 
         for batch in range(2):
             for topic, kind, _ in CONNECTORS.values():

@@ -6,7 +6,6 @@ one table never landing a round twice. pyiceberg, through the same REST catalog,
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import pytest
 from pyiceberg.catalog import Catalog, load_catalog
 
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
-from tests.service_helpers import ADMIN_TOKEN, ServiceProcess, manifest, write_parquet
+from tests.service_helpers import ServiceProcess, manifest, race_commits, write_parquet
 
 TOPIC, TABLE = "orders", "sales.orders"
 
@@ -102,7 +101,7 @@ def test_manifests_commit_into_an_iceberg_table_and_a_restart_reads_the_offsets_
 def test_two_services_racing_on_one_iceberg_table_never_duplicate(
     tmp_path: Path, layout: dict[str, Any], rest_catalog: IcebergRestCatalog
 ) -> None:
-    layout["tables"][0]["name"] = TABLE + "_race"
+    table = layout["tables"][0]["name"] = TABLE + "_race"
     a, b = service(tmp_path, layout, "svc-a"), service(tmp_path, layout, "svc-b")
     a.spawn()
     b.spawn()
@@ -112,21 +111,7 @@ def test_two_services_racing_on_one_iceberg_table_never_duplicate(
         halves = [layout["files"][::2], layout["files"]]  # b gets every file, a half of them
         for svc, files, mid in ((a, halves[0], "ma"), (b, halves[1], "mb")):
             assert svc.call("POST", "/v1/manifests", json=manifest(mid, files)).status_code == 202
-        results: dict[str, list[int]] = {}
-        table = layout["tables"][0]["name"]
-
-        def commit(name: str, svc: ServiceProcess) -> None:
-            for _ in range(5):  # a loser sees 409 offsets_moved, then re-plans from the table
-                r = svc.call("POST", f"/v1/tables/{table}/commit", ADMIN_TOKEN)
-                results.setdefault(name, []).append(r.status_code)
-                if r.status_code == 200 and not r.json().get("committed", True):
-                    return
-
-        racers = [threading.Thread(target=commit, args=(n, s)) for n, s in (("a", a), ("b", b))]
-        for t in racers:
-            t.start()
-        for t in racers:
-            t.join()
+        results = race_commits({"a": a, "b": b}, table)
         assert all(code in (200, 409) for codes in results.values() for code in codes), results
     finally:
         a.stop()

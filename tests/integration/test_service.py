@@ -7,7 +7,6 @@ the labelled commit jobs.
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -16,7 +15,7 @@ import pytest
 import requests
 from deltalake import DeltaTable
 
-from tests.service_helpers import ServiceProcess, manifest, write_parquet
+from tests.service_helpers import ServiceProcess, manifest, race_commits, write_parquet
 
 TOPIC, TABLE = "orders", "orders"
 
@@ -85,20 +84,7 @@ def test_two_services_racing_on_one_table_never_duplicate(tmp_path: Path, layout
         halves = [layout["files"][::2], layout["files"]]  # b gets every file, a half of them
         for svc, files, mid in ((a, halves[0], "ma"), (b, halves[1], "mb")):
             assert svc.call("POST", "/v1/manifests", json=manifest(mid, files)).status_code == 202
-        results: dict[str, Any] = {}
-
-        def commit(name: str, svc: ServiceProcess) -> None:
-            for _ in range(5):  # a loser sees 409 offsets_moved, then re-plans from the table
-                r = svc.call("POST", f"/v1/tables/{TABLE}/commit", "admin-token-for-tests-000001")
-                results.setdefault(name, []).append(r.status_code)
-                if r.status_code == 200 and not r.json().get("committed", True):
-                    return
-
-        racers = [threading.Thread(target=commit, args=(n, s)) for n, s in (("a", a), ("b", b))]
-        for t in racers:
-            t.start()
-        for t in racers:
-            t.join()
+        results = race_commits({"a": a, "b": b}, TABLE)
         assert all(code in (200, 409) for codes in results.values() for code in codes), results
     finally:
         a.stop()
