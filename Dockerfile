@@ -21,7 +21,7 @@ COPY . .
 ENV LAKEGATE_JARS_DIR=/opt/lakegate/jars \
     LAKEGATE_VENV=/tmp/fetch-venv
 RUN --mount=type=cache,target=/root/.m2 --mount=type=cache,target=/root/.cache/pip \
-    scripts/fetch-jars delta log-store hadoop-aws iceberg \
+    scripts/fetch-jars delta log-store hadoop-aws iceberg iceberg-commit \
  && ls /opt/lakegate/jars/delta /opt/lakegate/jars/log-store /opt/lakegate/jars/hadoop-aws
 
 # --- runtime ---------------------------------------------------------------------------------------------

@@ -219,6 +219,12 @@ GROUPS: dict[str, ArtifactGroup] = {
             ),
         ),
         ArtifactGroup(
+            name="iceberg-commit",
+            description="Lakegate's check inside Iceberg's commit (built from iceberg-commit/)",
+            dependencies=(),
+            build_project="iceberg-commit",
+        ),
+        ArtifactGroup(
             name="iceberg-rest",
             description=f"Apache Iceberg {ICEBERG_VERSION} REST catalog server (its test fixture) on a JDBC "
             "sqlite backend, for the local stack (lakegate_stack.iceberg_catalog)",

@@ -18,7 +18,8 @@ A round (docs/iceberg.md, "How a round commits"):
    and the round guard checks them;
 4. one append holds those files and, in its snapshot summary, the next offset of every partition
    of the table and the commit's record; it lands only if the table's offsets are still those of
-   step 1 (:class:`~commit_service.iceberg.validator.OffsetsValidator`, inside Iceberg's commit).
+   step 1 (``io.lakegate.iceberg.OffsetsUnchanged``, :mod:`commit_service.iceberg.validator`, inside
+   Iceberg's commit).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from commit_service.iceberg.maintenance import IcebergMaintainer
 from commit_service.iceberg.schema import addable_as_is, iceberg_schema, same_columns
 from commit_service.iceberg.summary import COMMIT, COMMIT_ID, OFFSETS, encode
 from commit_service.iceberg.tables import IcebergTable
-from commit_service.iceberg.validator import OffsetsValidator, serve_callbacks
+from commit_service.iceberg.validator import offsets_unchanged
 from commit_service.ports import TableSnapshot
 from commit_service.spark.convert import FrameReader, kafka_timestamp
 from commit_service.spark.java_errors import ICEBERG_VALIDATION, Failure, classify, java_summary, thrown
@@ -98,13 +99,12 @@ class IcebergCommitter:
         self.placement = placement
         self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
         self._ready: tuple[Any, Any, IcebergTable, ParquetSchemas, IcebergMaintainer] | None = None
-        self._validator: OffsetsValidator | None = None
+        self._validator: Any = None  # the round's io.lakegate.iceberg.OffsetsUnchanged
 
     def _parts(self) -> tuple[Any, Any, IcebergTable, ParquetSchemas, IcebergMaintainer]:
         """The session, the round writer's session, the table, footer schemas, the maintainer: built once."""
         if self._ready is None:
             spark = self._spark_factory()
-            serve_callbacks(spark)
             writer = spark.newSession()  # shares the SparkContext; SQL settings of its own
             for key, value in WRITER_CONF.items():
                 writer.conf.set(key, value)
@@ -176,6 +176,7 @@ class IcebergCommitter:
 
         table = tables.load()
         base = tables.snapshot(table)
+        base_text = tables.offsets_text(table) if table is not None else None  # what the round lands on
         self._check_offsets(plan, base)
         table_schema = tables.spark_schema(table) if table is not None else None
         reader.timestamp = kafka_timestamp(table_schema)
@@ -234,7 +235,7 @@ class IcebergCommitter:
         append.set(OFFSETS, encode(offsets))
         append.set(COMMIT_ID, commit_id)
         append.set(COMMIT, json.dumps(record.user_metadata(), separators=(",", ":")))
-        self._validator = OffsetsValidator(self.table, base.offsets)
+        self._validator = offsets_unchanged(spark._jvm, base_text)
         append.validateWith(self._validator)
         append.commit()
         self.facts.forget(p.file for p in plan.files)
@@ -308,7 +309,7 @@ class IcebergCommitter:
         summary = f"table {self.table}: Iceberg commit failed: {java_summary(exc)}"
         if reread and thrown(exc, ICEBERG_VALIDATION):
             validator = self._validator
-            if validator is not None and (validator.found or validator.failure):
+            if validator is not None and validator.moved():
                 return self._moved("offsets moved before the snapshot landed")
             return TableWriteError(summary)
         kind = classify(exc)

@@ -1,8 +1,8 @@
 """What a Lakegate snapshot says in its summary, and how it is read back: pure.
 
 Written by :class:`~commit_service.iceberg.committer.IcebergCommitter` into every snapshot it
-commits, read back by it (and by :class:`~commit_service.iceberg.validator.OffsetsValidator` inside
-Iceberg's commit) to learn a table's offsets; documented in docs/iceberg.md, "What a snapshot holds":
+commits, read back by it (and compared, as text, inside Iceberg's commit by the check of
+:mod:`commit_service.iceberg.validator`) to learn a table's offsets; documented in docs/iceberg.md, "What a snapshot holds":
 
 - ``lakegate.offsets``: the next offset of *every* partition the table holds, after this snapshot,
   as JSON ``{"<topic>": {"<partition>": <next offset>, ...}, ...}``. Every Lakegate snapshot carries
@@ -18,7 +18,7 @@ table's offsets are those of its newest snapshot that has them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from commit_service.errors import TableWriteError
 from lakegate_core.types import PartitionOffsets, TopicPartition
@@ -51,18 +51,3 @@ def decode(text: str, table: str) -> PartitionOffsets:
     if any(o < 0 for o in out.values()):
         raise TableWriteError(f"table {table}: its snapshot's {OFFSETS} holds a negative offset")
     return PartitionOffsets(out)
-
-
-def newest_offsets(texts: Iterable[str | None], table: str) -> PartitionOffsets | None:
-    """The offsets of the first snapshot (newest first) whose ``lakegate.offsets`` is set (``texts``:
-    that property of each, None where unset; read lazily, so the walk stops there); None if none has."""
-    for text in texts:
-        if text is not None:
-            return decode(text, table)
-    return None
-
-
-def moved(planned: Mapping[TopicPartition, int], now: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-    """The partitions whose offset in the table is no longer what the round was planned from
-    (a partition the plan had no offset for, and the table now has, moved too)."""
-    return {tp: now.get(tp, -1) for tp in set(planned) | set(now) if planned.get(tp, -1) != now.get(tp, -1)}

@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from commit_service.domain.round_schema import Schema
-from commit_service.iceberg.summary import newest_offsets
+from commit_service.iceberg.summary import decode
 from commit_service.iceberg.validator import offset_texts
 from commit_service.ports import TableSnapshot
 from lakegate_core.types import PartitionOffsets
@@ -123,6 +123,11 @@ class IcebergTable:
     def name_mapping(self, table: Any) -> Any:
         return self._jvm.org.apache.iceberg.mapping.NameMappingParser.fromJson(table.properties().get(NAME_MAPPING))
 
+    def offsets_text(self, table: Any) -> str | None:
+        """The ``lakegate.offsets`` text of the table's newest snapshot that has one (None: none)."""
+        ancestry = self._jvm.org.apache.iceberg.util.SnapshotUtil.currentAncestors(table)
+        return next((text for text in offset_texts(ancestry) if text is not None), None)
+
     def snapshot(self, table: Any | None) -> TableSnapshot:
         """The table's version (its head snapshot's sequence number; 0 with no snapshot, -1 with no
         table) and the offsets of its newest Lakegate snapshot."""
@@ -131,6 +136,6 @@ class IcebergTable:
         head = table.currentSnapshot()
         if head is None:
             return TableSnapshot(0, PartitionOffsets({}))
-        ancestry = self._jvm.org.apache.iceberg.util.SnapshotUtil.currentAncestors(table)
-        offsets = newest_offsets(offset_texts(ancestry), self.name) or PartitionOffsets({})
+        text = self.offsets_text(table)
+        offsets = decode(text, self.name) if text is not None else PartitionOffsets({})
         return TableSnapshot(int(head.sequenceNumber()), offsets)

@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 DELTA_GROUP = "delta"
 LOG_STORE_GROUP = "log-store"  # delta-log-store/: LocalListFromLogStore
 S3A_GROUP = "hadoop-aws"
-ICEBERG_GROUP = "iceberg"  # Iceberg's Spark runtime and the JDBC catalog's drivers
+ICEBERG_GROUPS = ("iceberg", "iceberg-commit")  # Iceberg's Spark runtime, JDBC drivers; iceberg-commit/
 DELTA_EXTENSIONS = "io.delta.sql.DeltaSparkSessionExtension"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 ANY_HOST = ("", "0.0.0.0", "::", "[::]")  # wildcard addresses: Spark's own default, nothing to set
@@ -49,7 +49,9 @@ def spark_jars(jars_dir: Path | None, *, with_s3a: bool, with_iceberg: bool = Fa
     when ``with_iceberg``) from the cache."""
     root = jars_dir or default_jars_dir()
     groups = (
-        [DELTA_GROUP, LOG_STORE_GROUP] + ([S3A_GROUP] if with_s3a else []) + ([ICEBERG_GROUP] if with_iceberg else [])
+        [DELTA_GROUP, LOG_STORE_GROUP]
+        + ([S3A_GROUP] if with_s3a else [])
+        + (list(ICEBERG_GROUPS) if with_iceberg else [])
     )
     jars: list[Path] = []
     for group in groups:

@@ -58,6 +58,16 @@ def test_the_log_store_compiles_against_the_pinned_delta_and_hadoop() -> None:
     assert props.findtext("m:hadoop.version", namespaces=NS) == artifacts.HADOOP_VERSION
 
 
+def test_the_iceberg_commit_check_compiles_against_the_pinned_iceberg() -> None:
+    """iceberg-commit/ implements an interface of the Iceberg the service runs (Iceberg 1.11's
+    SnapshotAncestryValidator): its POM's pin is held to the iceberg group's."""
+    project = GROUPS["iceberg-commit"].build_project
+    assert project is not None
+    props = ET.parse(artifacts.REPO_ROOT / project / "pom.xml").getroot().find("m:properties", NS)
+    assert props is not None
+    assert props.findtext("m:iceberg.version", namespaces=NS) == artifacts.ICEBERG_VERSION
+
+
 def test_the_file_system_jar_the_service_looks_for_is_the_one_the_pom_makes() -> None:
     """The service finds its local file system's jar by name (``*-local-fs.jar``) and puts it on
     the driver's class path; the POM makes that jar with a classifier, holding that class alone."""
