@@ -175,8 +175,7 @@ class IcebergCommitter:
         check_coverage(plan.files, facts, reader, self.offset_check)
 
         table = tables.load()
-        base = tables.snapshot(table)
-        base_text = tables.offsets_text(table) if table is not None else None  # what the round lands on
+        base, base_text = tables.read(table)  # base_text: what the round lands on, as stored
         self._check_offsets(plan, base)
         table_schema = tables.spark_schema(table) if table is not None else None
         reader.timestamp = kafka_timestamp(table_schema)

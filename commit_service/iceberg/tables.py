@@ -129,13 +129,18 @@ class IcebergTable:
         return next((text for text in offset_texts(ancestry) if text is not None), None)
 
     def snapshot(self, table: Any | None) -> TableSnapshot:
-        """The table's version (its head snapshot's sequence number; 0 with no snapshot, -1 with no
-        table) and the offsets of its newest Lakegate snapshot."""
+        """The table's version and offsets (see :meth:`read`)."""
+        return self.read(table)[0]
+
+    def read(self, table: Any | None) -> tuple[TableSnapshot, str | None]:
+        """The table's version (its head snapshot's sequence number; 0 with no snapshot, -1 with
+        no table) and the offsets of its newest Lakegate snapshot, with their text as stored
+        (what a round's check inside Iceberg's commit compares): one walk of the ancestry."""
         if table is None:
-            return TableSnapshot(-1, PartitionOffsets({}))
+            return TableSnapshot(-1, PartitionOffsets({})), None
         head = table.currentSnapshot()
         if head is None:
-            return TableSnapshot(0, PartitionOffsets({}))
+            return TableSnapshot(0, PartitionOffsets({})), None
         text = self.offsets_text(table)
         offsets = decode(text, self.name) if text is not None else PartitionOffsets({})
-        return TableSnapshot(int(head.sequenceNumber()), offsets)
+        return TableSnapshot(int(head.sequenceNumber()), offsets), text
