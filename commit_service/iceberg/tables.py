@@ -76,22 +76,25 @@ class IcebergTable:
         props = jvm.java.util.HashMap()
         for key, value in CREATED_PROPERTIES.items():
             props.put(key, value)
+        # One transaction, so the table is born with its name mapping: a reader (or a second
+        # Lakegate service) never sees it without one.
+        txn = catalog.newCreateTableTransaction(
+            self._ident,
+            self._iceberg_schema(schema),
+            jvm.org.apache.iceberg.PartitionSpec.unpartitioned(),
+            self.location,
+            props,
+        )
+        txn.updateProperties().set(NAME_MAPPING, self._mapping_text(txn.table())).commit()
         try:
-            table = catalog.createTable(
-                self._ident,
-                self._iceberg_schema(schema),
-                jvm.org.apache.iceberg.PartitionSpec.unpartitioned(),
-                self.location,
-                props,
-            )
-        except Exception:
+            txn.commitTransaction()
+        except Exception:  # created meanwhile by another writer: that table
             table = self.load()
             if table is None:
                 raise
             return table
-        self.map_names(table)
         logger.info("table %s: created in catalog %s at %s", self.name, self.catalog, self.location)
-        return table
+        return self.load()
 
     def _iceberg_schema(self, schema: Schema) -> Any:
         struct = self._jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps(schema))
@@ -113,14 +116,20 @@ class IcebergTable:
         """Set the table's name mapping to its current schema: Lakegate's data files carry no
         Iceberg field ids (Spark's Parquet writer and the sinks write none), so readers find
         each column by its name."""
-        jvm = self._jvm
-        mapping = jvm.org.apache.iceberg.mapping.MappingUtil.create(table.schema())
-        text = jvm.org.apache.iceberg.mapping.NameMappingParser.toJson(mapping)
+        text = self._mapping_text(table)
         if table.properties().get(NAME_MAPPING) != text:
             table.updateProperties().set(NAME_MAPPING, text).commit()
             table.refresh()
 
+    def _mapping_text(self, table: Any) -> str:
+        mapping = self._jvm.org.apache.iceberg.mapping.MappingUtil.create(table.schema())
+        return str(self._jvm.org.apache.iceberg.mapping.NameMappingParser.toJson(mapping))
+
     def name_mapping(self, table: Any) -> Any:
+        """The table's name mapping; a table created without one (by Spark SQL, another tool) is
+        given one for its schema first (a mapping it has is kept as it is)."""
+        if table.properties().get(NAME_MAPPING) is None:
+            self.map_names(table)
         return self._jvm.org.apache.iceberg.mapping.NameMappingParser.fromJson(table.properties().get(NAME_MAPPING))
 
     def offsets_text(self, table: Any) -> str | None:

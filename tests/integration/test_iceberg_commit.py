@@ -258,3 +258,19 @@ def test_parquet_iceberg_cannot_read_as_it_is_is_rewritten_with_every_value(
     commit_all(c, TableState(name), [files.parquet(0, 0, [{"id": 1, "v": value}, {"id": 2, "v": None}], schema)])
     assert not set(files.paths(FileFormat.PARQUET)) & data_file_paths(spark, name)
     assert_holds(spark, stack_dir, name, files.written)
+
+
+def test_a_table_created_outside_lakegate_is_given_a_name_mapping(spark: Any, stack_dir: Path, tmp_path: Path) -> None:
+    """A table made by Spark SQL carries no name mapping; the sink's Parquet files carry no field
+    ids. Lakegate maps the names before it adds the files, so every reader finds every value."""
+    name = "lakegate_it.precreated"
+    spark.sql(
+        f"CREATE TABLE {ICEBERG_CATALOG}.{name} "
+        "(id BIGINT, name STRING, nested STRUCT<x: BIGINT, tag: STRING>, offset BIGINT) USING iceberg"
+    )
+    files = Files(tmp_path / "landing")
+    c = committer(spark, name, tmp_path)
+    rows = [{"id": 1, "name": "a", "nested": {"x": 1, "tag": "t"}}, {"id": 2, "name": None, "nested": None}]
+    commit_all(c, TableState(name), [files.parquet(0, 0, rows, PARQUET_SCHEMA)])
+    assert set(files.paths(FileFormat.PARQUET)) <= data_file_paths(spark, name)  # added as they are
+    assert_holds(spark, stack_dir, name, files.written)
