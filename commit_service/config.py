@@ -320,8 +320,11 @@ class TableConfig:
             raise ConfigError(
                 f"{where}.name: an Iceberg table is named namespace.table (letters, digits, _), got {self.name!r}"
             )
-        if self.mode is not TableMode.APPEND:
-            raise ConfigError(f"{where}.mode: Iceberg tables append in this release (mode: upsert is Delta only)")
+        if self.mode is TableMode.UPSERT and not self.deletion_vectors:
+            raise ConfigError(
+                f"{where}.deletion_vectors: an Iceberg upsert table marks replaced rows with position "
+                "deletes (merge-on-read); rewriting their files (false) is Delta only"
+            )
         if self.catalog is not None:
             raise ConfigError(f"{where}.catalog: an Iceberg table is in its catalog already (see iceberg_catalog)")
         if self.type_widening:

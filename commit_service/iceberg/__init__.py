@@ -10,7 +10,8 @@ is imported through it, lazily (pyspark loads only when the production service s
 - ``summary``: what a Lakegate snapshot's summary holds, encoded and read back (pure);
 - ``validator``: the check, inside Iceberg's commit, that the offsets are still those planned from;
 - ``tables``: the table in its catalog: load, create, grow its schema, its name mapping, its offsets;
-- ``datafiles``: a round's rows written as Parquet and described as Iceberg data files;
+- ``upsert``: an upsert round as a row delta: the new rows, position deletes for the rows they replace;
+- ``datafiles``: a round's rows written as Parquet and described as Iceberg data (and delete) files;
 - ``schema``: a round's schema as Iceberg holds it (pure);
 - ``maintenance``: compaction, snapshot expiry, orphan removal.
 """
@@ -51,6 +52,7 @@ def iceberg_committer_factory(config: ServiceConfig, spark: SparkHandle, storage
             unwrap=table.unwrap,
             offset_check=table.offset_check,
             placement=table.placement,
+            upsert=table.upsert,
             facts=FactsCache(storage_facts(storage), pool=readers, threads=FACTS_THREADS, name=table.name),
         )
 

@@ -39,6 +39,7 @@ from commit_service.domain.coverage import OffsetCheck
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import CommitPlan, PendingFile
 from commit_service.domain.round_schema import FileShape, Schema, fits, reconcile, resolved_schema
+from commit_service.domain.upsert import UpsertSpec
 from commit_service.errors import (
     CommitError,
     OffsetsMovedError,
@@ -52,6 +53,7 @@ from commit_service.iceberg.maintenance import IcebergMaintainer
 from commit_service.iceberg.schema import addable_as_is, iceberg_schema, same_columns
 from commit_service.iceberg.summary import COMMIT, COMMIT_ID, OFFSETS, encode
 from commit_service.iceberg.tables import IcebergTable
+from commit_service.iceberg.upsert import IcebergUpsert, RowChanges
 from commit_service.iceberg.validator import offsets_unchanged
 from commit_service.ports import TableSnapshot
 from commit_service.spark.convert import FrameReader, kafka_timestamp
@@ -87,6 +89,7 @@ class IcebergCommitter:
         offset_check: OffsetCheck = OffsetCheck.AUTO,
         facts: FactsCache | None = None,
         placement: Placement = Placement.IN_PLACE,
+        upsert: UpsertSpec | None = None,
     ) -> None:
         self._spark_factory = spark  # the process's session, started on first need
         self.table = table
@@ -99,7 +102,9 @@ class IcebergCommitter:
         self.placement = placement
         self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
         self._ready: tuple[Any, Any, IcebergTable, ParquetSchemas, IcebergMaintainer] | None = None
+        self.upsert = upsert
         self._validator: Any = None  # the round's io.lakegate.iceberg.OffsetsUnchanged
+        self._upsert: IcebergUpsert | None = None  # built with the session (upsert tables)
 
     def _parts(self) -> tuple[Any, Any, IcebergTable, ParquetSchemas, IcebergMaintainer]:
         """The session, the round writer's session, the table, footer schemas, the maintainer: built once."""
@@ -109,6 +114,8 @@ class IcebergCommitter:
             for key, value in WRITER_CONF.items():
                 writer.conf.set(key, value)
             table = IcebergTable(spark, self.catalog, self.table, self.path)
+            if self.upsert is not None:
+                self._upsert = IcebergUpsert(spark, table, self.upsert)
             self._ready = (spark, writer, table, ParquetSchemas(writer), IcebergMaintainer(spark, table))
         return self._ready
 
@@ -177,10 +184,71 @@ class IcebergCommitter:
         table = tables.load()
         base, base_text = tables.read(table)  # base_text: what the round lands on, as stored
         self._check_offsets(plan, base)
+        reader.timestamp = kafka_timestamp(tables.spark_schema(table) if table is not None else None)
+        version = base.version + 1
+        spark.sparkContext.setLocalProperty(
+            "spark.job.description",
+            f"lakegate commit {self.table} v{version}: {len(plan.files)} files, {plan.records} records "
+            f"[{commit_id[:8]}]",
+        )
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", job_group(self.table, commit_id, version))
+        if self._upsert is not None:  # every file is read as changes and merged by key
+            changes = self._upsert.round(table, plan.files, reader, facts, commit_id)
+        else:
+            changes = self._append(table, plan.files, reader, facts, schemas, commit_id)
+
+        millis = int(self.clock() * 1000)
+        record = plan.record(self.table, version, commit_id, millis)
+        update = self._snapshot_update(changes)
+        offsets = PartitionOffsets({**base.offsets, **plan.offsets})
+        update.set(OFFSETS, encode(offsets))
+        update.set(COMMIT_ID, commit_id)
+        update.set(COMMIT, json.dumps(record.user_metadata(), separators=(",", ":")))
+        self._validator = offsets_unchanged(spark._jvm, base_text)
+        update.validateWith(self._validator)
+        update.commit()
+        self.facts.forget(p.file for p in plan.files)
+        return replace(record, version=self._landed_version(changes.table, commit_id, version))
+
+    @staticmethod
+    def _snapshot_update(changes: RowChanges) -> Any:
+        """The round's snapshot: an append, or for an upsert round a row delta that also lands
+        only if the data files its deletes point into are still there and no data was added
+        since the snapshot it read (a row of a changed key added meanwhile would survive)."""
+        table = changes.table
+        if not changes.upsert:
+            append = table.newAppend()
+            for data_file in changes.rows:
+                append.appendFile(data_file)
+            return append
+        delta = table.newRowDelta()
+        for data_file in changes.rows:
+            delta.addRows(data_file)
+        for delete_file in changes.deletes:
+            delta.addDeletes(delete_file)
+        if changes.planned_from is not None:
+            delta.validateFromSnapshot(changes.planned_from)
+            delta.validateNoConflictingDataFiles()
+            if changes.referenced:
+                delta.validateDataFilesExist(changes.referenced)
+                delta.validateDeletedFiles()
+        return delta
+
+    def _append(
+        self,
+        table: Any | None,
+        files: Sequence[PendingFile],
+        reader: FrameReader,
+        facts: dict[str, FileFacts],
+        schemas: ParquetSchemas,
+        commit_id: str,
+    ) -> RowChanges:
+        """An append round's data files: plain Parquet that fits added as it is, the rest written
+        by Spark; the table created or grown to the round's schema first."""
+        spark, _, tables, _, _ = self._parts()
         table_schema = tables.spark_schema(table) if table is not None else None
-        reader.timestamp = kafka_timestamp(table_schema)
-        shapes = {p.file.path: reader.shape(p, facts[p.file.path]) for p in plan.files}
-        joined = reconcile(table_schema, [FileShape(p.file.path, shapes[p.file.path]) for p in plan.files], widen=False)
+        shapes = {p.file.path: reader.shape(p, facts[p.file.path]) for p in files}
+        joined = reconcile(table_schema, [FileShape(p.file.path, shapes[p.file.path]) for p in files], widen=False)
         if joined.refused:
             path, reason = next(iter(joined.refused.items()))
             raise SchemaMismatchError(path, reason)
@@ -191,14 +259,7 @@ class IcebergCommitter:
         if table_schema is not None and not same_columns(target, table_schema):
             tables.grow(table, target)
 
-        version = base.version + 1
-        spark.sparkContext.setLocalProperty(
-            "spark.job.description",
-            f"lakegate commit {self.table} v{version}: {len(plan.files)} files, {plan.records} records "
-            f"[{commit_id[:8]}]",
-        )
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", job_group(self.table, commit_id, version))
-        in_place, rewritten = self._split(plan.files, reader, facts, schemas, target)
+        in_place, rewritten = self._split(files, reader, facts, schemas, target)
         mapping = tables.name_mapping(table)
         added = datafiles.data_files(
             spark, table, [(self._place(table, p), facts[p.file.path].size_bytes) for p in in_place], mapping
@@ -212,7 +273,7 @@ class IcebergCommitter:
             added.rows,
             target,
         )
-        files = list(added.files)
+        rows = list(added.files)
         if rewritten:
             frame = reader.frame(rewritten, facts, target)
             directory = f"{table.location().rstrip('/')}/data/lakegate-{commit_id}"
@@ -223,22 +284,8 @@ class IcebergCommitter:
                 for p in rewritten
             ]
             round_guard.check(self.table, sources, written.rows, json.loads(frame.schema.json()))
-            files.extend(written.files)
-
-        millis = int(self.clock() * 1000)
-        record = plan.record(self.table, version, commit_id, millis)
-        append = table.newAppend()
-        for data_file in files:
-            append.appendFile(data_file)
-        offsets = PartitionOffsets({**base.offsets, **plan.offsets})
-        append.set(OFFSETS, encode(offsets))
-        append.set(COMMIT_ID, commit_id)
-        append.set(COMMIT, json.dumps(record.user_metadata(), separators=(",", ":")))
-        self._validator = offsets_unchanged(spark._jvm, base_text)
-        append.validateWith(self._validator)
-        append.commit()
-        self.facts.forget(p.file for p in plan.files)
-        return replace(record, version=self._landed_version(table, commit_id, version))
+            rows.extend(written.files)
+        return RowChanges(table, rows, upsert=False)
 
     def _split(
         self,
@@ -310,6 +357,8 @@ class IcebergCommitter:
             validator = self._validator
             if validator is not None and validator.moved():
                 return self._moved("offsets moved before the snapshot landed")
+            if self.upsert is not None:  # a data file the round deletes from went, or rows came
+                return self._moved("the table changed under the round's deletes")
             return TableWriteError(summary)
         kind = classify(exc)
         if kind is Failure.CONCURRENT and reread:

@@ -64,3 +64,22 @@ def data_files(spark: Any, table: Any, files: list[tuple[str, int]], mapping: An
         with ThreadPoolExecutor(min(THREADS, len(files)), thread_name_prefix="lakegate-iceberg-metrics") as pool:
             results = list(pool.map(one, files))
     return Written([f for f, _ in results], sum(rows for _, rows in results))
+
+
+def delete_files(spark: Any, table: Any, files: list[tuple[str, int]]) -> list[Any]:
+    """Iceberg position ``DeleteFile`` of each Parquet file holding ``file_path`` and ``pos`` (with
+    the field ids the spec reserves for them), its metrics from its footer: the bounds of
+    ``file_path`` tell readers which data files it touches. Files with no rows are left out."""
+    jvm = spark._jvm
+    metrics_config = jvm.org.apache.iceberg.MetricsConfig.forPositionDelete(table)
+    io = table.io()
+    spec = table.spec()
+    out = []
+    for path, size in files:
+        source = io.newInputFile(path, size)
+        metrics = jvm.org.apache.iceberg.parquet.ParquetUtil.fileMetrics(source, metrics_config)
+        if int(metrics.recordCount()) == 0:
+            continue
+        built = jvm.org.apache.iceberg.FileMetadata.deleteFileBuilder(spec).ofPositionDeletes()
+        out.append(built.withInputFile(source).withFormat("PARQUET").withMetrics(metrics).build())
+    return out

@@ -14,52 +14,22 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.delta.txn import app_id
 from commit_service.domain.maintenance import MaintenancePolicy
-from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.domain.upsert import Cdc, UpsertSpec
 from commit_service.errors import CommitError, DataFileError
 from commit_service.storage.reader import StorageReader
-from lakegate_core.protocol import DataFile, FileFormat
+from lakegate_core.protocol import FileFormat
 from lakegate_core.status import MaintenanceKind
 from lakegate_core.types import TopicPartition
 from lakegate_stack.delta_read import live_rows
 from tests.delta_helpers import checkpoint_in_thread, commit_all
-
-Record = dict[str, Any]  # one Kafka record as the sink's envelope: key, value, offset
-
-
-class Landing:
-    """Writes a partition's records as sink files, one file per call, offsets running on."""
-
-    def __init__(self, root: Path, topic: str) -> None:
-        self.root, self.topic = root, topic
-        self.next: dict[int, int] = {}
-
-    def write(
-        self, partition: int, records: list[tuple[Any, Any]], fmt: FileFormat, key_text: bool = False
-    ) -> tuple[PendingFile, list[Record]]:
-        """``key_text``: each key written as its JSON text, as the sink's Parquet output writes a
-        schemaless (JsonConverter) key."""
-        start = self.next.get(partition, 0)
-        envelopes = [{"key": k, "value": v, "offset": start + i} for i, (k, v) in enumerate(records)]
-        written = [{**e, "key": json.dumps(e["key"])} for e in envelopes] if key_text else envelopes
-        self.next[partition] = start + len(records)
-        path = self.root / "landing" / f"{self.topic}-{partition}-{start}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if fmt is FileFormat.JSONL:
-            path.write_text("".join(json.dumps(e) + "\n" for e in written))
-        else:
-            pq.write_table(pa.Table.from_pylist(written), path)
-        f = DataFile(f"file://{path}", self.topic, partition, start, start + len(records) - 1, path.stat().st_size, fmt)
-        return PendingFile(f, f"m-{partition}-{start}", "sc-1"), envelopes
+from tests.upsert_helpers import Landing, debezium_model, upsert_model
 
 
 def rows(table: Path) -> dict[int, dict[str, Any]]:
@@ -82,32 +52,6 @@ def deletion_vectors(table: Path) -> dict[str, dict[str, Any]]:
             if "add" in action:
                 live[action["add"]["path"]] = action["add"].get("deletionVector")
     return {path: dv for path, dv in live.items() if dv}
-
-
-def upsert_model(records: list[Record], tombstones_delete: bool) -> dict[int, dict[str, Any]]:
-    """One row per live key, latest value: records applied in offset order per partition (each key
-    lives in one partition, as Kafka's default partitioner puts it)."""
-    model: dict[int, dict[str, Any]] = {}
-    for r in sorted(records, key=lambda r: r["offset"]):
-        if r["value"] is None:
-            if tombstones_delete:
-                model.pop(r["key"]["id"], None)
-        else:
-            model[r["value"]["id"]] = r["value"]
-    return model
-
-
-def debezium_model(records: list[Record]) -> dict[int, dict[str, Any]]:
-    model: dict[int, dict[str, Any]] = {}
-    for r in sorted(records, key=lambda r: r["offset"]):
-        v = r["value"]
-        if v is None:
-            continue  # Debezium's tombstone after a delete: compaction's, not a change
-        if v["op"] == "d":
-            model.pop(v["before"]["id"], None)
-        else:
-            model[v["after"]["id"]] = v["after"]
-    return model
 
 
 def check_txn(table: Path, topic: str, landing: Landing) -> None:

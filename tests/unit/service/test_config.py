@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,31 @@ def test_placement_in_place_needs_a_root_reaching_into_the_table(tmp_path: Path)
     assert load_config(write(tmp_path, broader), environ=ENV).tables[0].placement.value == "in_place"
     absolute = SAMPLE.replace("placement: copy_into_table", "placement: in_place_absolute")
     assert load_config(write(tmp_path, absolute), environ=ENV).tables[0].placement.value == "in_place_absolute"
+
+
+ICEBERG = SAMPLE.replace(
+    "tables:\n", "catalogs:\n  - {name: lake, type: rest, uri: 'http://catalog:8181'}\ntables:\n"
+).replace("  - name: orders\n", "  - name: sales.orders\n    format: iceberg\n")
+
+
+def test_an_iceberg_upsert_table_loads_with_its_catalog(tmp_path: Path) -> None:
+    text = ICEBERG.replace("topics: [orders]", "topics: [orders]\n    mode: upsert\n    key: [id]\n    cdc: debezium")
+    cfg = load_config(write(tmp_path, text), environ=ENV)
+    table = cfg.tables[0]
+    assert cfg.catalog_of(table).name == "lake"
+    assert table.upsert is not None and table.upsert.key == ("id",)
+
+
+@pytest.mark.parametrize(
+    ("addition", "message"),
+    [
+        ("mode: upsert\n    key: [id]\n    deletion_vectors: false", "position deletes (merge-on-read)"),
+        ("type_widening: true", "type_widening: Delta only"),
+        ("catalog: {name: sales}", "in its catalog already"),
+        ("iceberg_catalog: other", "'other' is not in catalogs[]"),
+    ],
+)
+def test_what_an_iceberg_table_cannot_take_is_refused_by_name(tmp_path: Path, addition: str, message: str) -> None:
+    text = ICEBERG.replace("topics: [orders]", "topics: [orders]\n    " + addition)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(write(tmp_path, text), environ=ENV)

@@ -1,0 +1,177 @@
+"""One upsert round's changes, ready for a table format to apply: the rows to write, the keys whose
+rows the table must drop, and the table's schema after the round. Spark only; no table is written.
+
+Called by both formats' upsert writers (:class:`~commit_service.delta.upsert.UpsertWriter` inside
+Delta's transaction, :class:`~commit_service.iceberg.upsert.IcebergUpsert` before Iceberg's row
+delta), each with the table as it was planned from (a Delta version, an Iceberg snapshot):
+
+1. the round's files, read raw (the sink's envelope), become changes
+   (:func:`commit_service.spark.changes.changes`); each key keeps its last one
+   (:func:`~commit_service.spark.changes.latest`) unless the table's row is newer by
+   ``ordering`` (:func:`~commit_service.spark.changes.not_older`);
+2. the rows to write are the kept changes that are not deletes, shaped as the round's row image
+   and the table's schema (a column no value has typed yet is left out, at any depth);
+3. the round guard checks the rows read as changes, and that no column of any file is missing
+   from the schema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from commit_service.domain import round_guard
+from commit_service.domain import upsert as spec_of
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.round_schema import (
+    Conflict,
+    FileShape,
+    Schema,
+    Widening,
+    merge_struct,
+    reconcile,
+    resolved_schema,
+    widenings,
+)
+from commit_service.domain.upsert import INTERNAL, ChangeError, UpsertSpec
+from commit_service.errors import DataFileError, SchemaMismatchError
+from commit_service.spark import changes as changes_of
+from commit_service.spark.conform import conform
+from commit_service.spark.convert import FrameReader
+from commit_service.storage.facts import FileFacts
+
+# A round with at most this many changed keys sends them to every task joining them with the table
+# (a broadcast join); more are joined by shuffling both sides, the table too.
+BROADCAST_KEYS = 2_000_000
+_EMPTY: Schema = {"type": "struct", "fields": []}
+
+
+@dataclass(frozen=True)
+class UpsertChanges:
+    """What one upsert round does to a table (built by :class:`RoundChanges`)."""
+
+    rows: Any  # DataFrame: each changed key's newest row, deletes left out, in ``schema``'s columns
+    keys: Any | None  # DataFrame: the distinct changed keys (broadcast when few); None without a table
+    schema: Schema  # the table's schema after this round (Spark's JSON form)
+    widened: tuple[Widening, ...]  # the table columns this round widens (Delta's type widening)
+
+
+class RoundChanges:
+    """Reads each upsert round of one table as :class:`UpsertChanges` (owned by the table's writer)."""
+
+    def __init__(self, location: str, spec: UpsertSpec, type_widening: bool = False) -> None:
+        self.location = location
+        self.spec = spec
+        self.type_widening = type_widening
+
+    def read(
+        self,
+        files: Sequence[PendingFile],
+        reader: FrameReader,
+        facts: Mapping[str, FileFacts],
+        table_schema: Schema | None,
+        table: Any | None,
+    ) -> UpsertChanges:
+        """The round's changes against ``table`` (a DataFrame of the table as planned from; None:
+        no rows yet) whose schema is ``table_schema`` (None: no table yet)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType
+
+        facts = dict(facts)
+        table_type = StructType.fromJson(table_schema) if table_schema is not None else None
+        raw = self._raw(files, reader, facts, table_schema)
+        expected = sum(reader.rows(p, facts.get(p.file.path)) for p in files)
+        read = raw.count()
+        if read != expected:  # the round guard's row check, on the records read as changes
+            round_guard.check(self.location, [round_guard.Source("the round", expected, _EMPTY)], read, _EMPTY)
+        changed = self._changes(files, reader, facts, table_schema, table_type, raw)
+        last = changes_of.latest(changed, self.spec).localCheckpoint()  # read once, used several times
+        small = True
+        if table is not None:
+            # few enough keys are broadcast to each task scanning the table: the table is never shuffled
+            small = last.count() <= BROADCAST_KEYS
+            if self.spec.orders_across_rounds:
+                last = changes_of.not_older(last, table, self.spec, broadcast=small).localCheckpoint()
+        rows = last.where(~F.col(spec_of.DELETE)).drop(*INTERNAL)
+        image = spec_of.image_shape(
+            spec_of.typed_raw(self._raw_schema(files, reader, facts), self.spec, table_schema, self.type_widening),
+            self.spec,
+        )
+        if image is not None:  # columns and fields no value has typed yet are left out, at any depth
+            kafka = [
+                f
+                for f in json.loads(rows.schema.json())["fields"]
+                if f["name"] not in {g["name"] for g in image["fields"]}
+            ]
+            shape = {"type": "struct", "fields": [*image["fields"], *kafka]}
+            rows = conform(rows, shape, resolved_schema(shape))
+        schema: dict[str, Any] = json.loads(rows.schema.json())
+        widened: list[Widening] = []
+        if table_schema is not None:
+            try:
+                merged = merge_struct(table_schema, schema, "", table_schema, self.type_widening)
+            except Conflict as exc:
+                raise DataFileError(files[0].file.path, f"this round's {len(files)} files: {exc}") from None
+            widened, schema = widenings(table_schema, merged), merged
+        shapes = [spec_of.image_shape(reader.raw_shape(p, facts.get(p.file.path)), self.spec) for p in files]
+        sources = [round_guard.Source(p.file.path, 0, shape) for p, shape in zip(files, shapes, strict=True) if shape]
+        round_guard.check(self.location, sources, 0, schema)
+        keys = None
+        if table is not None:
+            keys = last.select(*self.spec.key).distinct()
+            if small:
+                keys = F.broadcast(keys)
+        return UpsertChanges(rows, keys, schema, tuple(widened))
+
+    def _changes(
+        self,
+        files: Sequence[PendingFile],
+        reader: FrameReader,
+        facts: dict[str, FileFacts],
+        table_schema: Schema | None,
+        table_type: Any,
+        raw: Any,
+    ) -> Any:
+        """The round's changes; a file that cannot be read as changes is named (read alone)."""
+        try:
+            return changes_of.changes(raw, self.spec, table_type)
+        except ChangeError as exc:
+            for p in files:
+                try:
+                    changes_of.changes(self._raw([p], reader, facts, table_schema), self.spec, table_type)
+                except ChangeError as alone:
+                    raise DataFileError(p.file.path, str(alone)) from None
+            raise DataFileError(files[0].file.path, f"{exc} (the round's files together)") from None
+
+    def _raw_schema(self, files: Sequence[PendingFile], reader: FrameReader, facts: dict[str, FileFacts]) -> Schema:
+        """The round's envelope schema: the files' raw schemas reconciled (voids kept); a file
+        whose shape conflicts with the others' is refused."""
+        joined = reconcile(
+            None, [FileShape(p.file.path, reader.envelope_shape(p, facts.get(p.file.path))) for p in files]
+        )
+        if joined.refused:
+            path, reason = next(iter(joined.refused.items()))
+            raise SchemaMismatchError(path, reason)
+        return joined.schema
+
+    def _raw(
+        self, files: Sequence[PendingFile], reader: FrameReader, facts: dict[str, FileFacts], table: Schema | None
+    ) -> Any:
+        """The files as the sink wrote them (envelope kept) as one frame: their schemas reconciled,
+        the row image typed by the table where the round's values are all null
+        (:func:`commit_service.domain.upsert.typed_raw`)."""
+        raw = self._raw_schema(files, reader, facts)
+        try:
+            target = spec_of.typed_raw(raw, self.spec, table, self.type_widening)
+        except Conflict as exc:
+            for p in files:  # name the file whose values the table's columns refuse
+                try:
+                    spec_of.typed_raw(
+                        reader.envelope_shape(p, facts.get(p.file.path)), self.spec, table, self.type_widening
+                    )
+                except Conflict as alone:
+                    raise SchemaMismatchError(p.file.path, f"cannot join the table's schema: {alone}") from None
+            raise SchemaMismatchError(files[0].file.path, f"cannot join the table's schema: {exc}") from None
+        return reader.frame(files, facts, target, raw=True)
