@@ -13,7 +13,8 @@ Its rooms (each a subpackage whose ``__init__`` says what it holds) and who may 
 - ``delta/`` / ``iceberg/``: everything that talks to Delta / Iceberg, behind the ``Committer`` port;
 - ``http/``: the Flask app, its API, the status page; ``observe/``: metrics and lag;
   ``serving/``: gunicorn's options and worker;
-- ``config.py``, ``errors.py``, ``cli.py``: the config, the error tree, the entry point.
+- ``config.py``, ``errors.py``, ``cli.py``: the config, the error tree, the entry point;
+  ``faults.py``: the chaos run's crash points around a commit (test only).
 
 The life of a manifest, one file per step::
 
@@ -26,7 +27,8 @@ The life of a manifest, one file per step::
                                     delta/deferred.py            DeferredCommitter: Spark when needed
                                     delta/committer.py           DeltaCommitter.commit: one transaction
                                     delta/append.py | delta/upsert.py  the round's files as actions
-                                    (an Iceberg table: iceberg/committer.py, one snapshot per round)
+                                    (an Iceberg table: iceberg/committer.py, one snapshot per round;
+                                    iceberg/upsert.py the row delta of an upsert round)
                                     domain/state.py              TableState.committed_plan: manifest done
     sidecar --GET /v1/manifests/<id>--> http/api.py              the manifest's state and version
 """

@@ -13,7 +13,6 @@ it, lazily (pyspark loads only when the production service starts Spark):
 - ``log``: the table's ``_delta_log`` read without Spark (offsets, version, the orphan guard);
 - ``maintenance``: compaction, vacuum and checkpoints;
 - ``jvm_actions`` / ``jvm_handles``: Delta's actions and classes through py4j;
-- ``faults``: the chaos run's crash points inside a commit.
 """
 
 from __future__ import annotations

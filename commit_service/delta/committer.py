@@ -28,7 +28,6 @@ from typing import Any
 from py4j.protocol import Py4JError
 
 from commit_service.config import Placement
-from commit_service.delta import faults
 from commit_service.delta.append import AppendWriter
 from commit_service.delta.jvm_actions import ActionBuilder, ActionKind
 from commit_service.delta.jvm_handles import JvmHandles
@@ -50,6 +49,7 @@ from commit_service.errors import (
     TableWriteError,
     UnexpectedCommitError,
 )
+from commit_service.faults import AFTER_COMMIT, BEFORE_COMMIT, crash_point
 from commit_service.ports import TableSnapshot
 from commit_service.spark.convert import FrameReader, kafka_timestamp
 from commit_service.spark.java_errors import Failure, classify, java_summary
@@ -249,9 +249,9 @@ class DeltaCommitter:
             self._handles.some(json.dumps(record.user_metadata())),
         )
         actions = self._actions.seq(*data, txns)
-        faults.point(faults.BEFORE_DELTA_COMMIT)
+        crash_point(BEFORE_COMMIT)
         version = int(txn.commit(actions, op))
-        faults.point(faults.AFTER_DELTA_COMMIT)
+        crash_point(AFTER_COMMIT)
         self.facts.forget(p.file for p in plan.files)
         return replace(record, version=version)
 

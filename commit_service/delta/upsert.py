@@ -26,10 +26,10 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from commit_service.delta import faults
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import Widening
 from commit_service.domain.upsert import UpsertSpec
+from commit_service.faults import MID_MERGE, crash_point
 from commit_service.spark.convert import FrameReader
 from commit_service.spark.upsert_round import RoundChanges
 from commit_service.storage.facts import FileFacts
@@ -89,7 +89,7 @@ class UpsertWriter:
     def _write(self, txn: Any, rows: Any, files: int) -> Any:
         """The AddFiles of ``rows`` written by the transaction, in at most ``files`` files."""
         written = self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(txn.writeFiles(rows.coalesce(files)._jdf))
-        faults.point(faults.MID_MERGE)
+        crash_point(MID_MERGE)
         return written
 
     def _mark_deleted(self, txn: Any, table: Any, keys: Any, candidates: Any) -> Any:

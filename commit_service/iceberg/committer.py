@@ -48,6 +48,7 @@ from commit_service.errors import (
     TableWriteError,
     UnexpectedCommitError,
 )
+from commit_service.faults import AFTER_COMMIT, BEFORE_COMMIT, crash_point
 from commit_service.iceberg import datafiles
 from commit_service.iceberg.maintenance import IcebergMaintainer
 from commit_service.iceberg.schema import addable_as_is, iceberg_schema, same_columns
@@ -206,7 +207,9 @@ class IcebergCommitter:
         update.set(COMMIT, json.dumps(record.user_metadata(), separators=(",", ":")))
         self._validator = offsets_unchanged(spark._jvm, base_text)
         update.validateWith(self._validator)
+        crash_point(BEFORE_COMMIT)
         update.commit()
+        crash_point(AFTER_COMMIT)
         self.facts.forget(p.file for p in plan.files)
         return replace(record, version=self._landed_version(changes.table, commit_id, version))
 

@@ -69,9 +69,13 @@ class IcebergMaintainer:
                 result = (
                     actions.rewriteDataFiles(table)
                     .option("min-input-files", str(max(2, policy.compact_min_files)))
+                    .option("remove-dangling-deletes", "true")  # an upsert table's deletes of rewritten files
                     .execute()
                 )
-                detail = f"rewrote {result.rewrittenDataFilesCount()} files into {result.addedDataFilesCount()}"
+                detail = (
+                    f"rewrote {result.rewrittenDataFilesCount()} files into {result.addedDataFilesCount()}, "
+                    f"removed {result.removedDeleteFilesCount()} delete files"
+                )
             elif kind is MaintenanceKind.VACUUM:
                 detail = self._vacuum(actions, table, started_ms - int(policy.vacuum_retention_hours * HOUR_MS))
             else:

@@ -31,6 +31,7 @@ from typing import Any
 from commit_service.domain import round_guard
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.upsert import UpsertSpec
+from commit_service.faults import MID_MERGE, crash_point
 from commit_service.iceberg import datafiles
 from commit_service.iceberg.schema import iceberg_schema, same_columns
 from commit_service.iceberg.tables import IcebergTable
@@ -91,8 +92,10 @@ class IcebergUpsert:
         rows = conform(changes.rows, json.loads(changes.rows.schema.json()), target)
         written = self._write_rows(table, rows, commit_id)
         if planned_from is None or changes.keys is None:
+            crash_point(MID_MERGE)
             return RowChanges(table, written)
         deletes, referenced = self._deletes(table, planned_from, changes.keys, commit_id)
+        crash_point(MID_MERGE)
         return RowChanges(table, written, deletes, referenced, planned_from)
 
     def _at(self, snapshot_id: int, *columns: str) -> Any:

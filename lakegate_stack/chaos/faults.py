@@ -58,11 +58,11 @@ def crash_point(run: ChaosRun, record: FaultRecord, go: Callable[[], None], poin
 
 
 def service_kill_before_commit(run: ChaosRun, record: FaultRecord, go: Callable[[], None]) -> None:
-    crash_point(run, record, go, "commit.before_delta")
+    crash_point(run, record, go, "commit.before")
 
 
 def service_kill_after_commit(run: ChaosRun, record: FaultRecord, go: Callable[[], None]) -> None:
-    crash_point(run, record, go, "commit.after_delta")
+    crash_point(run, record, go, "commit.after")
 
 
 def sidecar_kill(run: ChaosRun, record: FaultRecord, go: Callable[[], None]) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 from deltalake import DeltaTable
 from kafka import KafkaProducer, TopicPartition
 
-from commit_service.delta import faults
+from commit_service import faults
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.delta_read import live_rows
@@ -43,7 +43,7 @@ TABLES = {
     "customers": ("db.inventory.customers", "customers-sink", {"cdc": "debezium"}),
 }
 SIDECARS = "sidecars"
-FAULTS = {1: faults.MID_MERGE, 2: SIDECARS, 3: faults.AFTER_DELTA_COMMIT}  # batch -> what fails
+FAULTS = {1: faults.MID_MERGE, 2: SIDECARS, 3: faults.AFTER_COMMIT}  # batch -> what fails
 
 
 def users_changes(rng: random.Random, batch: int) -> list[tuple[int, Any]]:
@@ -160,7 +160,7 @@ def test_upsert_and_debezium_tables_equal_the_model_through_the_pipeline(
         rng, live = random.Random(5), {}
         for batch in range(BATCHES):
             fault = FAULTS.get(batch)
-            if fault in (faults.MID_MERGE, faults.AFTER_DELTA_COMMIT):
+            if fault in (faults.MID_MERGE, faults.AFTER_COMMIT):
                 (fault_dir / fault).touch()
             users = users_changes(rng, batch)
             apply_upserts(models["users"], users)

@@ -1,8 +1,8 @@
 """An upsert table through the real service (gunicorn, Spark, Delta), SIGKILLed inside a round.
 
-The service is killed at two armed crash points (:mod:`commit_service.delta.faults`): after an upsert
+The service is killed at two armed crash points (:mod:`commit_service.faults`): after an upsert
 round wrote its new files but before the Delta commit (``commit.mid_merge``), and right after the
-commit landed (``commit.after_delta``). After each restart the sidecar's resend is simulated; at
+commit landed (``commit.after``). After each restart the sidecar's resend is simulated; at
 the end the table, read by delta-rs, equals the model computed from the records (one row per live
 key, latest value) and every partition's ``txn`` equals the offsets sent: no round lost, none
 applied twice.
@@ -18,7 +18,7 @@ from typing import Any
 import requests
 from deltalake import DeltaTable
 
-from commit_service.delta import faults
+from commit_service import faults
 from commit_service.delta.txn import app_id
 from lakegate_core.types import TopicPartition
 from lakegate_stack.datafiles import manifest_entry
@@ -126,7 +126,7 @@ def test_an_upsert_round_killed_mid_merge_or_after_commit_lands_exactly_once(tmp
 
         # killed right after the Delta commit, before the service noted it
         assert send(svc, "r2", rounds[2]) == {"accepted"}
-        crash_on(svc, fault_dir, faults.AFTER_DELTA_COMMIT)
+        crash_on(svc, fault_dir, faults.AFTER_COMMIT)
         assert DeltaTable(str(table)).version() == 2 and table_rows(table) == through[2]
         svc = start_service(tmp_path, table, fault_dir)
         assert send(svc, "r2", rounds[2]) == {"already_committed"}
