@@ -3,15 +3,18 @@ sink with JSON keys and values (as a Debezium deployment configures ``JsonConver
 and the service.
 
 One topic carries plain upserts and tombstones (``delete_on_tombstone``), the other Debezium's
-change envelopes (``cdc: debezium``) with the tombstone Debezium sends after each delete. Keys are
-updated many times across rounds. At quiesce each table, read by delta-rs, equals a model computed
-here from the produced records (one row per live key, latest value), and every partition's
-``txn`` equals Connect's committed offset.
+change envelopes (``cdc: debezium``) with the tombstone Debezium sends after each delete. Each
+kind of change is produced into two topics, one feeding a Delta table and one an Iceberg table (in
+Iceberg's REST catalog server, its warehouse on the S3 server), each through a connector of its own. Keys are updated many times across rounds.
+At quiesce each table equals a model computed here from the produced records (one row per live
+key, latest value), read by delta-rs or by pyiceberg, and every partition's offset in the table
+(a Delta ``txn``, the Iceberg snapshot's ``lakegate.offsets``) equals Connect's committed offset.
 
 Faults, each armed before a batch is produced, so whichever round meets it is the one hit (no
 timing to win or lose): batch 1 kills the service inside an upsert round, after its new files
 (and deletion vectors) are written and before the Delta commit; batch 2 SIGKILLs both sidecars;
-batch 3 kills the service right after a round's Delta commit, before it noted it. The service and
+batch 3 kills the service right after a round's commit, before it noted it. Whichever table's round
+reaches an armed point first (Delta or Iceberg) is the one hit. The service and
 the sidecars are started again with the same configuration, as their supervisor would.
 """
 
@@ -30,6 +33,7 @@ from commit_service import faults
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.delta_read import live_rows
+from lakegate_stack.iceberg_catalog import IcebergRestCatalog
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
 from lakegate_stack.services import ServiceProcess, SidecarProcess, sidecar_config
@@ -37,11 +41,16 @@ from tests.kafka_helpers import committed_offsets, create_topic, end_offsets
 
 BUCKET, PARTITIONS, KEYS, BATCHES, PER_BATCH = "lake-upsert", 3, 60, 4, 150
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
-# table -> (topic, connector, extra table keys)
+# table -> (topic, connector, extra table keys); each kind of change goes to two topics (a topic
+# feeds one table): one for a Delta table, one for an Iceberg table
 TABLES = {
     "users": ("users", "users-sink", {"delete_on_tombstone": True}),
     "customers": ("db.inventory.customers", "customers-sink", {"cdc": "debezium"}),
+    "ice.users": ("ice-users", "ice-users-sink", {"delete_on_tombstone": True, "format": "iceberg"}),
+    "ice.customers": ("ice-customers", "ice-customers-sink", {"cdc": "debezium", "format": "iceberg"}),
 }
+MODEL = {"users": "users", "customers": "customers", "ice.users": "users", "ice.customers": "customers"}
+COLUMNS = {"users": ["id", "name", "n"], "customers": ["id", "email", "visits"]}
 SIDECARS = "sidecars"
 FAULTS = {1: faults.MID_MERGE, 2: SIDECARS, 3: faults.AFTER_COMMIT}  # batch -> what fails
 
@@ -97,23 +106,28 @@ def produce(bootstrap: str, topic: str, changes: list[tuple[int, Any]]) -> None:
         producer.close()
 
 
-def table_rows(table: DeltaTable, columns: list[str]) -> dict[int, dict[str, Any]]:
-    rows = live_rows(table, columns)
+def table_rows(rows: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     assert len({r["id"] for r in rows}) == len(rows), "a key is in the table twice"
     return {r["id"]: r for r in rows}
+
+
+def path_of(name: str) -> str:
+    """Where a table lives: a Delta table at the bucket's top, an Iceberg one under the warehouse."""
+    return f"s3a://{BUCKET}/warehouse/{name.replace('.', '/')}" if "." in name else f"s3a://{BUCKET}/{name}"
 
 
 def test_upsert_and_debezium_tables_equal_the_model_through_the_pipeline(
     tmp_path: Path, kafka_broker: KafkaBroker, connect_worker: ConnectWorker, s3_server: S3Server
 ) -> None:
     s3_server.create_bucket(BUCKET)
+    catalog = IcebergRestCatalog(tmp_path / "iceberg-rest", f"s3a://{BUCKET}/warehouse", s3_server).start()
     bootstrap = kafka_broker.bootstrap_servers
-    for topic, _, _ in TABLES.values():
+    for topic in {topic for topic, _, _ in TABLES.values()}:
         create_topic(bootstrap, topic, PARTITIONS)
     tables = [
         {
             "name": name,
-            "path": f"s3a://{BUCKET}/{name}",
+            "path": path_of(name),
             "topics": [topic],
             "mode": "upsert",
             "key": ["id"],
@@ -130,6 +144,7 @@ def test_upsert_and_debezium_tables_equal_the_model_through_the_pipeline(
         [f"s3a://{BUCKET}/"],
         s3={"endpoint": s3_server.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
         env={faults.ENV: str(fault_dir)},
+        catalogs=[{"name": "lake", "type": "rest", "uri": catalog.uri}],
     ).start()
     client = connect_worker.client()
     sidecars: list[SidecarProcess] = []
@@ -164,9 +179,9 @@ def test_upsert_and_debezium_tables_equal_the_model_through_the_pipeline(
                 (fault_dir / fault).touch()
             users = users_changes(rng, batch)
             apply_upserts(models["users"], users)
-            produce(bootstrap, TABLES["users"][0], users)
             customers = customers_changes(rng, batch, live)
-            produce(bootstrap, TABLES["customers"][0], customers)
+            for name, (topic, _, _) in TABLES.items():  # the same changes into each table's topic
+                produce(bootstrap, topic, users if MODEL[name] == "users" else customers)
             if fault == SIDECARS:
                 for proc in sidecars:
                     proc.kill()
@@ -176,10 +191,8 @@ def test_upsert_and_debezium_tables_equal_the_model_through_the_pipeline(
                 service.start()
             wait_committed(service, bootstrap)  # each batch its own rounds: keys change across commits
         models["customers"] = dict(live)
-        connect = {
-            tp: o
-            for _, connector, _ in TABLES.values()
-            for tp, o in committed_offsets(bootstrap, f"connect-{connector}").items()
+        connect_by_table = {
+            name: committed_offsets(bootstrap, f"connect-{connector}") for name, (_, connector, _) in TABLES.items()
         }
     finally:
         for proc in sidecars:
@@ -188,16 +201,54 @@ def test_upsert_and_debezium_tables_equal_the_model_through_the_pipeline(
             client.delete_connector(connector)
         service.stop()
 
+    try:
+        for name, (topic, _, extra) in TABLES.items():
+            columns = COLUMNS[MODEL[name]]
+            expected = {k: {c: v[c] for c in columns} for k, v in models[MODEL[name]].items()}
+            if extra.get("format") == "iceberg":
+                rows, offsets = iceberg_table(catalog, s3_server, name, columns)
+            else:
+                rows, offsets = delta_table(s3_server, name, topic, columns)
+            assert rows == expected, name
+            assert offsets == connect_by_table[name], name
+    finally:
+        catalog.stop()
+
+
+def delta_table(
+    s3_server: S3Server, name: str, topic: str, columns: list[str]
+) -> tuple[dict[int, dict[str, Any]], dict[TopicPartition, int]]:
+    """The Delta table's rows by key (read by delta-rs) and its partitions' ``txn`` offsets."""
     options = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV}
-    for name, (topic, _, _) in TABLES.items():
-        table = DeltaTable(f"s3://{BUCKET}/{name}", storage_options=options)
-        assert table.version() + 1 >= BATCHES, name  # each batch committed in its own round(s)
-        columns = ["id", "name", "n"] if name == "users" else ["id", "email", "visits"]
-        expected = {k: {c: v[c] for c in columns} for k, v in models[name].items()}
-        assert table_rows(table, columns) == expected, name
-        for p in range(PARTITIONS):
-            tp = TopicPartition(topic, p)
-            assert table.transaction_version(f"lakegate-{name}-{topic}-{p}") == connect[tp], tp
+    table = DeltaTable(f"s3://{BUCKET}/{name}", storage_options=options)
+    assert table.version() + 1 >= BATCHES, name  # each batch committed in its own round(s)
+    offsets = {}
+    for p in range(PARTITIONS):
+        version = table.transaction_version(f"lakegate-{name}-{topic}-{p}")
+        if version is not None:
+            offsets[TopicPartition(topic, p)] = version
+    return table_rows(live_rows(table, columns)), offsets
+
+
+def iceberg_table(
+    catalog: IcebergRestCatalog, s3_server: S3Server, name: str, columns: list[str]
+) -> tuple[dict[int, dict[str, Any]], dict[TopicPartition, int]]:
+    """The Iceberg table's rows by key (read by pyiceberg through the REST catalog, position
+    deletes applied by it) and the offsets of its newest snapshot."""
+    from pyiceberg.catalog import load_catalog
+
+    properties = {
+        "s3.endpoint": s3_server.endpoint,
+        "s3.access-key-id": s3mod.ACCESS_KEY,
+        "s3.secret-access-key": s3mod.SECRET_KEY,
+        "s3.region": s3mod.REGION,
+    }
+    table = load_catalog("check", type="rest", uri=catalog.uri, **properties).load_table(name)
+    assert len(table.snapshots()) >= BATCHES, name  # each batch committed in its own round(s)
+    rows = [{c: r[c] for c in columns} for r in table.scan().to_arrow().to_pylist()]
+    stored = json.loads(table.current_snapshot().summary["lakegate.offsets"])
+    offsets = {TopicPartition(t, int(p)): o for t, ps in stored.items() for p, o in ps.items()}
+    return table_rows(rows), offsets
 
 
 def wait_crashed(service: ServiceProcess, armed: Path, timeout: float = 300) -> None:
@@ -210,15 +261,22 @@ def wait_crashed(service: ServiceProcess, armed: Path, timeout: float = 300) -> 
 
 
 def wait_committed(service: ServiceProcess, bootstrap: str, timeout: float = 300) -> None:
-    """Until every table's offsets reach the log ends (bounded)."""
-    partitions = [TopicPartition(topic, p) for topic, _, _ in TABLES.values() for p in range(PARTITIONS)]
-    ends = end_offsets(bootstrap, partitions)
-    deadline, offsets = time.monotonic() + timeout, {}
+    """Until every table's offsets reach its topic's log ends (bounded)."""
+    partitions = {name: [TopicPartition(topic, p) for p in range(PARTITIONS)] for name, (topic, _, _) in TABLES.items()}
+    ends = end_offsets(bootstrap, [tp for tps in partitions.values() for tp in tps])
+    deadline, behind = time.monotonic() + timeout, {}
     while time.monotonic() < deadline:
-        offsets = {}
-        for name in TABLES:
-            offsets.update(service.call("GET", f"/v1/tables/{name}/offsets").json())
-        if all(offsets.get(tp.topic, {}).get(str(tp.partition)) == ends[tp] for tp in partitions):
+        behind = {}
+        for name, tps in partitions.items():
+            offsets = service.call("GET", f"/v1/tables/{name}/offsets").json()
+            behind.update(
+                {
+                    (name, str(tp)): offsets.get(tp.topic, {}).get(str(tp.partition))
+                    for tp in tps
+                    if offsets.get(tp.topic, {}).get(str(tp.partition)) != ends[tp]
+                }
+            )
+        if not behind:
             return
         time.sleep(1)
-    raise AssertionError(f"table offsets {offsets} never reached the log ends {ends}")
+    raise AssertionError(f"tables behind the log ends {ends}: {behind}")
