@@ -5,6 +5,7 @@ written as the S3 sink writes them (``format.output.fields=key,value,offset``), 
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +68,34 @@ def debezium_model(records: list[Record]) -> dict[int, dict[str, Any]]:
         else:
             model[v["after"]["id"]] = v["after"]
     return model
+
+
+def debezium_round(rng: random.Random, live: dict[int, dict[str, Any]], round_no: int) -> list[tuple[Any, Any]]:
+    """60 Debezium change records over 25 keys (creates, updates, deletes each followed by the
+    tombstone Debezium sends), applied to ``live`` (key -> row) as they are made."""
+    records: list[tuple[Any, Any]] = []
+    for _ in range(60):
+        key = rng.randrange(25)
+        source = {"lsn": rng.randrange(10**9), "table": "users"}
+        if key in live and rng.random() < 0.3:
+            records.append(({"id": key}, {"before": live.pop(key), "after": None, "op": "d", "source": source}))
+            records.append(({"id": key}, None))  # the tombstone Debezium sends after a delete
+        else:
+            after = {"id": key, "email": f"u{key}@r{round_no}.example", "score": rng.randrange(100)}
+            op = "u" if key in live else ("r" if round_no == 0 else "c")
+            records.append(({"id": key}, {"before": live.get(key), "after": after, "op": op, "source": source}))
+            live[key] = after
+    return records
+
+
+def upserts_and_tombstones(rng: random.Random, partition: int, round_no: int) -> list[tuple[Any, Any]]:
+    """40 records of one partition of two (even keys in partition 0, odd in 1): a fifth
+    tombstones, the rest new values."""
+    records: list[tuple[Any, Any]] = []
+    for _ in range(40):
+        key = rng.randrange(30) * 2 + partition
+        if rng.random() < 0.2:
+            records.append(({"id": key}, None))
+        else:
+            records.append(({"id": key}, {"id": key, "name": f"r{round_no}-{rng.randrange(1000)}"}))
+    return records

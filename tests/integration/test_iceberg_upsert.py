@@ -30,7 +30,7 @@ from lakegate_core.types import TopicPartition
 from lakegate_stack.iceberg_read import jdbc_rows
 from tests.delta_helpers import commit_all
 from tests.fixtures import ICEBERG_CATALOG
-from tests.upsert_helpers import Landing, debezium_model, upsert_model
+from tests.upsert_helpers import Landing, debezium_model, debezium_round, upsert_model, upserts_and_tombstones
 
 NAMESPACE = "lakegate_upsert"
 
@@ -81,13 +81,7 @@ def test_upserts_and_tombstones_equal_the_model_round_after_round(
     for round_no in range(4):
         files = []
         for partition in (0, 1):
-            records: list[tuple[Any, Any]] = []
-            for _ in range(40):
-                key = rng.randrange(30) * 2 + partition  # even keys in partition 0, odd in 1
-                if rng.random() < 0.2:
-                    records.append(({"id": key}, None))
-                else:
-                    records.append(({"id": key}, {"id": key, "name": f"r{round_no}-{rng.randrange(1000)}"}))
+            records = upserts_and_tombstones(rng, partition, round_no)
             pending, envelopes = landing.write(partition, records, fmt, key_text)
             files.append(pending)
             sent.extend(envelopes)
@@ -111,18 +105,7 @@ def test_debezium_creates_updates_deletes_and_skips_tombstones(spark: Any, stack
     alive: dict[int, dict[str, Any]] = {}
     rng = random.Random(11)
     for round_no in range(3):
-        records: list[tuple[Any, Any]] = []
-        for _ in range(60):
-            key = rng.randrange(25)
-            source = {"lsn": rng.randrange(10**9), "table": "users"}
-            if key in alive and rng.random() < 0.3:
-                records.append(({"id": key}, {"before": alive.pop(key), "after": None, "op": "d", "source": source}))
-                records.append(({"id": key}, None))  # the tombstone Debezium sends after a delete
-            else:
-                after = {"id": key, "email": f"u{key}@r{round_no}.example", "score": rng.randrange(100)}
-                op = "u" if key in alive else ("r" if round_no == 0 else "c")
-                records.append(({"id": key}, {"before": alive.get(key), "after": after, "op": op, "source": source}))
-                alive[key] = after
+        records = debezium_round(rng, alive, round_no)
         pending, envelopes = landing.write(0, records, FileFormat.JSONL)
         sent.extend(envelopes)
         commit_all(c, state, [pending])
