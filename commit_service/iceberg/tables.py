@@ -78,17 +78,17 @@ class IcebergTable:
             props.put(key, value)
         # One transaction, so the table is born with its name mapping: a reader (or a second
         # Lakegate service) never sees it without one.
-        txn = catalog.newCreateTableTransaction(
-            self._ident,
-            self._iceberg_schema(schema),
-            jvm.org.apache.iceberg.PartitionSpec.unpartitioned(),
-            self.location,
-            props,
-        )
-        txn.updateProperties().set(NAME_MAPPING, self._mapping_text(txn.table())).commit()
         try:
+            txn = catalog.newCreateTableTransaction(
+                self._ident,
+                self._iceberg_schema(schema),
+                jvm.org.apache.iceberg.PartitionSpec.unpartitioned(),
+                self.location,
+                props,
+            )
+            txn.updateProperties().set(NAME_MAPPING, self._mapping_text(txn.table())).commit()
             txn.commitTransaction()
-        except Exception:  # created meanwhile by another writer: that table
+        except Exception:  # created meanwhile by another writer (a REST catalog says so at once): that table
             table = self.load()
             if table is None:
                 raise
