@@ -17,7 +17,17 @@ COMMANDS = {
     "sidecar": "sidecar",
     "slowclients": "slowclients",
 }
-PARTS = ("commit", "checkpoints", "history", "jsonl", "http", "pipeline", "upsert", "iceberg")  # also run's parts
+PARTS = (
+    "commit",
+    "checkpoints",
+    "history",
+    "jsonl",
+    "http",
+    "pipeline",
+    "upsert",
+    "iceberg",
+    "iceberg-peer",
+)  # also run's parts
 
 
 def main(argv: list[str]) -> int:

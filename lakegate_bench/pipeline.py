@@ -38,7 +38,7 @@ from kafka import KafkaProducer
 
 from lakegate_stack import procfs
 from lakegate_stack import s3 as s3mod
-from lakegate_stack.connect import s3_sink_config
+from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import create_topic
 from lakegate_stack.procfs import process_tree, tree_cpu_seconds
 from lakegate_stack.services import ServiceProcess, SidecarProcess
@@ -76,13 +76,10 @@ def jit_seconds(before: dict[str, float], pids: list[int]) -> float:
 
 
 @dataclass(eq=False)
-class Poller(threading.Thread):
-    """Lists a Delta table's log on the S3 server; for every new commit, when it was first seen and
-    the ``produced_ms`` of every record its added files hold."""
+class FreshnessPoller(threading.Thread):
+    """One reader of a table, every 0.25 s: for every new commit, when it was first seen and the
+    ``produced_ms`` of every record its added files hold. A format's poller gives :meth:`poll`."""
 
-    s3: Any
-    fs: pafs.S3FileSystem
-    prefix: str  # the table's key prefix, ending in /
     seen_ms: list[tuple[int, int]] = field(default_factory=list)  # (produced_ms, visible_ms) per record
     versions: set[str] = field(default_factory=set)
     warm_up_versions: int = 0  # of ``versions``, those committed before the measured run
@@ -99,6 +96,18 @@ class Poller(threading.Thread):
             self.poll()
         except BaseException as exc:  # reported by the caller
             self.error = exc
+
+    def poll(self) -> None:
+        raise NotImplementedError
+
+
+@dataclass(eq=False, kw_only=True)
+class Poller(FreshnessPoller):
+    """Lists a Delta table's log on the S3 server (its commits are the log's JSON files)."""
+
+    s3: Any
+    fs: pafs.S3FileSystem
+    prefix: str  # the table's key prefix, ending in /
 
     def poll(self) -> None:
         now_ms = int(time.time() * 1000)
@@ -142,7 +151,9 @@ def produce(bootstrap: str, topic: str, rate: int, seconds: int) -> int:
     return total
 
 
-def figures(poller: Poller, expected: int, cpu: float, marginal: float | None, rate: int, jit: float) -> dict[str, Any]:
+def figures(
+    poller: FreshnessPoller, expected: int, cpu: float, marginal: float | None, rate: int, jit: float
+) -> dict[str, Any]:
     """A run's freshness and CPU; ``jit`` is the part of ``cpu`` its JIT compilers used."""
     fresh = sorted((v - p) / 1000 for p, v in poller.seen_ms)
     if len(fresh) != expected:
@@ -166,7 +177,7 @@ def figures(poller: Poller, expected: int, cpu: float, marginal: float | None, r
 WARM_UP = 300  # records produced and waited for before the measured run: first commits load code
 
 
-def warm_up(poller: Poller, bootstrap: str, topic: str, rate: int, seconds: int) -> None:
+def warm_up(poller: FreshnessPoller, bootstrap: str, topic: str, rate: int, seconds: int) -> None:
     """Produce a few records and wait until they are in the table (the first commit of either
     system is seconds of class loading and planning that no steady state has), then, with
     ``seconds``, that many seconds at the measured rate (what the JVMs compile for this load is
@@ -180,7 +191,7 @@ def warm_up(poller: Poller, bootstrap: str, topic: str, rate: int, seconds: int)
     poller.warm_up_versions = len(poller.versions)
 
 
-def wait_for(poller: Poller, expected: int, timeout: float, *, stop: bool = True) -> None:
+def wait_for(poller: FreshnessPoller, expected: int, timeout: float, *, stop: bool = True) -> None:
     deadline = time.monotonic() + timeout
     while len(poller.seen_ms) < expected:
         if poller.error is not None:
@@ -191,6 +202,139 @@ def wait_for(poller: Poller, expected: int, timeout: float, *, stop: bool = True
     if stop:
         poller.stop.set()
         poller.join(10)
+
+
+@dataclass
+class LakegateRun:
+    """Lakegate's pipeline for one topic: the storage sink connector on the stack's worker, a
+    sidecar following it, a service committing its files; stopped by :meth:`stop`."""
+
+    worker: ConnectWorker
+    sidecar: SidecarProcess
+    service: ServiceProcess
+    connector: str
+
+    def pids(self) -> dict[str, int]:
+        """The processes doing the work, by role (each with its descendants: the service's JVM)."""
+        assert self.worker.process is not None
+        pids = {
+            "connect": self.worker.process.pid,
+            "sidecar": self.sidecar.process.pid,
+            "service": self.service.process.pid,
+        }
+        running = {role: pid for role, pid in pids.items() if pid is not None}
+        assert len(running) == len(pids), f"a process of the pipeline is not running: {pids}"
+        return running
+
+    def stop(self) -> None:
+        self.worker.client().delete_connector(self.connector)
+        self.sidecar.stop()
+        self.service.stop()
+
+
+def start_lakegate(
+    stack: LocalStack,
+    work: Path,
+    bucket: str,
+    name: str,
+    table: dict[str, Any],
+    catalogs: list[dict[str, Any]] | None = None,
+) -> LakegateRun:
+    """Topic ``name`` (made here) landed by the S3 sink as Parquet without an envelope under
+    ``<bucket>/<name>/data/`` (Aiven's naming), followed by a sidecar, committed by a service of
+    ``table`` (one entry of its ``tables``; ``catalogs`` for an Iceberg table)."""
+    assert stack.s3 is not None and stack.kafka is not None
+    create_topic(stack.kafka.bootstrap_servers, name, PARTITIONS)
+    service = ServiceProcess(work, [table], [f"s3a://{bucket}/"], name="service", s3={"endpoint": stack.s3.endpoint},
+                             env=S3_ENV, catalogs=catalogs)  # fmt: skip
+    service.start()
+    service.spark_ui()
+    worker = stack.workers[0]
+    landing = {"kind": "s3", "bucket": bucket, "prefix": f"{name}/data/", "endpoint": stack.s3.endpoint,
+               "naming": "aiven"}  # fmt: skip
+    sidecar = SidecarProcess(
+        work,
+        "sidecar",
+        {
+            "worker_id": worker.worker_id,
+            "connect": {"url": worker.url, "connectors": [name]},
+            "kafka": {"bootstrap_servers": stack.kafka.bootstrap_servers},
+            "storage": landing,
+            "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
+            "poll_interval_seconds": 1,
+        },
+        env=S3_ENV,
+    ).start()
+    config = s3_sink_config([name], bucket, stack.s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY,
+                            prefix=f"{name}/data/", tasks=PARTITIONS)  # fmt: skip
+    connect = worker.client()
+    connect.put_connector(name, {**config, "format.output.envelope": "false"})
+    connect.wait_running(name, PARTITIONS)
+    return LakegateRun(worker, sidecar, service, name)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What :func:`measure` saw in the measured window of one run."""
+
+    cpu_by_process: dict[str, float]  # CPU seconds by role, each process with its descendants
+    jit_cpu: float  # of their sum, the JIT compilers' seconds
+    produced: int
+    s3_requests: dict[str, int] | None  # by HTTP method, when an S3 request log was given
+
+
+def measure(
+    pids: dict[str, int],
+    poller: FreshnessPoller,
+    stack: LocalStack,
+    topic: str,
+    rate: int,
+    seconds: int,
+    warm_up_seconds: int,
+    label: str,
+    s3_log: S3RequestLog | None = None,
+) -> Measured:
+    """Warm ``topic``'s pipeline up, then produce ``rate``/s for ``seconds`` and wait until every
+    record is visible to ``poller`` (started here, stopped at the end); ``s3_log`` counts the S3
+    requests of that window."""
+    assert stack.kafka is not None
+    poller.start()
+    warm_up(poller, stack.kafka.bootstrap_servers, topic, rate, warm_up_seconds)
+    measured = list(pids.values())
+    before = {k: cpu_seconds([p]) for k, p in pids.items()}
+    jit_before = jit_threads(measured)
+    mark = s3_log.mark() if s3_log else 0
+    print(f"  {label}: producing {rate}/s for {seconds} s ...", flush=True)
+    produced = produce(stack.kafka.bootstrap_servers, topic, rate, seconds)
+    wait_for(poller, produced, timeout=seconds + 180)
+    used = {k: cpu_seconds([p]) - before[k] for k, p in pids.items()}
+    requests = s3_log.count_since(mark) if s3_log else None
+    return Measured(used, jit_seconds(jit_before, measured), produced, requests)
+
+
+@dataclass(frozen=True)
+class S3RequestLog:
+    """The S3 server's request log (moto's, one line per request: ``"<METHOD> /<bucket>/..."``),
+    counted for one bucket. Who sent a request is not in the log: a bucket is one system's."""
+
+    path: Path
+    bucket: str
+
+    def mark(self) -> int:
+        """Where the log ends now."""
+        return self.path.stat().st_size
+
+    def count_since(self, mark: int) -> dict[str, int]:
+        """Requests to the bucket logged after ``mark``, by HTTP method."""
+        counts: dict[str, int] = {}
+        with self.path.open("rb") as log:
+            log.seek(mark)
+            for line in log:
+                _, sep, rest = line.decode(errors="replace").partition('"')
+                method, _, target = rest.partition(" ")
+                if sep and (target.startswith(f"/{self.bucket}/") or target.startswith(f"/{self.bucket}?")):
+                    counts[method] = counts.get(method, 0) + 1
+        return counts
 
 
 class Pipeline:
@@ -220,81 +364,26 @@ class Pipeline:
         self.stack.stop()
 
     def lakegate(self, interval: int, rate: int, seconds: int) -> dict[str, Any]:
-        assert self.stack.s3 is not None and self.stack.kafka is not None
         name = f"lg{interval}"
-        create_topic(self.stack.kafka.bootstrap_servers, name, PARTITIONS)
         table = {
             "name": name,
             "path": f"s3a://{BUCKET}/{name}",
             "topics": [name],
             "commit": {"interval_seconds": interval, "timeout_seconds": interval},
         }
-        service = ServiceProcess(
-            self.work / name,
-            [table],
-            [f"s3a://{BUCKET}/"],
-            name="service",
-            s3={"endpoint": self.stack.s3.endpoint},
-            env=S3_ENV,
-        )
-        service.start()
-        service.spark_ui()
-        worker = self.stack.workers[0]
-        sidecar = SidecarProcess(
-            self.work / name,
-            "sidecar",
-            {
-                "worker_id": worker.worker_id,
-                "connect": {"url": worker.url, "connectors": [name]},
-                "kafka": {"bootstrap_servers": self.stack.kafka.bootstrap_servers},
-                "storage": {
-                    "kind": "s3",
-                    "bucket": BUCKET,
-                    "prefix": f"{name}/data/",
-                    "endpoint": self.stack.s3.endpoint,
-                    "naming": "aiven",
-                },
-                "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
-                "poll_interval_seconds": 1,
-            },
-            env=S3_ENV,
-        ).start()
-        connect = worker.client()
-        config = s3_sink_config(
-            [name],
-            BUCKET,
-            self.stack.s3.endpoint,
-            s3mod.ACCESS_KEY,
-            s3mod.SECRET_KEY,
-            prefix=f"{name}/data/",
-            tasks=PARTITIONS,
-        )
-        connect.put_connector(name, {**config, "format.output.envelope": "false"})
-        connect.wait_running(name, PARTITIONS)
-        pids = {
-            "connect": worker.process.pid if worker.process else None,
-            "sidecar": sidecar.process.pid,
-            "service": service.process.pid,
-        }
-        poller = Poller(self.s3, self.fs, f"{name}/")
-        poller.start()
-        warm_up(poller, self.stack.kafka.bootstrap_servers, name, rate, self.warm_up_seconds)
-        measured = [p for p in pids.values() if p is not None]
-        before = {k: cpu_seconds([p]) for k, p in pids.items() if p is not None}
-        jit_before = jit_threads(measured)
-        print(f"  lakegate, commit interval {interval} s: producing {rate}/s for {seconds} s ...", flush=True)
-        produced = produce(self.stack.kafka.bootstrap_servers, name, rate, seconds)
-        wait_for(poller, produced, timeout=seconds + 180)
-        used = {k: cpu_seconds([p]) - before[k] for k, p in pids.items() if p is not None}
-        jit = jit_seconds(jit_before, measured)
-        connect.delete_connector(name)
-        sidecar.stop()
-        service.stop()
+        run = start_lakegate(self.stack, self.work / name, BUCKET, name, table)
+        poller = Poller(s3=self.s3, fs=self.fs, prefix=f"{name}/")
+        try:
+            seen = measure(run.pids(), poller, self.stack, name, rate, seconds, self.warm_up_seconds,
+                           f"lakegate, commit interval {interval} s")  # fmt: skip
+        finally:
+            run.stop()
+        used = seen.cpu_by_process
         return {
             "system": "lakegate",
             "interval_s": interval,
             "cpu_by_process_s": {k: round(v, 1) for k, v in used.items()},
-            **figures(poller, produced, sum(used.values()), used["sidecar"] + used["service"], rate, jit),
+            **figures(poller, seen.produced, sum(used.values()), used["sidecar"] + used["service"], rate, seen.jit_cpu),
         }
 
     def spark(self, interval: int, rate: int, seconds: int) -> dict[str, Any]:
@@ -326,7 +415,7 @@ class Pipeline:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit(f"the Spark streaming job did not start: see {log.name}")
                 time.sleep(0.5)
-            poller = Poller(self.s3, self.fs, f"{name}/")
+            poller = Poller(s3=self.s3, fs=self.fs, prefix=f"{name}/")
             poller.start()
             warm_up(poller, self.stack.kafka.bootstrap_servers, name, rate, self.warm_up_seconds)
             before = cpu_seconds([proc.pid])

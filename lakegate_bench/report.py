@@ -90,6 +90,18 @@ def report(out_dir: Path) -> str:
                 for r in d["results"]
             ],
         )
+    if (d := load("iceberg-peer")) is not None:
+        out += [f"{d['rate']:,} records/s for {d['seconds']} s; Iceberg tables on one REST catalog each.", ""]
+        table(
+            ["system", "interval", "freshness p50", "p99", "CPU-s per million records"]
+            + ["files per snapshot", "mean file", "S3 writes per million records"],
+            [
+                [r["system"], f"{r['interval_s']} s", f"{r['freshness_p50_s']} s", f"{r['freshness_p99_s']} s"]
+                + [r["cpu_s_per_million"], r["files_per_snapshot"], f"{r['mean_file_kb']} KB"]
+                + [f"{r['s3_writes_per_million']:,}"]
+                for r in d["results"]
+            ],
+        )
     return "\n".join(out)
 
 
@@ -126,7 +138,7 @@ def plot(part: str, data: dict[str, Any], path: Path) -> None:
         ax.set_xscale("log")
         ax.set_xlabel("table version")
         ax.set_ylabel("seconds per 10-file commit")
-    elif part == "pipeline":
+    elif part in ("pipeline", "iceberg-peer"):
         rows = data["results"]
         systems = sorted({r["system"] for r in rows})
         intervals = sorted({r["interval_s"] for r in rows})

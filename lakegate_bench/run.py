@@ -1,6 +1,6 @@
 """Benchmarks of the commit service's table side (real Spark + Delta, and Iceberg), in selectable parts.
 
-Parts (``--parts``, default all but ``upsert`` and ``iceberg``):
+Parts (``--parts``, default all but ``upsert``, ``iceberg`` and ``iceberg-peer``):
 
 - ``commit``: one commit of N Parquet files (1,000 rows x 10 columns each), N in ``--files``.
   The same files are committed three ways, each into its own table that already exists:
@@ -31,6 +31,11 @@ Parts (``--parts``, default all but ``upsert`` and ``iceberg``):
   Iceberg table (JDBC catalog on sqlite), each through its ``TableCoordinator``
   (``lakegate_bench/iceberg.py``).
 
+- ``iceberg-peer``: end-to-end freshness, CPU-seconds per million records, data files per snapshot
+  and S3 requests of Lakegate's pipeline into an Iceberg table beside Apache Iceberg's own Kafka
+  Connect sink on the same records, at each of ``--peer-intervals``, ``--rate`` for
+  ``--pipeline-seconds`` after ``--warm-up-seconds`` (``lakegate_bench/iceberg_peer.py``).
+
 Prints progress and tables, writes ``<part>.json`` and a PNG plot per part to ``--out-dir``
 (default ``.lakegate/bench``). Run through ``scripts/bench``.
 """
@@ -53,7 +58,7 @@ from lakegate_bench.http_load import part_http
 from lakegate_bench.iceberg import part_iceberg
 from lakegate_bench.report import plot, report
 
-PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline", "upsert", "iceberg")
+PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline", "upsert", "iceberg", "iceberg-peer")
 DEFAULT_PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline")
 
 
@@ -103,15 +108,27 @@ def main(argv: list[str] | None = None) -> int:
         default=[2, 10],
         help="pipeline: commit intervals / triggers, s (default 2 10)",
     )
-    parser.add_argument("--rate", type=int, default=5000, help="pipeline: records per second (default 5000)")
     parser.add_argument(
-        "--pipeline-seconds", type=int, default=120, help="pipeline: seconds of producing (default 120)"
+        "--peer-intervals",
+        type=int,
+        nargs="+",
+        default=[10, 60],
+        help="iceberg-peer: commit intervals of both systems, s (default 10 60)",
+    )
+    parser.add_argument(
+        "--rate", type=int, default=5000, help="pipeline, iceberg-peer: records per second (default 5000)"
+    )
+    parser.add_argument(
+        "--pipeline-seconds",
+        type=int,
+        default=120,
+        help="pipeline, iceberg-peer: seconds of producing (default 120)",
     )
     parser.add_argument(
         "--warm-up-seconds",
         type=int,
         default=0,
-        help="pipeline: seconds at --rate before each measured run, not measured (default 0)",
+        help="pipeline, iceberg-peer: seconds at --rate before each measured run, not measured (default 0)",
     )
     parser.add_argument(
         "--upsert-rows", type=int, default=10_000_000, help="upsert: rows of the table (default 10000000)"
@@ -159,7 +176,18 @@ def main(argv: list[str] | None = None) -> int:
             ),
             args,
         )
-    in_process = [p for p in parts if p not in ("intake", "http", "pipeline")]  # in the order of PARTS
+    if "iceberg-peer" in parts:
+        from lakegate_bench import iceberg_peer as bench_peer
+
+        write_part(
+            "iceberg-peer",
+            machine,
+            lambda: bench_peer.run(
+                work / "iceberg-peer", args.peer_intervals, args.rate, args.pipeline_seconds, args.warm_up_seconds
+            ),
+            args,
+        )
+    in_process = [p for p in parts if p not in ("intake", "http", "pipeline", "iceberg-peer")]  # in the order of PARTS
     if not in_process:
         return 0
     bench = Bench(work, args.rows)

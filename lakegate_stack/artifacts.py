@@ -42,6 +42,7 @@ ICEBERG_VERSION = "1.11.0"  # the Iceberg Spark runtime and the REST catalog ser
 JETTY_VERSION = "12.1.14"  # Jetty 12.1 (ee10 servlet, compression): what Iceberg's REST fixture is built on
 SQLITE_JDBC_VERSION = "3.51.1.0"  # JDBC catalogs on a sqlite file (the service's, the REST server's backend)
 POSTGRESQL_JDBC_VERSION = "42.7.8"  # JDBC catalogs on PostgreSQL
+ICEBERG_PEER_VERSION = "1.12.0"  # Apache Iceberg's own Kafka Connect sink, the benchmark's peer (its newest)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
@@ -248,6 +249,28 @@ GROUPS: dict[str, ArtifactGroup] = {
             ),
             # Compile-time annotations of caffeine's, never loaded.
             drop_prefixes=("checker-qual", "error_prone_annotations"),
+        ),
+        ArtifactGroup(
+            name="iceberg-sink",
+            description=f"Apache Iceberg {ICEBERG_PEER_VERSION} Kafka Connect sink as a Connect plugin (the "
+            "benchmark's peer; lakegate_stack.iceberg_peer)",
+            dependencies=(
+                # The sink and its runtime closure (iceberg-core, -data, the control-topic events).
+                Dependency(f"org.apache.iceberg:iceberg-kafka-connect:{ICEBERG_PEER_VERSION}"),
+                # What its runtime distribution adds for a REST catalog on S3: the Parquet writer,
+                # S3FileIO with the AWS SDK, and Hadoop's Configuration (shaded client jars here, in
+                # place of the distribution's hadoop-common closure).
+                Dependency(f"org.apache.iceberg:iceberg-parquet:{ICEBERG_PEER_VERSION}"),
+                Dependency(f"org.apache.iceberg:iceberg-aws:{ICEBERG_PEER_VERSION}"),
+                # The AWS SDK modules iceberg-aws uses, as Iceberg ships them for engines (69 MB, not
+                # the SDK's 640 MB bundle).
+                Dependency(f"org.apache.iceberg:iceberg-aws-bundle:{ICEBERG_PEER_VERSION}", exclusions=("*:*",)),
+                Dependency(f"org.apache.hadoop:hadoop-client-api:{HADOOP_VERSION}", exclusions=("*:*",)),
+                Dependency(f"org.apache.hadoop:hadoop-client-runtime:{HADOOP_VERSION}", exclusions=("*:*",)),
+                Dependency("commons-logging:commons-logging:1.3.0", exclusions=("*:*",)),
+            ),
+            # The worker provides the Kafka clients and the logging API to every plugin.
+            drop_prefixes=("kafka-clients", "slf4j-", "log4j-", "checker-qual", "error_prone_annotations"),
         ),
     )
 }

@@ -2,7 +2,9 @@
 
 Started by the pytest fixtures and the demo. Several workers may share one ``group_id`` (and so
 one set of config/offset/status topics): later tests move partitions between them. The storage
-sink plugin directory (``<jars>/s3-sink``) is on every worker's ``plugin.path``.
+sink plugin directory (``<jars>/s3-sink``) is on every worker's ``plugin.path``; a worker made with
+``plugins=("s3-sink", "iceberg-sink")`` also runs Apache Iceberg's own sink
+(:mod:`lakegate_stack.iceberg_peer`).
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ class ConnectWorker:
         host: str = "127.0.0.1",
         heap: str = "1g",
         offset_flush_interval_ms: int = 2000,
+        plugins: tuple[str, ...] = (SINK_PLUGIN_GROUP,),
     ) -> None:
         self.workdir = workdir
         self.name = name
@@ -96,9 +99,11 @@ class ConnectWorker:
         self.heap = heap
         self.offset_flush_interval_ms = offset_flush_interval_ms
         artifacts.jars_of("connect", jars_dir)
-        artifacts.jars_of(SINK_PLUGIN_GROUP, jars_dir)
+        for plugin in plugins:
+            artifacts.jars_of(plugin, jars_dir)  # fail early with "run scripts/fetch-jars <group>"
         self.classpath = [artifacts.group_dir("connect", jars_dir)]
-        self.plugin_path = artifacts.group_dir(SINK_PLUGIN_GROUP, jars_dir).parent / "connect-plugins"
+        self.plugins = {plugin: artifacts.group_dir(plugin, jars_dir) for plugin in plugins}
+        self.plugin_path = workdir / f"{name}-plugins"
         self.process: ManagedProcess | None = None
 
     @property
@@ -137,7 +142,7 @@ class ConnectWorker:
         }
 
     def start(self, timeout: float = 120.0) -> ConnectWorker:
-        self._link_plugin()
+        self._link_plugins()
         config = write_properties(self.workdir / f"{self.name}.properties", self._worker_properties())
         props = {"log4j2.configurationFile": str(write_log4j2_config(self.workdir))}
         cmd = java_command(
@@ -152,14 +157,13 @@ class ConnectWorker:
         logger.info("%s ready at %s", self.name, self.url)
         return self
 
-    def _link_plugin(self) -> None:
-        """``plugin.path`` holds one sub-directory per plugin; ours is the cached sink group."""
+    def _link_plugins(self) -> None:
+        """``plugin.path`` holds one sub-directory per plugin: a link to each plugin's cached group."""
         self.plugin_path.mkdir(parents=True, exist_ok=True)
-        link = self.plugin_path / SINK_PLUGIN_GROUP
-        try:
-            link.symlink_to(self.plugin_path.parent / SINK_PLUGIN_GROUP, target_is_directory=True)
-        except FileExistsError:
-            pass
+        for plugin, group in self.plugins.items():
+            link = self.plugin_path / plugin
+            if not link.is_symlink():
+                link.symlink_to(group, target_is_directory=True)
 
     def _ready(self) -> bool:
         return requests.get(f"{self.url}/connectors", timeout=2).status_code == 200

@@ -1,7 +1,9 @@
 """The whole local stack in one object, and the ``python -m lakegate_stack`` command behind the demo.
 
 :class:`LocalStack` starts, in order, the S3 server, the Kafka broker and one or more Connect
-workers, each on free loopback ports with logs under ``workdir``, and stops them in reverse.
+workers, each on free loopback ports with logs under ``workdir``, and stops them in reverse. The
+workers run the storage sink plugin, and any other Connect plugin group named in ``plugins`` (the
+benchmark adds Apache Iceberg's sink, :mod:`lakegate_stack.iceberg_peer`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 
 from lakegate_stack import artifacts
-from lakegate_stack.connect import ConnectWorker
+from lakegate_stack.connect import SINK_PLUGIN_GROUP, ConnectWorker
 from lakegate_stack.errors import StackError
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import ACCESS_KEY, SECRET_KEY, S3Server
@@ -30,8 +32,16 @@ STACK_GROUPS = ("kafka", "connect", "s3-sink")
 class LocalStack:
     """S3 server + Kafka + Connect worker(s), owned by the demo or a script; a context manager."""
 
-    def __init__(self, workdir: Path, *, connect_workers: int = 1, buckets: tuple[str, ...] = ("landing",)) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        connect_workers: int = 1,
+        buckets: tuple[str, ...] = ("landing",),
+        plugins: tuple[str, ...] = (SINK_PLUGIN_GROUP,),
+    ) -> None:
         self.workdir = workdir
+        self.plugins = plugins
         self.connect_workers = connect_workers
         self.buckets = buckets
         self.s3: S3Server | None = None
@@ -47,7 +57,9 @@ class LocalStack:
                 self.s3.create_bucket(bucket)
             self.kafka = KafkaBroker(self.workdir / "kafka").start()
             for i in range(1, self.connect_workers + 1):
-                worker = ConnectWorker(self.workdir / "connect", self.kafka.bootstrap_servers, name=f"connect-{i}")
+                worker = ConnectWorker(
+                    self.workdir / "connect", self.kafka.bootstrap_servers, name=f"connect-{i}", plugins=self.plugins
+                )
                 self.workers.append(worker.start())
         except BaseException:
             self.stop()

@@ -141,3 +141,9 @@ def test_stale_stamp_counts_as_missing(tmp_path: Path) -> None:
 def test_resolve_reports_a_missing_maven(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match="not found on PATH"):
         artifacts.resolve(GROUPS["kafka"], tmp_path, mvn="no-such-mvn-binary")
+
+
+def test_the_peer_sink_plugin_leaves_kafka_and_logging_to_the_worker() -> None:
+    group = artifacts.GROUPS["iceberg-sink"]
+    assert any(d.coordinate.startswith("org.apache.iceberg:iceberg-kafka-connect:") for d in group.dependencies)
+    assert {"kafka-clients", "slf4j-", "log4j-"} <= set(group.drop_prefixes)

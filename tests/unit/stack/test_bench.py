@@ -93,3 +93,34 @@ def test_the_command_runs_a_part_by_its_name(monkeypatch: pytest.MonkeyPatch) ->
     assert seen == [["--parts", "jsonl", "--jsonl-files", "10"]]
     assert command.main(["no-such-part"]) == 2
     assert command.main(["--help"]) == 0
+
+
+S3_LOG = """127.0.0.1 - - [26/Nov/2026 18:36:58] "PUT /peer10/warehouse/bench/peer10/data/00001.parquet HTTP/1.1" 200 -
+127.0.0.1 - - [26/Nov/2026 18:36:58] "GET /peer10?list-type=2&prefix=warehouse/ HTTP/1.1" 200 -
+127.0.0.1 - - [26/Nov/2026 18:36:58] "PUT /peer100/warehouse/x HTTP/1.1" 200 -
+127.0.0.1 - - [26/Nov/2026 18:36:59] "POST /peer10/warehouse/big?uploads HTTP/1.1" 200 -
+127.0.0.1 - - [26/Nov/2026 18:36:59] "HEAD /lg10/warehouse/y HTTP/1.1" 200 -
+ * Running on http://127.0.0.1:40000
+"""
+
+
+def test_s3_requests_are_counted_for_one_bucket_after_a_mark(tmp_path: Path) -> None:
+    log = tmp_path / "s3.log"
+    log.write_text('127.0.0.1 - - [26/Nov/2026 18:36:57] "PUT /peer10/before HTTP/1.1" 200 -\n')
+    requests = pipeline_module.S3RequestLog(log, "peer10")
+    mark = requests.mark()
+    with log.open("a") as out:
+        out.write(S3_LOG)
+    assert requests.count_since(mark) == {"PUT": 1, "GET": 1, "POST": 1}  # not peer100's, nor lg10's
+    assert requests.count_since(0) == {"PUT": 2, "GET": 1, "POST": 1}
+
+
+def test_the_peer_report_gives_both_systems_files_and_s3_writes(tmp_path: Path) -> None:
+    row = {"interval_s": 10, "freshness_p50_s": 6.1, "freshness_p99_s": 11.0, "cpu_s_per_million": 80.0,
+           "files_per_snapshot": 3.0, "mean_file_kb": 210.5, "s3_writes_per_million": 1234}  # fmt: skip
+    data = {"rate": 5000, "seconds": 120, "results": [{"system": "lakegate", **row},
+                                                      {"system": "iceberg-kafka-connect", **row}]}  # fmt: skip
+    (tmp_path / "iceberg-peer.json").write_text(json.dumps(data))
+    text = report.report(tmp_path)
+    assert "| iceberg-kafka-connect | 10 s | 6.1 s | 11.0 s | 80.0 | 3.0 | 210.5 KB | 1,234 |" in text
+    assert "| lakegate | 10 s |" in text
