@@ -18,7 +18,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lakegate_stack.chaos import FAULT_KINDS, ChaosError, ChaosRun, ChaosSettings, summary
+from lakegate_stack.chaos import (
+    ALL_FAULT_KINDS,
+    FAULT_KINDS,
+    PEER_FAULT_KINDS,
+    ChaosError,
+    ChaosRun,
+    ChaosSettings,
+    summary,
+)
 from lakegate_stack.chaos.settings import TableRef
 from lakegate_stack.process import free_port
 
@@ -67,8 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", type=int, default=10, help="faults to inject (10)")
     parser.add_argument(
         "--kinds",
-        default=",".join(FAULT_KINDS),
-        help="comma list of fault kinds, each used once before any repeats (default: all: %(default)s)",
+        default=None,
+        help=f"comma list of fault kinds, each used once before any repeats, of {','.join(ALL_FAULT_KINDS)} "
+        f"(default: {','.join(FAULT_KINDS)})",
     )
     parser.add_argument("--rate", type=int, default=2_000, help="records per second the producer aims at (2000)")
     parser.add_argument("--workers", type=int, default=3, help="Connect workers, each with a sidecar (3)")
@@ -78,20 +87,28 @@ def main(argv: list[str] | None = None) -> int:
         default="required",
         help="the tables' orphan guard (tables[].offset_check); 'off' shows the duplicates it prevents",
     )
+    parser.add_argument(
+        "--peer",
+        action="store_true",
+        help="also run Apache Iceberg's own Kafka Connect sink on topics a and b under the same faults, and "
+        f"report what it lost and duplicated (default kinds then: {','.join(PEER_FAULT_KINDS)})",
+    )
     parser.add_argument("--report", type=Path, default=Path(".lakegate/chaos/report.json"), help="JSON report path")
     parser.add_argument("--no-spark", action="store_true", help="skip the delta-spark read (delta-rs only)")
     parser.add_argument("--workdir", type=Path, help="where logs and data go (default: a temp dir, removed on success)")
     args = parser.parse_args(argv)
+    kinds = args.kinds or ",".join(PEER_FAULT_KINDS if args.peer else FAULT_KINDS)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = ChaosSettings(
             seed=args.seed,
             records=args.records,
             faults=args.faults,
-            kinds=tuple(k.strip() for k in args.kinds.split(",") if k.strip()),
+            kinds=tuple(k.strip() for k in kinds.split(",") if k.strip()),
             rate=args.rate,
             workers=args.workers,
             offset_check=args.offset_check,
+            peer=args.peer,
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -7,8 +7,14 @@ connectors (the stand-in for Aiven's sink: ``chaos-parquet`` writes Parquet, ``c
 ``lakegate-sidecar`` per worker and the ``lakegate-service`` with fencing on. Three topics of six
 partitions route to three tables: a Delta append table, an Iceberg append table (``chaos.b``, in
 Apache Iceberg's REST catalog server, its warehouse on the S3 server) and a Delta ``mode: upsert``
-table (key ``id``, deletion vectors). Two :class:`~lakegate_stack.proxy.FaultProxy` sit in the way: sidecars
--> service, and everyone -> S3.
+table (key ``id``, deletion vectors). Three :class:`~lakegate_stack.proxy.FaultProxy` sit in the way: sidecars
+-> service, everyone -> S3, and everyone -> the REST catalog.
+
+With ``peer`` set (``scripts/chaos --peer``), the same workers also run Apache Iceberg's own Kafka
+Connect sink (:mod:`lakegate_stack.iceberg_peer`) on topics a and b into ``peer.ab`` of the same
+catalog, at the same commit interval; the faults hit both pipelines at once (the worker faults
+pick the worker running the peer's commit coordinator), and the report says what each lost and
+duplicated (``peer``).
 
 A producer thread writes ``records`` records with unique ids at a paced rate (every
 :data:`UPSERT_EVERY`-th one also changes one of :data:`UPSERT_KEYS` keys of the upsert topic) and
@@ -38,11 +44,21 @@ from lakegate_stack.chaos.faults import FAULTS
 from lakegate_stack.chaos.producer import upsert_key, upsert_model
 from lakegate_stack.chaos.report import ChaosReport, FaultRecord, summary, upsert_mismatches_of
 from lakegate_stack.chaos.run import ChaosRun
-from lakegate_stack.chaos.settings import FAULT_KINDS, UPSERT_EVERY, UPSERT_KEYS, ChaosError, ChaosSettings
+from lakegate_stack.chaos.settings import (
+    ALL_FAULT_KINDS,
+    FAULT_KINDS,
+    PEER_FAULT_KINDS,
+    UPSERT_EVERY,
+    UPSERT_KEYS,
+    ChaosError,
+    ChaosSettings,
+)
 
 __all__ = [
+    "ALL_FAULT_KINDS",
     "FAULTS",
     "FAULT_KINDS",
+    "PEER_FAULT_KINDS",
     "UPSERT_EVERY",
     "UPSERT_KEYS",
     "ChaosError",

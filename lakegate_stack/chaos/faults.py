@@ -12,13 +12,13 @@ import logging
 import signal
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import requests
 
 from lakegate_stack.chaos.report import FaultRecord
 from lakegate_stack.chaos.rogue import RogueClient
-from lakegate_stack.chaos.settings import FAULT_KINDS, ChaosError, claimed, signal_process, wait_until
+from lakegate_stack.chaos.settings import ALL_FAULT_KINDS, ChaosError, claimed, signal_process, wait_until
 from lakegate_stack.connect import ConnectWorker
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def sidecar_kill(run: ChaosRun, record: FaultRecord, go: Callable[[], None]) -> 
 
 def all_tasks_running_elsewhere(run: ChaosRun, worker: ConnectWorker) -> bool:
     live = next(w for w in run.workers if w is not worker and w.process and w.process.running())
-    for name in run.connectors:
+    for name in run.all_connectors():
         tasks = live.client().status(name)["tasks"]
         if len(tasks) != 3 or any(t["state"] != "RUNNING" or t["worker_id"] == worker.worker_id for t in tasks):
             return False
@@ -97,8 +97,11 @@ def sidecar_zombie(run: ChaosRun, record: FaultRecord, go: Callable[[], None]) -
 
 
 def worker_down(run: ChaosRun, record: FaultRecord, go: Callable[[], None], *, kill: bool) -> None:
-    """Stop (or SIGKILL) a random worker, wait for its tasks to move, start it again."""
-    i = run.rng.randrange(len(run.workers))
+    """Stop (or SIGKILL) a worker, wait for its tasks to move, start it again: a random worker, or
+    in a ``--peer`` run the one whose task runs the peer's commit coordinator."""
+    drawn = run.rng.randrange(len(run.workers))  # drawn in every run: the seed's plan stays the same
+    coordinator = peer_coordinator_worker(run) if run.peer_connector else None
+    i = drawn if coordinator is None else coordinator
     worker = run.workers[i]
     if kill:
         assert worker.process is not None
@@ -110,7 +113,8 @@ def worker_down(run: ChaosRun, record: FaultRecord, go: Callable[[], None], *, k
     check = lambda: all_tasks_running_elsewhere(run, worker)  # noqa: E731
     moved = wait_until(f"the {how} worker's tasks to move", check, 240 if kill else 180)
     worker.start()
-    record.detail = f"worker {i + 1} {how} (tasks moved in {moved:.0f}s) and started again"
+    holds = ", the peer's coordinator's" if coordinator is not None else ""
+    record.detail = f"worker {i + 1}{holds} {how} (tasks moved in {moved:.0f}s) and started again"
 
 
 def worker_stop_start(run: ChaosRun, record: FaultRecord, go: Callable[[], None]) -> None:
@@ -122,19 +126,25 @@ def worker_kill(run: ChaosRun, record: FaultRecord, go: Callable[[], None]) -> N
 
 
 def task_restart(run: ChaosRun, record: FaultRecord, go: Callable[[], None]) -> None:
-    name = run.rng.choice(sorted(run.connectors))
+    """Restart one sink task through the REST API; in a ``--peer`` run, the peer's task of the same
+    number too."""
+    names = [run.rng.choice(sorted(run.connectors))]
     task = run.rng.randrange(3)
+    if run.peer_connector:
+        names.append(run.peer_connector)
     live = next(w for w in run.workers if w.process and w.process.running())
-    response = requests.post(f"{live.url}/connectors/{name}/tasks/{task}/restart", timeout=60)
-    if response.status_code not in (200, 202, 204):
-        raise ChaosError(f"task restart of {name}/{task}: {response.status_code} {response.text}")
+    for name in names:
+        response = requests.post(f"{live.url}/connectors/{name}/tasks/{task}/restart", timeout=60)
+        if response.status_code not in (200, 202, 204):
+            raise ChaosError(f"task restart of {name}/{task}: {response.status_code} {response.text}")
     go()
-    wait_until(
-        f"{name} task {task} RUNNING again",
-        lambda: live.client().status(name)["tasks"][task]["state"] == "RUNNING",
-        120,
-    )
-    record.detail = f"{name} task {task} restarted through the REST API"
+    for name in names:
+        wait_until(
+            f"{name} task {task} RUNNING again",
+            lambda name=name: live.client().status(name)["tasks"][task]["state"] == "RUNNING",  # type: ignore[misc]
+            120,
+        )
+    record.detail = f"task {task} of {', '.join(names)} restarted through the REST API"
 
 
 def sink_rewrite(run: ChaosRun, record: FaultRecord, go: Callable[[], None]) -> None:
@@ -168,6 +178,49 @@ def slow_s3(run: ChaosRun, record: FaultRecord, go: Callable[[], None]) -> None:
     record.detail = f"S3 responses delayed {run.settings.slow_s3_delay}s for {run.settings.slow_s3_seconds:.0f}s"
 
 
+def catalog_unreachable(run: ChaosRun, record: FaultRecord, go: Callable[[], None]) -> None:
+    """Nobody reaches the Iceberg REST catalog (the service, the peer) for the outage's length."""
+    assert run.catalog_proxy is not None
+    run.catalog_proxy.cut()
+    go()
+    time.sleep(run.settings.catalog_outage_seconds)  # the fault's length, not a wait for progress
+    run.catalog_proxy.restore()
+    record.detail = f"the Iceberg REST catalog cut off for {run.settings.catalog_outage_seconds:.0f}s"
+
+
+def peer_coordinator_worker(run: ChaosRun) -> int | None:
+    """The index of the worker running the peer's commit coordinator: Iceberg's sink elects the task
+    holding the first partition (by topic, then number) of its consumer group, here topic a's
+    partition 0. None while no member holds it (a rebalance in progress)."""
+    from kafka import KafkaAdminClient
+
+    assert run.kafka is not None and run.peer_connector is not None
+    admin = KafkaAdminClient(bootstrap_servers=run.kafka.bootstrap_servers)
+    try:
+        group = admin.describe_consumer_groups([f"connect-{run.peer_connector}"])[0]
+    finally:
+        admin.close()
+    first = run.topics[0]
+    task = None
+    for member in group_members(group):
+        assignment = member.get("member_assignment")
+        pairs = getattr(assignment, "assignment", None) or (assignment or {}).get("assignment", [])
+        for topic, partitions in pairs:
+            if topic == first and 0 in partitions:
+                task = int(str(member["client_id"]).rsplit("-", 1)[1])
+    if task is None:
+        return None
+    live = next(w for w in run.workers if w.process and w.process.running())
+    holder = live.client().status(run.peer_connector)["tasks"][task]["worker_id"]
+    return next((i for i, w in enumerate(run.workers) if w.worker_id == holder), None)
+
+
+def group_members(group: Any) -> list[dict[str, Any]]:
+    """A described consumer group's members as dicts (kafka-python gives a dict or a named tuple)."""
+    members = group["members"] if isinstance(group, dict) else getattr(group, "members", [])
+    return [m if isinstance(m, dict) else m._asdict() for m in members]
+
+
 FAULTS: dict[str, Fault] = {
     "service_kill": service_kill,
     "service_kill_before_commit": service_kill_before_commit,
@@ -181,6 +234,7 @@ FAULTS: dict[str, Fault] = {
     "rogue_manifests": rogue_manifests,
     "service_unreachable": service_unreachable,
     "slow_s3": slow_s3,
+    "catalog_unreachable": catalog_unreachable,
 }
-if set(FAULTS) != set(FAULT_KINDS):  # the settings validate kinds against FAULT_KINDS
-    raise ImportError(f"FAULTS and FAULT_KINDS differ: {sorted(set(FAULTS) ^ set(FAULT_KINDS))}")
+if set(FAULTS) != set(ALL_FAULT_KINDS):  # the settings validate kinds against ALL_FAULT_KINDS
+    raise ImportError(f"FAULTS and ALL_FAULT_KINDS differ: {sorted(set(FAULTS) ^ set(ALL_FAULT_KINDS))}")

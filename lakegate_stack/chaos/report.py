@@ -50,6 +50,9 @@ class ChaosReport:
     proxies: dict[str, Any] = field(default_factory=dict)
     upsert_keys: int = 0  # rows of the upsert table
     upsert_mismatches: list[str] = field(default_factory=list)  # keys whose row is not their last change
+    # A --peer run: what Apache Iceberg's own sink landed under the same faults (records, lost,
+    # duplicated, snapshots, task states). Reported, not part of ``ok``: Lakegate's verdict.
+    peer: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -107,4 +110,14 @@ def summary(report: ChaosReport) -> str:
             f"{len(report.outside_roots)}, Spark {spark}",
             f"  upsert table: {report.upsert_keys} keys, {len(report.upsert_mismatches)} not at their last change",
         ]
+        + (
+            [
+                f"  peer (Apache Iceberg's Kafka Connect sink, topics a and b): in its table "
+                f"{report.peer['records_in_table']:,} of {report.peer['records_produced']:,}, lost "
+                f"{report.peer['lost']}, duplicated {report.peer['duplicated']}; {report.peer['snapshots']} "
+                f"snapshots; tasks {', '.join(report.peer['task_states'])}"
+            ]
+            if report.peer is not None
+            else []
+        )
     )

@@ -20,6 +20,8 @@ from lakegate_stack.chaos.settings import (
     ICEBERG_CATALOG,
     ICEBERG_TABLE,
     PARTITIONS,
+    PEER_TABLE,
+    PEER_TASKS,
     S3_ENV,
     UPSERT_TABLE,
     ChaosError,
@@ -29,8 +31,9 @@ from lakegate_stack.chaos.settings import (
     signal_process,
 )
 from lakegate_stack.chaos.verify import quiesce, verify
-from lakegate_stack.connect import ConnectWorker, s3_sink_config
+from lakegate_stack.connect import SINK_PLUGIN_GROUP, ConnectWorker, s3_sink_config
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
+from lakegate_stack.iceberg_peer import PEER_PLUGIN_GROUP, create_control_topic, peer_sink_config
 from lakegate_stack.kafka import KafkaBroker, create_topic
 from lakegate_stack.proxy import FaultProxy
 from lakegate_stack.s3 import S3Server
@@ -74,6 +77,8 @@ class ChaosRun:
         self.service: ServiceProcess | None = None
         self.s3_proxy: FaultProxy | None = None
         self.service_proxy: FaultProxy | None = None
+        self.catalog_proxy: FaultProxy | None = None
+        self.peer_connector = f"chaos-peer-{self.run_id}" if settings.peer else None
         self.faults: list[FaultRecord] = []
         self.producer: Producer | None = None
 
@@ -97,6 +102,7 @@ class ChaosRun:
         self.catalog = IcebergRestCatalog(
             self.workdir / "iceberg-rest", f"s3a://{self.lake}/warehouse", self.s3
         ).start()
+        self.catalog_proxy = FaultProxy("127.0.0.1", self.catalog.port, name="catalog").start()
         tables = [
             {
                 "name": name,
@@ -117,13 +123,18 @@ class ChaosRun:
             s3={"endpoint": self.s3_proxy.url, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
             kafka=self.kafka.bootstrap_servers,
             env={"LAKEGATE_TEST_FAULT_DIR": str(self.service_faults)},
-            catalogs=[{"name": ICEBERG_CATALOG, "type": "rest", "uri": self.catalog.uri}],
+            catalogs=[{"name": ICEBERG_CATALOG, "type": "rest", "uri": self.catalog_proxy.url}],
         ).start()
         self.service_proxy = FaultProxy("127.0.0.1", self.service.port, name="service").start()
         group = f"chaos-connect-{self.run_id}"
         for i in range(1, self.settings.workers + 1):
             worker = ConnectWorker(
-                self.workdir / "connect", self.kafka.bootstrap_servers, name=f"chaos-w{i}", group_id=group, heap="512m"
+                self.workdir / "connect",
+                self.kafka.bootstrap_servers,
+                name=f"chaos-w{i}",
+                group_id=group,
+                heap="768m" if self.settings.peer else "512m",
+                plugins=(SINK_PLUGIN_GROUP, PEER_PLUGIN_GROUP) if self.settings.peer else (SINK_PLUGIN_GROUP,),
             )
             self.workers.append(worker.start())
         client = self.workers[0].client()
@@ -145,8 +156,33 @@ class ChaosRun:
             )
             client.put_connector(name, config)
             client.wait_running(name, tasks=3, timeout=180)
+        if self.peer_connector is not None:
+            self._start_peer()
         for i, worker in enumerate(self.workers, start=1):
             self.sidecars.append(self._sidecar(i, worker).start())
+
+    def _start_peer(self) -> None:
+        """Apache Iceberg's sink on topics a and b, committing into :data:`PEER_TABLE` every
+        interval, through the same S3 and catalog proxies as the service."""
+        assert self.kafka and self.s3_proxy and self.catalog_proxy and self.peer_connector
+        control = f"chaos-{self.run_id}-control"
+        create_control_topic(self.kafka.bootstrap_servers, control)
+        config = peer_sink_config(
+            list(self.topics[:2]),
+            PEER_TABLE,
+            self.catalog_proxy.url,
+            self.s3_proxy.url,
+            control_topic=control,
+            commit_interval_ms=int(self.settings.interval_seconds * 1000),
+            tasks=PEER_TASKS,
+        )
+        client = self.workers[0].client()
+        client.put_connector(self.peer_connector, config)
+        client.wait_running(self.peer_connector, tasks=PEER_TASKS, timeout=180)
+
+    def all_connectors(self) -> list[str]:
+        """Every connector of the run: the storage sinks', then the peer's."""
+        return [*self.connectors, *([self.peer_connector] if self.peer_connector else [])]
 
     def table_uri(self, name: str) -> str:
         """Where a table lives: ``s3a://<lake>/<name>``, an Iceberg table under the catalog's warehouse."""
@@ -191,7 +227,7 @@ class ChaosRun:
             sidecar.stop()
         for worker in self.workers:
             worker.stop()
-        for proxy in (self.service_proxy, self.s3_proxy):
+        for proxy in (self.service_proxy, self.s3_proxy, self.catalog_proxy):
             if proxy is not None:
                 proxy.stop()
         if self.service is not None:

@@ -37,6 +37,13 @@ FAULT_KINDS = (
     "service_unreachable",  # the sidecars cannot reach the service for 30 s
     "slow_s3",  # every S3 response delayed
 )
+# Kinds a run draws only when named (not in the default plan, whose seeds CI and the docs fix).
+EXTRA_FAULT_KINDS = ("catalog_unreachable",)  # the Iceberg REST catalog unreachable for 30 s
+ALL_FAULT_KINDS = FAULT_KINDS + EXTRA_FAULT_KINDS
+# The kinds that apply to a coordinator living inside Connect (Apache Iceberg's sink, the peer of a
+# ``--peer`` run): its workers stopped, killed and rebalanced, its tasks restarted, S3 slow, the
+# catalog gone. The default plan of a ``--peer`` run.
+PEER_FAULT_KINDS = ("worker_stop_start", "worker_kill", "task_restart", "slow_s3", "catalog_unreachable")
 PARTITIONS = 6
 CONNECTORS = {
     "chaos-parquet": ("a", "parquet", "snappy"),
@@ -48,6 +55,8 @@ UPSERT_KEYS = 500  # the keys those changes cycle through: each is changed many 
 UPSERT_TABLE = "chaos_c"  # mode: upsert, key [id]: one row per key of topic c, its last seq
 ICEBERG_TABLE = "chaos.b"  # format: iceberg: topic b's records, in the run's own Iceberg REST catalog
 ICEBERG_CATALOG = "chaos"  # that catalog's name in the service's (and the check's) Spark
+PEER_TABLE = "peer.ab"  # a --peer run: Apache Iceberg's own sink lands topics a and b here, same catalog
+PEER_TASKS = 3
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
 
 
@@ -72,11 +81,13 @@ class ChaosSettings:
     slow_s3_delay: float = 0.2
     quiesce_timeout: float = 600.0
     offset_check: str = "required"  # the tables' orphan guard; "off" shows what it prevents
+    catalog_outage_seconds: float = 30.0  # how long catalog_unreachable lasts
+    peer: bool = False  # also run Apache Iceberg's Kafka Connect sink on topics a and b, same faults
 
     def __post_init__(self) -> None:
-        unknown = set(self.kinds) - set(FAULT_KINDS)
+        unknown = set(self.kinds) - set(ALL_FAULT_KINDS)
         if unknown or not self.kinds:
-            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(FAULT_KINDS)}")
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(ALL_FAULT_KINDS)}")
         if self.records < 2 * PARTITIONS * 10 or self.faults < 0 or self.rate <= 0 or not 2 <= self.workers <= 5:
             raise ValueError("records must be >= 120, faults >= 0, rate > 0, workers 2..5")
 

@@ -2,7 +2,9 @@
 (:func:`quiesce`), then the check of exactly once (:func:`verify`): ids lost or duplicated, the
 upsert table against its model, each partition's ``txn`` against Connect's committed offset,
 files outside the roots, and Spark's read against the independent reader's (delta-rs for the
-Delta tables, pyiceberg for the Iceberg one, whose offsets are its newest snapshot's)."""
+Delta tables, pyiceberg for the Iceberg one, whose offsets are its newest snapshot's). In a
+``--peer`` run, the same for Apache Iceberg's sink: its group caught up (:func:`peer_quiesce`), its
+table's ids lost and duplicated (:func:`peer_outcome`)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from lakegate_stack.chaos.report import ChaosReport, upsert_mismatches_of
 from lakegate_stack.chaos.settings import (
     ICEBERG_TABLE,
     PARTITIONS,
+    PEER_TABLE,
     S3_ENV,
     UPSERT_TABLE,
     ChaosError,
@@ -49,19 +52,53 @@ def log_ends(run: ChaosRun) -> dict[tuple[str, int], int]:
 
 
 def connect_committed(run: ChaosRun) -> dict[tuple[str, int], int]:
+    """The storage sinks' committed offsets (their ``connect-<connector>`` groups)."""
+    out: dict[tuple[str, int], int] = {}
+    for name in run.connectors:
+        out.update(group_committed(run, f"connect-{name}"))
+    return out
+
+
+def group_committed(run: ChaosRun, group: str) -> dict[tuple[str, int], int]:
+    """One consumer group's committed offsets."""
     from kafka import KafkaAdminClient
 
     assert run.kafka is not None
     admin = KafkaAdminClient(bootstrap_servers=run.kafka.bootstrap_servers)
     try:
-        out: dict[tuple[str, int], int] = {}
-        for name in run.connectors:
-            group = f"connect-{name}"
-            for tp, meta in admin.list_group_offsets({group: None})[group].items():
-                out[(tp.topic, tp.partition)] = meta.offset
-        return out
+        offsets = admin.list_group_offsets({group: None})[group]
+        return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()}
     finally:
         admin.close()
+
+
+def peer_outcome(run: ChaosRun) -> dict[str, Any]:
+    """What Apache Iceberg's sink landed in :data:`PEER_TABLE`, read by pyiceberg: ids lost and
+    duplicated against every record of topics a and b, its snapshots, its tasks' states."""
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.exceptions import NoSuchTableError
+
+    assert run.s3 is not None and run.catalog is not None and run.producer is not None
+    assert run.peer_connector is not None
+    catalog = load_catalog("chaos-peer", type="rest", uri=run.catalog.uri, **pyiceberg_s3(run.s3.endpoint))
+    try:
+        table = catalog.load_table(PEER_TABLE)
+        ids = [int(i) for i in table.scan(selected_fields=("id",)).to_arrow().column("id").to_pylist()]
+        snapshots = len(table.snapshots())
+    except NoSuchTableError:
+        ids, snapshots = [], 0
+    counts = Counter(ids)
+    produced = run.producer.produced
+    live = next(w for w in run.workers if w.process and w.process.running())
+    tasks = [t["state"] for t in live.client().status(run.peer_connector)["tasks"]]
+    return {
+        "records_produced": produced,
+        "records_in_table": len(ids),
+        "lost": sum(1 for i in range(produced) if i not in counts),
+        "duplicated": sum(c - 1 for c in counts.values() if c > 1),
+        "snapshots": snapshots,
+        "task_states": tasks,
+    }
 
 
 def table_offsets(run: ChaosRun) -> dict[tuple[str, int], int]:
@@ -79,6 +116,8 @@ def quiesce(run: ChaosRun) -> None:
     assert run.service is not None and run.service_proxy and run.s3_proxy
     run.service_proxy.restore()
     run.s3_proxy.slow(0)
+    if run.catalog_proxy is not None:
+        run.catalog_proxy.restore()
     for sidecar in run.sidecars:
         if sidecar.process.pid:
             signal_process(sidecar.process.pid, signal.SIGCONT)
@@ -106,6 +145,29 @@ def quiesce(run: ChaosRun) -> None:
         print(f"chaos: the tables did not catch up; (table, log end) per partition behind: {behind}", flush=True)
         return  # verified as it stands: what is missing is reported as lost
     print(f"chaos: tables caught up {took:.0f}s after the last record", flush=True)
+    if run.peer_connector is not None:
+        peer_quiesce(run, ends, bound)
+
+
+def peer_quiesce(run: ChaosRun, ends: dict[tuple[str, int], int], bound: float) -> None:
+    """Wait for the peer's consumer group to commit topics a and b's log ends (its coordinator
+    commits them with each snapshot); a peer that never gets there is verified as it stands."""
+    wanted = {tp: end for tp, end in ends.items() if tp[0] in run.topics[:2]}
+    group = f"connect-{run.peer_connector}"
+    last: dict[tuple[str, int], int] = {}
+
+    def caught_up() -> bool:
+        nonlocal last
+        last = group_committed(run, group)
+        return all(last.get(tp, 0) == end for tp, end in wanted.items())
+
+    try:
+        took = wait_until("the peer to commit Kafka's log ends", caught_up, bound, 2)
+    except ChaosError:
+        behind = {f"{t}-{p}": (last.get((t, p), 0), e) for (t, p), e in wanted.items() if last.get((t, p), 0) != e}
+        print(f"chaos: the peer did not catch up; (committed, log end) per partition behind: {behind}", flush=True)
+        return
+    print(f"chaos: the peer caught up {took:.0f}s after the tables", flush=True)
 
 
 class TableRead:
@@ -218,7 +280,8 @@ def verify(run: ChaosRun, duration: float) -> ChaosReport:
         spark_mismatches=spark_mismatches,
         faults=run.faults,
         orphans_made=len(claimed(run)),
-        proxies={p.name: asdict(p.stats()) for p in (run.s3_proxy, run.service_proxy)},
+        proxies={p.name: asdict(p.stats()) for p in (run.s3_proxy, run.service_proxy, run.catalog_proxy) if p},
         upsert_keys=len(upsert_rows),
         upsert_mismatches=upsert_mismatches,
+        peer=peer_outcome(run) if run.peer_connector is not None else None,
     )

@@ -6,11 +6,12 @@ import inspect
 
 import pytest
 
-from lakegate_stack.chaos import FAULT_KINDS, FAULTS, ChaosSettings
+from lakegate_stack.chaos import ALL_FAULT_KINDS, FAULT_KINDS, FAULTS, PEER_FAULT_KINDS, ChaosSettings
 
 
 def test_every_kind_has_its_fault_and_every_fault_its_kind() -> None:
-    assert set(FAULTS) == set(FAULT_KINDS)
+    assert set(FAULTS) == set(ALL_FAULT_KINDS)
+    assert set(FAULT_KINDS) <= set(ALL_FAULT_KINDS) and set(PEER_FAULT_KINDS) <= set(ALL_FAULT_KINDS)
     for kind, fault in FAULTS.items():
         assert list(inspect.signature(fault).parameters) == ["run", "record", "go"], kind
 
