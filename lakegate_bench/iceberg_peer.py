@@ -46,7 +46,7 @@ from lakegate_bench.pipeline import (
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import SINK_PLUGIN_GROUP
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
-from lakegate_stack.iceberg_peer import PEER_PLUGIN_GROUP, create_control_topic, peer_sink_config
+from lakegate_stack.iceberg_peer import PEER_PLUGIN_GROUP, create_control_topic, create_namespace, peer_sink_config
 from lakegate_stack.kafka import create_topic
 from lakegate_stack.stack import LocalStack
 
@@ -194,6 +194,7 @@ class PeerBench:
         bootstrap = self.stack.kafka.bootstrap_servers
         create_topic(bootstrap, name, PARTITIONS)
         create_control_topic(bootstrap, f"{name}-control")
+        create_namespace(catalog.uri, NAMESPACE)
         config = peer_sink_config(
             [name],
             f"{NAMESPACE}.{name}",

@@ -17,7 +17,10 @@ describe is tuned.
 
 from __future__ import annotations
 
+import requests
+
 from lakegate_stack import s3 as s3mod
+from lakegate_stack.errors import StackError
 from lakegate_stack.kafka import create_topic
 
 PEER_PLUGIN_GROUP = "iceberg-sink"
@@ -30,6 +33,18 @@ def create_control_topic(bootstrap: str, topic: str) -> None:
     """The control topic the peer's workers and coordinator talk over: one partition, made ahead
     (the sink expects it to exist, as its documentation's set-up does)."""
     create_topic(bootstrap, topic, 1)
+
+
+def create_namespace(catalog_uri: str, namespace: str) -> None:
+    """Make ``namespace`` in the REST catalog ahead of the sink (an operator's set-up step). The
+    sink's tasks each create a missing namespace on their first record; two at once meet a
+    unique-key error in the local catalog server's sqlite backend, which it answers with a 500
+    (not the 409 a catalog gives for "already exists"), and the sink kills the task."""
+    response = requests.post(f"{catalog_uri}/v1/namespaces", json={"namespace": [namespace]}, timeout=30)
+    if response.status_code not in (200, 409):
+        raise StackError(
+            f"creating namespace {namespace} at {catalog_uri}: HTTP {response.status_code}: {response.text}"
+        )
 
 
 def peer_sink_config(

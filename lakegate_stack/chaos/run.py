@@ -33,7 +33,7 @@ from lakegate_stack.chaos.settings import (
 from lakegate_stack.chaos.verify import quiesce, verify
 from lakegate_stack.connect import SINK_PLUGIN_GROUP, ConnectWorker, s3_sink_config
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
-from lakegate_stack.iceberg_peer import PEER_PLUGIN_GROUP, create_control_topic, peer_sink_config
+from lakegate_stack.iceberg_peer import PEER_PLUGIN_GROUP, create_control_topic, create_namespace, peer_sink_config
 from lakegate_stack.kafka import KafkaBroker, create_topic
 from lakegate_stack.proxy import FaultProxy
 from lakegate_stack.s3 import S3Server
@@ -167,6 +167,8 @@ class ChaosRun:
         assert self.kafka and self.s3_proxy and self.catalog_proxy and self.peer_connector
         control = f"chaos-{self.run_id}-control"
         create_control_topic(self.kafka.bootstrap_servers, control)
+        assert self.catalog is not None
+        create_namespace(self.catalog.uri, PEER_TABLE.split(".")[0])
         config = peer_sink_config(
             list(self.topics[:2]),
             PEER_TABLE,

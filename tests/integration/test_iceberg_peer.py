@@ -20,7 +20,7 @@ from kafka import TopicPartition
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
-from lakegate_stack.iceberg_peer import PEER_PLUGIN_GROUP, create_control_topic, peer_sink_config
+from lakegate_stack.iceberg_peer import PEER_PLUGIN_GROUP, create_control_topic, create_namespace, peer_sink_config
 from lakegate_stack.iceberg_read import rest_rows
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
@@ -60,6 +60,7 @@ def test_the_iceberg_sink_lands_every_field_of_every_record_once(
         assert "org.apache.iceberg.connect.IcebergSinkConnector" in client.plugins()
         create_topic(bootstrap, TOPIC, PARTITIONS)
         create_control_topic(bootstrap, "peer-control")
+        create_namespace(catalog.uri, TABLE.split(".")[0])
         config = peer_sink_config(
             [TOPIC],
             TABLE,
