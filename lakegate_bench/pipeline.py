@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -312,6 +313,9 @@ def measure(
     return Measured(used, jit_seconds(jit_before, measured), produced, requests)
 
 
+ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # moto's log colours some methods
+
+
 @dataclass(frozen=True)
 class S3RequestLog:
     """The S3 server's request log (moto's, one line per request: ``"<METHOD> /<bucket>/..."``),
@@ -330,7 +334,7 @@ class S3RequestLog:
         with self.path.open("rb") as log:
             log.seek(mark)
             for line in log:
-                _, sep, rest = line.decode(errors="replace").partition('"')
+                _, sep, rest = ANSI_COLOUR.sub("", line.decode(errors="replace")).partition('"')
                 method, _, target = rest.partition(" ")
                 if sep and (target.startswith(f"/{self.bucket}/") or target.startswith(f"/{self.bucket}?")):
                     counts[method] = counts.get(method, 0) + 1

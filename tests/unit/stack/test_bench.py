@@ -96,7 +96,7 @@ def test_the_command_runs_a_part_by_its_name(monkeypatch: pytest.MonkeyPatch) ->
 
 
 S3_LOG = """127.0.0.1 - - [26/Nov/2026 18:36:58] "PUT /peer10/warehouse/bench/peer10/data/00001.parquet HTTP/1.1" 200 -
-127.0.0.1 - - [26/Nov/2026 18:36:58] "GET /peer10?list-type=2&prefix=warehouse/ HTTP/1.1" 200 -
+127.0.0.1 - - [26/Nov/2026 18:36:58] "\x1b[35m\x1b[1mGET /peer10?list-type=2&prefix=warehouse/ HTTP/1.1\x1b[0m" 200 -
 127.0.0.1 - - [26/Nov/2026 18:36:58] "PUT /peer100/warehouse/x HTTP/1.1" 200 -
 127.0.0.1 - - [26/Nov/2026 18:36:59] "POST /peer10/warehouse/big?uploads HTTP/1.1" 200 -
 127.0.0.1 - - [26/Nov/2026 18:36:59] "HEAD /lg10/warehouse/y HTTP/1.1" 200 -
