@@ -195,19 +195,20 @@ def peer_coordinator_worker(run: ChaosRun) -> int | None:
     from kafka import KafkaAdminClient
 
     assert run.kafka is not None and run.peer_connector is not None
+    group = f"connect-{run.peer_connector}"
     admin = KafkaAdminClient(bootstrap_servers=run.kafka.bootstrap_servers)
     try:
-        group = admin.describe_consumer_groups([f"connect-{run.peer_connector}"])[0]
+        described = admin.describe_groups([group])[group]
     finally:
         admin.close()
-    first = run.topics[0]
-    task = None
-    for member in group_members(group):
-        assignment = member.get("member_assignment")
-        pairs = getattr(assignment, "assignment", None) or (assignment or {}).get("assignment", [])
-        for topic, partitions in pairs:
-            if topic == first and 0 in partitions:
-                task = int(str(member["client_id"]).rsplit("-", 1)[1])
+    task = next(
+        (
+            int(str(member["client_id"]).rsplit("-", 1)[1])
+            for member in described.get("members", [])
+            if (run.topics[0], 0) in assigned(member.get("member_assignment"))
+        ),
+        None,
+    )
     if task is None:
         return None
     live = next(w for w in run.workers if w.process and w.process.running())
@@ -215,10 +216,18 @@ def peer_coordinator_worker(run: ChaosRun) -> int | None:
     return next((i for i, w in enumerate(run.workers) if w.worker_id == holder), None)
 
 
-def group_members(group: Any) -> list[dict[str, Any]]:
-    """A described consumer group's members as dicts (kafka-python gives a dict or a named tuple)."""
-    members = group["members"] if isinstance(group, dict) else getattr(group, "members", [])
-    return [m if isinstance(m, dict) else m._asdict() for m in members]
+def assigned(assignment: Any) -> set[tuple[str, int]]:
+    """A consumer group member's partitions, from kafka-python's decoded assignment (an object with
+    ``partitions()``, or its dict form ``{"assigned_partitions": [{"topic", "partitions"}]}``)."""
+    if assignment is None:
+        return set()
+    if callable(getattr(assignment, "partitions", None)):
+        return {(tp.topic, tp.partition) for tp in assignment.partitions()}
+    out: set[tuple[str, int]] = set()
+    for entry in assignment.get("assigned_partitions", []):
+        topic, partitions = (entry["topic"], entry["partitions"]) if isinstance(entry, dict) else entry
+        out.update((topic, p) for p in partitions)
+    return out
 
 
 FAULTS: dict[str, Fault] = {
