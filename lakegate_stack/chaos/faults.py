@@ -12,7 +12,8 @@ import logging
 import signal
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import requests
 
@@ -189,44 +190,38 @@ def catalog_unreachable(run: ChaosRun, record: FaultRecord, go: Callable[[], Non
 
 
 def peer_coordinator_worker(run: ChaosRun) -> int | None:
-    """The index of the worker running the peer's commit coordinator: Iceberg's sink elects the task
-    holding the first partition (by topic, then number) of its consumer group, here topic a's
-    partition 0. None while no member holds it (a rebalance in progress)."""
-    from kafka import KafkaAdminClient
-
-    assert run.kafka is not None and run.peer_connector is not None
-    group = f"connect-{run.peer_connector}"
-    admin = KafkaAdminClient(bootstrap_servers=run.kafka.bootstrap_servers)
-    try:
-        described = admin.describe_groups([group])[group]
-    finally:
-        admin.close()
-    task = next(
-        (
-            int(str(member["client_id"]).rsplit("-", 1)[1])
-            for member in described.get("members", [])
-            if (run.topics[0], 0) in assigned(member.get("member_assignment"))
-        ),
-        None,
-    )
-    if task is None:
+    """The index of the worker running the peer's commit coordinator, from what the sink logs in
+    each worker's log (``Task <connector>-<n> elected leader`` when its coordinator starts, ``...
+    Stopping coordinator`` / ``Closing coordinator`` when it stops): the worker of the newest start
+    with no stop after it. None while no coordinator runs (a rebalance in progress)."""
+    assert run.peer_connector is not None
+    events: list[tuple[str, int, bool]] = []  # (log timestamp, worker, started)
+    for i, worker in enumerate(run.workers):
+        log = worker.workdir / f"{worker.name}.log"
+        if log.exists():
+            events.extend((stamp, i, started) for stamp, started in coordinator_events(log, run.peer_connector))
+    latest: dict[int, bool] = {}
+    newest_start: tuple[str, int] | None = None
+    for stamp, i, started in sorted(events):
+        latest[i] = started
+        if started:
+            newest_start = (stamp, i)
+    if newest_start is None or not latest[newest_start[1]]:
         return None
-    live = next(w for w in run.workers if w.process and w.process.running())
-    holder = live.client().status(run.peer_connector)["tasks"][task]["worker_id"]
-    return next((i for i, w in enumerate(run.workers) if w.worker_id == holder), None)
+    return newest_start[1]
 
 
-def assigned(assignment: Any) -> set[tuple[str, int]]:
-    """A consumer group member's partitions, from kafka-python's decoded assignment (an object with
-    ``partitions()``, or its dict form ``{"assigned_partitions": [{"topic", "partitions"}]}``)."""
-    if assignment is None:
-        return set()
-    if callable(getattr(assignment, "partitions", None)):
-        return {(tp.topic, tp.partition) for tp in assignment.partitions()}
-    out: set[tuple[str, int]] = set()
-    for entry in assignment.get("assigned_partitions", []):
-        topic, partitions = (entry["topic"], entry["partitions"]) if isinstance(entry, dict) else entry
-        out.update((topic, p) for p in partitions)
+def coordinator_events(log: Path, connector: str) -> list[tuple[str, bool]]:
+    """``(timestamp, started)`` of each start and stop of the Iceberg sink's coordinator in one
+    worker's log (lines ``[yyyy-mm-dd hh:mm:ss,mmm] INFO ...``)."""
+    out = []
+    for line in log.read_text(errors="replace").splitlines():
+        if f" {connector}-" not in line or not line.startswith("["):
+            continue
+        if "elected leader, starting commit coordinator" in line:
+            out.append((line[1:24], True))
+        elif "Stopping coordinator" in line or "Closing coordinator" in line:
+            out.append((line[1:24], False))
     return out
 
 

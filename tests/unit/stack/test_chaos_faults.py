@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -21,13 +22,19 @@ def test_settings_refuse_a_kind_without_a_fault() -> None:
         ChaosSettings(kinds=("service_kill", "meteor_strike"))
 
 
-def test_a_members_partitions_are_read_from_either_form_of_its_assignment() -> None:
-    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+def test_the_peer_coordinators_starts_and_stops_are_read_from_a_worker_log(tmp_path: Path) -> None:
+    from lakegate_stack.chaos.faults import coordinator_events
 
-    from lakegate_stack.chaos.faults import assigned
-
-    decoded = ConsumerProtocolAssignment(version=0, assigned_partitions=[("t-a", [0, 3]), ("t-b", [1])], user_data=b"")
-    assert assigned(decoded) == {("t-a", 0), ("t-a", 3), ("t-b", 1)}
-    as_dict = {"assigned_partitions": [{"topic": "t-a", "partitions": [0]}, {"topic": "t-b", "partitions": [2]}]}
-    assert assigned(as_dict) == {("t-a", 0), ("t-b", 2)}
-    assert assigned(None) == set()
+    log = tmp_path / "w.log"
+    log.write_text(
+        "[2026-11-26 19:43:11,494] INFO Committer p-0 received leader partition. Starting Coordinator. (x)\n"
+        "[2026-11-26 19:43:11,494] INFO Task p-0 elected leader, starting commit coordinator (x)\n"
+        "[2026-11-26 19:43:12,000] INFO Task other-0 elected leader, starting commit coordinator (x)\n"
+        "[2026-11-26 19:43:23,937] INFO Committer p-0 lost leader partition. Stopping coordinator. (x)\n"
+        "[2026-11-26 19:43:26,526] INFO Task p-1 elected leader, starting commit coordinator (x)\n"
+    )
+    assert coordinator_events(log, "p") == [
+        ("2026-11-26 19:43:11,494", True),
+        ("2026-11-26 19:43:23,937", False),
+        ("2026-11-26 19:43:26,526", True),
+    ]
