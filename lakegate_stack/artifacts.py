@@ -257,10 +257,11 @@ GROUPS: dict[str, ArtifactGroup] = {
             dependencies=(
                 # The sink and its runtime closure (iceberg-core, -data, the control-topic events).
                 Dependency(f"org.apache.iceberg:iceberg-kafka-connect:{ICEBERG_PEER_VERSION}"),
-                # What its runtime distribution adds for a REST catalog on S3: the Parquet writer,
+                # What its runtime distribution adds for a REST catalog on S3: the Parquet (and ORC) writers,
                 # S3FileIO with the AWS SDK, and Hadoop's Configuration (shaded client jars here, in
                 # place of the distribution's hadoop-common closure).
                 Dependency(f"org.apache.iceberg:iceberg-parquet:{ICEBERG_PEER_VERSION}"),
+                Dependency(f"org.apache.iceberg:iceberg-orc:{ICEBERG_PEER_VERSION}"),
                 Dependency(f"org.apache.iceberg:iceberg-aws:{ICEBERG_PEER_VERSION}"),
                 # The AWS SDK modules iceberg-aws uses, as Iceberg ships them for engines (69 MB, not
                 # the SDK's 640 MB bundle).

@@ -91,10 +91,12 @@ def peer_outcome(run: ChaosRun) -> dict[str, Any]:
     produced = run.producer.produced
     live = next(w for w in run.workers if w.process and w.process.running())
     tasks = [t["state"] for t in live.client().status(run.peer_connector)["tasks"]]
+    lost = [i for i in range(produced) if i not in counts]
     return {
         "records_produced": produced,
         "records_in_table": len(ids),
-        "lost": sum(1 for i in range(produced) if i not in counts),
+        "lost": len(lost),
+        "lost_ranges": id_ranges(lost)[:20],  # where the loss fell (ids are produced in order)
         "duplicated": sum(c - 1 for c in counts.values() if c > 1),
         "snapshots": snapshots,
         "task_states": tasks,
@@ -216,6 +218,17 @@ class TableRead:
             props = snap.summary.additional_properties if snap.summary is not None else {}
             held = json.loads(props.get("lakegate.offsets", "{}"))
         self.offsets = {(t, int(p)): o for t, parts in held.items() for p, o in parts.items()}
+
+
+def id_ranges(ids: list[int]) -> list[str]:
+    """Sorted ids as runs: ``[1, 2, 3, 7]`` is ``["1-3", "7"]``."""
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return [f"{a}-{b}" if a != b else str(a) for a, b in runs]
 
 
 def pyiceberg_s3(endpoint: str) -> dict[str, str]:

@@ -38,3 +38,10 @@ def test_the_peer_coordinators_starts_and_stops_are_read_from_a_worker_log(tmp_p
         ("2026-11-26 19:43:23,937", False),
         ("2026-11-26 19:43:26,526", True),
     ]
+
+
+def test_lost_ids_are_reported_as_runs() -> None:
+    from lakegate_stack.chaos.verify import id_ranges
+
+    assert id_ranges([7, 1, 2, 3, 9, 10]) == ["1-3", "7", "9-10"]
+    assert id_ranges([]) == []
