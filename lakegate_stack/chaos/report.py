@@ -115,7 +115,7 @@ def summary(report: ChaosReport) -> str:
                 f"  peer (Apache Iceberg's Kafka Connect sink, topics a and b): in its table "
                 f"{report.peer['records_in_table']:,} of {report.peer['records_produced']:,}, lost "
                 f"{report.peer['lost']}, duplicated {report.peer['duplicated']}; {report.peer['snapshots']} "
-                f"snapshots; tasks {', '.join(report.peer['task_states'])}"
+                f"snapshots; waited {report.peer['waited_s']}s for it; tasks {', '.join(report.peer['task_states'])}"
             ]
             if report.peer is not None
             else []

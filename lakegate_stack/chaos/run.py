@@ -79,6 +79,7 @@ class ChaosRun:
         self.service_proxy: FaultProxy | None = None
         self.catalog_proxy: FaultProxy | None = None
         self.peer_connector = f"chaos-peer-{self.run_id}" if settings.peer else None
+        self.peer_wait_s: float | None = None  # how long the end waited for the peer's table
         self.faults: list[FaultRecord] = []
         self.producer: Producer | None = None
 

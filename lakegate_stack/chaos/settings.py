@@ -83,6 +83,7 @@ class ChaosSettings:
     offset_check: str = "required"  # the tables' orphan guard; "off" shows what it prevents
     catalog_outage_seconds: float = 30.0  # how long catalog_unreachable lasts
     peer: bool = False  # also run Apache Iceberg's Kafka Connect sink on topics a and b, same faults
+    peer_quiesce_timeout: float = 300.0  # how long the end waits for the peer's table once Lakegate's caught up
 
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(ALL_FAULT_KINDS)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import time
 from collections import Counter
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -73,20 +74,20 @@ def group_committed(run: ChaosRun, group: str) -> dict[tuple[str, int], int]:
 
 
 def peer_outcome(run: ChaosRun) -> dict[str, Any]:
-    """What Apache Iceberg's sink landed in :data:`PEER_TABLE`, read by pyiceberg: ids lost and
-    duplicated against every record of topics a and b, its snapshots, its tasks' states."""
+    """What Apache Iceberg's sink landed in :data:`PEER_TABLE`, read by pyiceberg: ids missing and
+    duplicated against every record of topics a and b, its snapshots, its tasks' states, and how
+    long :func:`peer_quiesce` waited for it after Lakegate's tables had caught up."""
     from pyiceberg.catalog import load_catalog
     from pyiceberg.exceptions import NoSuchTableError
 
     assert run.s3 is not None and run.catalog is not None and run.producer is not None
     assert run.peer_connector is not None
+    ids = peer_ids(run)
     catalog = load_catalog("chaos-peer", type="rest", uri=run.catalog.uri, **pyiceberg_s3(run.s3.endpoint))
     try:
-        table = catalog.load_table(PEER_TABLE)
-        ids = [int(i) for i in table.scan(selected_fields=("id",)).to_arrow().column("id").to_pylist()]
-        snapshots = len(table.snapshots())
+        snapshots = len(catalog.load_table(PEER_TABLE).snapshots())
     except NoSuchTableError:
-        ids, snapshots = [], 0
+        snapshots = 0
     counts = Counter(ids)
     produced = run.producer.produced
     live = next(w for w in run.workers if w.process and w.process.running())
@@ -100,6 +101,7 @@ def peer_outcome(run: ChaosRun) -> dict[str, Any]:
         "duplicated": sum(c - 1 for c in counts.values() if c > 1),
         "snapshots": snapshots,
         "task_states": tasks,
+        "waited_s": run.peer_wait_s,  # after Lakegate's tables caught up; the bound is the quiesce timeout
     }
 
 
@@ -114,7 +116,8 @@ def table_offsets(run: ChaosRun) -> dict[tuple[str, int], int]:
 
 
 def quiesce(run: ChaosRun) -> None:
-    """Undo every fault still in effect, then wait for every table to hold Kafka's log ends."""
+    """Undo every fault still in effect, then wait for every table to hold Kafka's log ends (and in
+    a ``--peer`` run, then for the peer, up to ``peer_quiesce_timeout``)."""
     assert run.service is not None and run.service_proxy and run.s3_proxy
     run.service_proxy.restore()
     run.s3_proxy.slow(0)
@@ -148,28 +151,62 @@ def quiesce(run: ChaosRun) -> None:
         return  # verified as it stands: what is missing is reported as lost
     print(f"chaos: tables caught up {took:.0f}s after the last record", flush=True)
     if run.peer_connector is not None:
-        peer_quiesce(run, ends, bound)
+        peer_quiesce(run, ends, run.settings.peer_quiesce_timeout)
 
 
 def peer_quiesce(run: ChaosRun, ends: dict[tuple[str, int], int], bound: float) -> None:
-    """Wait for the peer's consumer group to commit topics a and b's log ends (its coordinator
-    commits them with each snapshot); a peer that never gets there is verified as it stands."""
+    """Wait for the peer's consumer group to commit topics a and b's log ends, then for its table to
+    hold every record produced: its workers commit their offsets when they hand their files to the
+    coordinator, before the coordinator's snapshot lands, so offsets at the log end do not mean the
+    table is there yet. A peer that never gets there is verified as it stands, after ``bound``."""
     wanted = {tp: end for tp, end in ends.items() if tp[0] in run.topics[:2]}
     group = f"connect-{run.peer_connector}"
     last: dict[tuple[str, int], int] = {}
+    started = time.monotonic()
 
     def caught_up() -> bool:
         nonlocal last
         last = group_committed(run, group)
         return all(last.get(tp, 0) == end for tp, end in wanted.items())
 
+    assert run.producer is not None
+    produced = run.producer.produced
+    held = 0
+
+    def table_whole() -> bool:
+        nonlocal held
+        held = len(set(peer_ids(run)))
+        return held >= produced
+
     try:
-        took = wait_until("the peer to commit Kafka's log ends", caught_up, bound, 2)
+        wait_until("the peer to commit Kafka's log ends", caught_up, bound, 2)
+        left = max(10.0, bound - (time.monotonic() - started))
+        wait_until("the peer's table to hold every record", table_whole, left, 5)
     except ChaosError:
         behind = {f"{t}-{p}": (last.get((t, p), 0), e) for (t, p), e in wanted.items() if last.get((t, p), 0) != e}
-        print(f"chaos: the peer did not catch up; (committed, log end) per partition behind: {behind}", flush=True)
+        print(
+            f"chaos: the peer did not catch up in {time.monotonic() - started:.0f}s: its table holds {held:,} of "
+            f"{produced:,} records; (committed, log end) per partition behind: {behind}",
+            flush=True,
+        )
+        run.peer_wait_s = round(time.monotonic() - started, 1)
         return
-    print(f"chaos: the peer caught up {took:.0f}s after the tables", flush=True)
+    run.peer_wait_s = round(time.monotonic() - started, 1)
+    print(f"chaos: the peer's table caught up {run.peer_wait_s:.0f}s after Lakegate's", flush=True)
+
+
+def peer_ids(run: ChaosRun) -> list[int]:
+    """Every id in :data:`PEER_TABLE`, read by pyiceberg (none before the sink's first commit)."""
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.exceptions import NoSuchTableError
+
+    assert run.s3 is not None and run.catalog is not None
+    catalog = load_catalog("chaos-peer", type="rest", uri=run.catalog.uri, **pyiceberg_s3(run.s3.endpoint))
+    try:
+        table = catalog.load_table(PEER_TABLE)
+    except NoSuchTableError:
+        return []
+    return [int(i) for i in table.scan(selected_fields=("id",)).to_arrow().column("id").to_pylist()]
 
 
 class TableRead:
