@@ -40,6 +40,7 @@ from lakegate_bench.pipeline import (
     Measured,
     S3RequestLog,
     figures,
+    lakegate_row,
     measure,
     start_lakegate,
 )
@@ -177,15 +178,7 @@ class PeerBench:
                 run.stop()
         finally:
             catalog.stop()
-        used = seen.cpu_by_process
-        marginal = used["sidecar"] + used["service"]
-        return {
-            "system": "lakegate",
-            "interval_s": interval,
-            "cpu_by_process_s": {k: round(v, 1) for k, v in used.items()},
-            **figures(poller, seen.produced, sum(used.values()), marginal, rate, seen.jit_cpu),
-            **snapshot_figures(poller, seen),
-        }
+        return {**lakegate_row(interval, rate, poller, seen), **snapshot_figures(poller, seen)}
 
     def peer(self, interval: int, rate: int, seconds: int) -> dict[str, Any]:
         assert self.stack.s3 is not None and self.stack.kafka is not None

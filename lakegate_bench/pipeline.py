@@ -341,6 +341,19 @@ class S3RequestLog:
         return counts
 
 
+def lakegate_row(interval: int, rate: int, poller: FreshnessPoller, seen: Measured) -> dict[str, Any]:
+    """Lakegate's result for one interval: its CPU by process, and its figures with the marginal
+    part (the sidecar and the service, what Lakegate adds to Connect)."""
+    used = seen.cpu_by_process
+    marginal = used["sidecar"] + used["service"]
+    return {
+        "system": "lakegate",
+        "interval_s": interval,
+        "cpu_by_process_s": {k: round(v, 1) for k, v in used.items()},
+        **figures(poller, seen.produced, sum(used.values()), marginal, rate, seen.jit_cpu),
+    }
+
+
 class Pipeline:
     """The shared stack and the two systems' runs."""
 
@@ -382,13 +395,7 @@ class Pipeline:
                            f"lakegate, commit interval {interval} s")  # fmt: skip
         finally:
             run.stop()
-        used = seen.cpu_by_process
-        return {
-            "system": "lakegate",
-            "interval_s": interval,
-            "cpu_by_process_s": {k: round(v, 1) for k, v in used.items()},
-            **figures(poller, seen.produced, sum(used.values()), used["sidecar"] + used["service"], rate, seen.jit_cpu),
-        }
+        return lakegate_row(interval, rate, poller, seen)
 
     def spark(self, interval: int, rate: int, seconds: int) -> dict[str, Any]:
         assert self.stack.s3 is not None and self.stack.kafka is not None

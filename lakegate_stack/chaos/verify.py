@@ -77,17 +77,10 @@ def peer_outcome(run: ChaosRun) -> dict[str, Any]:
     """What Apache Iceberg's sink landed in :data:`PEER_TABLE`, read by pyiceberg: ids missing and
     duplicated against every record of topics a and b, its snapshots, its tasks' states, and how
     long :func:`peer_quiesce` waited for it after Lakegate's tables had caught up."""
-    from pyiceberg.catalog import load_catalog
-    from pyiceberg.exceptions import NoSuchTableError
-
-    assert run.s3 is not None and run.catalog is not None and run.producer is not None
-    assert run.peer_connector is not None
-    ids = peer_ids(run)
-    catalog = load_catalog("chaos-peer", type="rest", uri=run.catalog.uri, **pyiceberg_s3(run.s3.endpoint))
-    try:
-        snapshots = len(catalog.load_table(PEER_TABLE).snapshots())
-    except NoSuchTableError:
-        snapshots = 0
+    assert run.producer is not None and run.peer_connector is not None
+    table = peer_table(run)
+    ids = table_ids(table)
+    snapshots = len(table.snapshots()) if table is not None else 0
     counts = Counter(ids)
     produced = run.producer.produced
     live = next(w for w in run.workers if w.process and w.process.running())
@@ -175,7 +168,7 @@ def peer_quiesce(run: ChaosRun, ends: dict[tuple[str, int], int], bound: float) 
 
     def table_whole() -> bool:
         nonlocal held
-        held = len(set(peer_ids(run)))
+        held = len(set(table_ids(peer_table(run))))
         return held >= produced
 
     try:
@@ -195,16 +188,23 @@ def peer_quiesce(run: ChaosRun, ends: dict[tuple[str, int], int], bound: float) 
     print(f"chaos: the peer's table caught up {run.peer_wait_s:.0f}s after Lakegate's", flush=True)
 
 
-def peer_ids(run: ChaosRun) -> list[int]:
-    """Every id in :data:`PEER_TABLE`, read by pyiceberg (none before the sink's first commit)."""
+def peer_table(run: ChaosRun) -> Any:
+    """:data:`PEER_TABLE` as pyiceberg loads it through the run's catalog; None before the sink's
+    first commit made it."""
     from pyiceberg.catalog import load_catalog
     from pyiceberg.exceptions import NoSuchTableError
 
     assert run.s3 is not None and run.catalog is not None
     catalog = load_catalog("chaos-peer", type="rest", uri=run.catalog.uri, **pyiceberg_s3(run.s3.endpoint))
     try:
-        table = catalog.load_table(PEER_TABLE)
+        return catalog.load_table(PEER_TABLE)
     except NoSuchTableError:
+        return None
+
+
+def table_ids(table: Any) -> list[int]:
+    """Every id of a pyiceberg table (none of no table)."""
+    if table is None:
         return []
     return [int(i) for i in table.scan(selected_fields=("id",)).to_arrow().column("id").to_pylist()]
 
