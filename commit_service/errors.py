@@ -22,7 +22,8 @@ coordinator retries the ``retryable`` commit errors with backoff and reports the
     │   ├── HeadersTooLargeError                431 headers_too_large: request line or header above the limit
     │   ├── UnsupportedTransferCodingError      501 unsupported_transfer_coding: a Transfer-Encoding not served
     │   ├── NotReadyError                       503 not_ready: Spark and the tables are loading
-    │   └── KafkaUnavailableError               503 kafka_unavailable: the Connect group cannot be read
+    │   ├── KafkaUnavailableError               503 kafka_unavailable: the Connect group cannot be read
+    │   └── AuditFailedError                    503 audit_failed, retryable: the table could not be read for an audit
     └── CommitError                             503 commit_failed: nothing was committed, files kept
         ├── TableWriteError                     retryable: Delta failed (persisting: a file is quarantined)
         │   └── TableUnavailableError           retryable, transient: the table's storage is unreachable
@@ -57,6 +58,7 @@ INTERNAL = {
     "commit_service.domain.round_schema.Conflict": "round_schema.reconcile: the file refused (SchemaMismatchError)",
     "commit_service.domain.upsert.ChangeError": "spark.upsert_round: DataFileError naming the file",
     "commit_service.delta.log.LogReadError": "delta.deferred / delta.committer: the offsets read through Delta instead",
+    "commit_service.audit.kafka.KafkaReadError": "audit.auditor: the Kafka checks reported as not run",
     "commit_service.storage.prefetch.EarlyReadFailed": "a cache marker, never raised: the commit reads the file again",
 }
 
@@ -158,6 +160,12 @@ class KafkaUnavailableError(RequestError):
     """A lease claim needs the Connect group, and Kafka could not be asked this time."""
 
     status, code, retryable = 503, "kafka_unavailable", True
+
+
+class AuditFailedError(RequestError):
+    """An audit could not read the table (storage or Spark failed); nothing was judged."""
+
+    status, code, retryable = 503, "audit_failed", True
 
 
 class CommitError(LakegateError):

@@ -10,6 +10,7 @@ The coordinator (``commit_service.coordination``) depends only on these types, s
 - :class:`CommitListener`, told every outcome: ``commit_service.observe.metrics.ServiceMetrics``;
 - :class:`DeadLetterStore`, the durable record of quarantined files:
   ``commit_service.storage.dead_letters.ObjectDeadLetterStore``;
+- :class:`TableLedger`, a table's history and rows for the audit: from :meth:`Committer.ledger`;
 - :class:`ConnectGroups`, the Connect groups as Kafka shows them: ``lakegate_core.connect_group.GroupReader``.
 
 Unit tests pass fakes of each (``tests/unit/fakes.py``).
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from commit_service.domain.history import FileSpan, OffsetTally, Row, TableHistory
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import CommitPlan
 from commit_service.errors import CommitError
@@ -77,6 +79,38 @@ class Committer(Protocol):
 
     def register(self, name: str) -> None:
         """Register the (existing) table in the session catalog as ``name``, if it is not there yet."""
+        ...
+
+    def ledger(self) -> TableLedger:
+        """The table's history and rows, read-only, for the audit (called from an HTTP thread)."""
+        ...
+
+
+class TableLedger(Protocol):
+    """One table as the audit reads it (``commit_service.audit``); each call reads it anew.
+
+    Implemented by ``delta.ledger.DeltaLedger`` and ``iceberg.ledger.IcebergLedger``, both with the
+    row queries of ``spark.row_audit``."""
+
+    def history(self) -> TableHistory:
+        """Every commit the table's format still lists, with what it recorded and added."""
+        ...
+
+    def columns(self) -> list[str]:
+        """The table's top-level columns."""
+        ...
+
+    def tally(self, ranges: list[tuple[int, int]], limit: int) -> OffsetTally:
+        """The rows counted per offset against ``ranges`` (every partition's committed ranges: an
+        offset in two of them is expected twice); the first ``limit`` runs where they disagree."""
+        ...
+
+    def file_spans(self) -> list[FileSpan]:
+        """Each data file's rows and lowest and highest offset."""
+        ...
+
+    def rows_at(self, offsets: list[int]) -> dict[int, list[Row]]:
+        """The rows at each of ``offsets`` (every partition's row at that offset)."""
         ...
 
 

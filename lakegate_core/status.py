@@ -62,6 +62,9 @@ class CommitRecord(WireModel):
     released: tuple[str, ...] | None = None  # dead letters whose ranges this commit skipped (admin release)
     committed_at_ms: int | None = None  # when this service made it (the status page's freshness plot)
     spark_jobs: tuple[int, ...] = ()  # the Spark UI's ids of the jobs this commit ran (this process's UI)
+    # per partition, the offset this commit's range starts at (where the table was): with
+    # ``offsets`` the half-open range it committed, which the audit checks (commit_service.audit)
+    starts: PartitionOffsets | None = None
 
     def user_metadata(self) -> dict[str, Any]:
         """What goes into the Delta commit's ``userMetadata``: all but what the log already holds
@@ -84,6 +87,7 @@ class CommitRecord(WireModel):
             vtts=d.get("vtts"),
             sidecars=tuple(d.get("sidecars", ())),
             released=tuple(d["released"]) if d.get("released") else None,
+            starts=PartitionOffsets.from_json(d["starts"], "userMetadata.starts") if "starts" in d else None,
         )
 
 

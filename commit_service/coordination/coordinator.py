@@ -304,6 +304,10 @@ class Coordinator:
 
     # -- reads and admin ------------------------------------------------------------------
 
+    def table(self, name: str) -> TableCoordinator:
+        """Table ``name``'s coordinator (its config, committer and summary); a NotFoundError if none."""
+        return self._table(name)
+
     def _table(self, name: str) -> TableCoordinator:
         tc = self.tables.get(name)
         if tc is None:

@@ -31,6 +31,7 @@ from commit_service.config import Placement
 from commit_service.delta.append import AppendWriter
 from commit_service.delta.jvm_actions import ActionBuilder, ActionKind
 from commit_service.delta.jvm_handles import JvmHandles
+from commit_service.delta.ledger import DeltaLedger
 from commit_service.delta.log import LogReadError, read_log
 from commit_service.delta.maintenance import DeltaMaintainer
 from commit_service.delta.txn import app_id, log_snapshot, parse_app_id
@@ -125,6 +126,9 @@ class DeltaCommitter:
         return self._log().update(False, self._handles.none, self._handles.none)
 
     # -- maintenance (between commit rounds; see delta_maintenance) ------------------------
+
+    def ledger(self) -> DeltaLedger:
+        return DeltaLedger(self.spark, self.storage, self.table, self.root, self.location)
 
     def file_count(self) -> int:
         return self._maintainer.file_count()

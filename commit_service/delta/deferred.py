@@ -21,7 +21,7 @@ from collections.abc import Callable
 from commit_service.delta.log import LogReadError
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import CommitPlan
-from commit_service.ports import Committer, TableSnapshot
+from commit_service.ports import Committer, TableLedger, TableSnapshot
 from lakegate_core.protocol import DataFile
 from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
 
@@ -83,3 +83,6 @@ class DeferredCommitter:
 
     def register(self, name: str) -> None:
         self.real().register(name)
+
+    def ledger(self) -> TableLedger:
+        return self.real().ledger()

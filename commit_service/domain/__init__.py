@@ -11,5 +11,6 @@ Kafka, storage or Flask, and imports nothing of the service but ``errors``.
 - ``content``, ``coverage``, ``csv_records``: what a sink's file holds (encodings, envelopes,
   the offsets inside it, Aiven's CSV lines);
 - ``paths``: the one path model (parse once, refuse anything unsafe);
+- ``history``: a table's history and rows as the audit reads them (``TableHistory``, ``OffsetTally``);
 - ``upsert``: the pure half of upsert and CDC tables (the spec, the row image's shape).
 """

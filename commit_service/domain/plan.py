@@ -160,6 +160,7 @@ class CommitPlan:
             sidecars=tuple(sorted({p.sidecar_id for p in self.files})),
             released=self.released or None,
             committed_at_ms=committed_at_ms,
+            starts=PartitionOffsets(self.starts()),
         )
 
     @property

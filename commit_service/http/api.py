@@ -18,6 +18,7 @@ from typing import Any, cast
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from commit_service.audit.auditor import AuditRequest
 from commit_service.config import Role, TokenConfig
 from commit_service.coordination.coordinator import Coordinator
 from commit_service.errors import (
@@ -29,6 +30,7 @@ from commit_service.errors import (
     ProtocolError,
     UnauthorizedError,
 )
+from commit_service.http.audit import MAX_AUDIT_SAMPLE, audit_table
 from commit_service.http.openapi import document
 from commit_service.http.runtime import ServiceRuntime, runtime
 from commit_service.observe.metrics import CONTENT_TYPE
@@ -251,6 +253,19 @@ def post_maintenance(table: str, kind: str) -> Response:
     if which is MaintenanceKind.CHECKPOINT:
         raise BadRequestError("kind must be compact or vacuum (Delta writes checkpoints itself)", {"field": "kind"})
     return jsonify(_coordinator().maintain_now(table, which).to_dict())
+
+
+@bp.get("/v1/tables/<table>/audit")
+def get_audit(table: str) -> Response:
+    rt = runtime()
+    if not rt.ready or rt.start_error is not None:
+        raise NotReadyError("the service is starting; audit when /readyz is ready")
+    request_ = AuditRequest(
+        sample=_query_int("sample", 100, 0, MAX_AUDIT_SAMPLE), seed=_query_int("seed", 0, 0, 2**31 - 1)
+    )
+    report = audit_table(rt, table, request_)
+    rt.audits[table] = report
+    return jsonify(report.to_dict())
 
 
 @bp.get("/v1/commits")

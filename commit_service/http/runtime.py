@@ -17,6 +17,7 @@ from commit_service.coordination.coordinator import Coordinator
 from commit_service.observe.lag import LagHistory, LagSampler
 from commit_service.observe.metrics import ServiceMetrics
 from commit_service.spark import SparkHandle
+from lakegate_core.audit import AuditReport
 from lakegate_core.status import ErrorInfo
 
 EXTENSION = "lakegate"
@@ -34,6 +35,7 @@ class ServiceRuntime:
     start_error: ErrorInfo | None = None  # set when start-up failed; shown (code, short message) on /readyz
     lag_history: LagHistory = field(default_factory=LagHistory)  # the status page's plots
     lag: LagSampler | None = None  # fills lag_history; started with the commit loop
+    audits: dict[str, AuditReport] = field(default_factory=dict)  # each table's last audit (the status page)
 
     def init_app(self, app: Flask) -> None:
         app.extensions[EXTENSION] = self

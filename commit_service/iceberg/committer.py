@@ -50,6 +50,7 @@ from commit_service.errors import (
 )
 from commit_service.faults import AFTER_COMMIT, BEFORE_COMMIT, crash_point
 from commit_service.iceberg import datafiles
+from commit_service.iceberg.ledger import IcebergLedger
 from commit_service.iceberg.maintenance import IcebergMaintainer
 from commit_service.iceberg.schema import addable_as_is, iceberg_schema, same_columns
 from commit_service.iceberg.summary import COMMIT, COMMIT_ID, OFFSETS, encode
@@ -154,6 +155,10 @@ class IcebergCommitter:
 
     def register(self, name: str) -> None:
         """An Iceberg table is in its catalog already: Spark SQL reads it as ``<catalog>.<name>``."""
+
+    def ledger(self) -> IcebergLedger:
+        spark, _, table, _, _ = self._parts()
+        return IcebergLedger(spark, table)
 
     # -- committing -----------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ FORBIDDEN = {
     "commit_service": {"sidecar", "lakegate_stack", "lakegate_bench"},
     "lakegate_stack": {"commit_service", "sidecar", "lakegate_bench"},
     "lakegate_bench": {"sidecar"},  # the benchmarks drive the service in-process and the stack; never the reverse
+    "lakegate_ops": {"commit_service", "sidecar", "lakegate_stack", "lakegate_bench"},  # a client of the API
 }
 # area of the commit service -> the areas it may import (besides itself); an area is a
 # subpackage, or a top module (``config``, ``errors``, ``ports``, ``cli``, ``__init__``)
@@ -33,8 +34,9 @@ MAY_IMPORT = {
     "delta": {"spark", "domain", "ports", "storage", "config", "errors", "faults"},
     "iceberg": {"spark", "domain", "ports", "storage", "config", "errors", "faults"},
     "observe": {"coordination", "domain", "ports", "config", "errors"},
+    "audit": {"domain", "ports", "config", "errors"},
     "serving": {"config", "errors"},
-    "http": {"delta", "iceberg", "spark", "coordination", "storage", "observe", "domain", "ports", "config", "errors"},
+    "http": {"audit", "delta", "iceberg", "spark", "coordination", "storage", "observe", "domain", "ports", "config", "errors"},
     "cli": {"http", "serving", "config", "errors"},
     "__init__": set(),
 }
@@ -47,7 +49,7 @@ HEAVY = {
     "werkzeug": {"http"},
     "jinja2": {"http"},
     "gunicorn": {"serving"},
-    "kafka": {"observe"},
+    "kafka": {"observe", "audit"},
     "pyarrow": {"storage"},
     "requests": set(),
 }
