@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from typing import Any
+from urllib.parse import quote
 
 import requests
 
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             raw = call(
                 session,
-                f"{base}/v1/tables/{requests.utils.quote(table, safe='')}/audit",
+                f"{base}/v1/tables/{quote(table, safe='')}/audit",
                 args.timeout,
                 {"sample": args.sample, "seed": args.seed},
             )

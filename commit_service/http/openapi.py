@@ -14,7 +14,7 @@ import typing
 from enum import Enum
 from typing import Any
 
-from lakegate_core import protocol, status
+from lakegate_core import audit, protocol, status
 from lakegate_core.types import PartitionOffsets, TopicPartition
 from lakegate_core.wire import MAX_LONG, MAX_PARTITION
 
@@ -43,6 +43,9 @@ MODELS: tuple[type, ...] = (
     status.MaintenanceList,
     status.DeadLetter,
     status.DeadLetterList,
+    audit.Finding,
+    audit.AuditCounts,
+    audit.AuditReport,
 )
 NON_NEGATIVE = {
     "partition",
@@ -70,7 +73,13 @@ NON_NEGATIVE = {
     "last",
 }
 MAXIMUM = {"partition": MAX_PARTITION, "start_offset": MAX_LONG - 1, "end_offset": MAX_LONG - 1}
-NAMESPACE = {**vars(protocol), **vars(status), "PartitionOffsets": PartitionOffsets, "TopicPartition": TopicPartition}
+NAMESPACE = {
+    **vars(protocol),
+    **vars(status),
+    **vars(audit),
+    "PartitionOffsets": PartitionOffsets,
+    "TopicPartition": TopicPartition,
+}
 
 
 def _ref(name: str) -> dict[str, Any]:
@@ -270,6 +279,28 @@ def document() -> dict[str, Any]:
                         },
                     ],
                     "responses": {"200": _resp("The run", _ref("MaintenanceRecord")), **_errors()},
+                }
+            },
+            "/v1/tables/{table}/audit": {
+                "get": {
+                    "summary": "Audit a table: its ledger, its rows, Kafka, and sampled records field by field",
+                    "description": "Read-only; reads the whole table (seconds to minutes). ok=false when a finding "
+                    "is a breach (docs/operations.md).",
+                    "security": secured,
+                    "parameters": [
+                        table_param,
+                        {
+                            "name": "sample",
+                            "in": "query",
+                            "schema": {"type": "integer", "minimum": 0, "maximum": 100000, "default": 100},
+                        },
+                        {
+                            "name": "seed",
+                            "in": "query",
+                            "schema": {"type": "integer", "minimum": 0, "maximum": 2147483647, "default": 0},
+                        },
+                    ],
+                    "responses": {"200": _resp("The report", _ref("AuditReport")), **_errors()},
                 }
             },
             "/v1/commits": {

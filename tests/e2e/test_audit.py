@@ -113,7 +113,11 @@ def test_a_clean_table_passes_and_each_seeded_breach_is_reported(
         # 3. partition 0 moved past records Kafka holds but no file has
         held = service.call("GET", f"/v1/tables/{TABLE}/offsets").json()[TOPIC]["0"]
         produce(bootstrap, TOPIC, [(0, f"late{i}", value(1000 + i)) for i in range(SKIPPED)])
-        txn = {"appId": f"lakegate-{TABLE}-{TOPIC}-0", "version": held + SKIPPED, "lastUpdated": int(time.time() * 1000)}
+        txn = {
+            "appId": f"lakegate-{TABLE}-{TOPIC}-0",
+            "version": held + SKIPPED,
+            "lastUpdated": int(time.time() * 1000),
+        }
         write_commit(log, [{"txn": txn}])
 
         broken = audit(service)
