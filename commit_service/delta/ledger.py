@@ -16,7 +16,7 @@ from typing import Any
 
 from commit_service.delta.log import LOG_FOLDER, LogReadError, read_log
 from commit_service.delta.txn import parse_app_id
-from commit_service.domain.history import FileSpan, LedgerCommit, OffsetTally, Row, TableHistory
+from commit_service.domain.history import LedgerCommit, TableHistory
 from commit_service.spark.row_audit import RowAudit
 from commit_service.storage.reader import StorageReader
 from lakegate_core.errors import ProtocolError
@@ -68,15 +68,15 @@ def commit_of(table: str, version: int, text: str) -> LedgerCommit:
     )
 
 
-class DeltaLedger:
-    """The :class:`~commit_service.ports.TableLedger` of one Delta table."""
+class DeltaLedger(RowAudit):
+    """The :class:`~commit_service.ports.TableLedger` of one Delta table (its rows: :class:`RowAudit`'s)."""
 
     def __init__(self, spark: Any, storage: StorageReader, table: str, root: str, location: str) -> None:
         self.table = table
         self.storage = storage
         self.root = root
         self.location = location
-        self.rows = RowAudit(spark, lambda: spark.read.format("delta").load(location), self._file_column)
+        super().__init__(spark, lambda: spark.read.format("delta").load(location), self._file_column)
 
     @staticmethod
     def _file_column(df: Any) -> Any:
@@ -102,15 +102,3 @@ class DeltaLedger:
             commit_of(self.table, v, self.storage.read_own(names[f"{v:020d}.json"]).decode("utf-8")) for v in versions
         )
         return TableHistory(versions[-1], commits, base)
-
-    def columns(self) -> list[str]:
-        return self.rows.columns()
-
-    def tally(self, ranges: list[tuple[int, int]], limit: int) -> OffsetTally:
-        return self.rows.tally(ranges, limit)
-
-    def file_spans(self) -> list[FileSpan]:
-        return self.rows.file_spans()
-
-    def rows_at(self, offsets: list[int]) -> dict[int, list[Row]]:
-        return self.rows.rows_at(offsets)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from commit_service.domain.history import FileSpan, LedgerCommit, OffsetTally, Row, TableHistory
+from commit_service.domain.history import LedgerCommit, TableHistory
 from commit_service.iceberg.summary import COMMIT, OFFSETS, decode
 from commit_service.iceberg.tables import IcebergTable
 from commit_service.spark.row_audit import RowAudit
@@ -52,14 +52,13 @@ def snapshot_commit(table: Any, snapshot: Any, name: str) -> LedgerCommit:
     )
 
 
-class IcebergLedger:
-    """The :class:`~commit_service.ports.TableLedger` of one Iceberg table."""
+class IcebergLedger(RowAudit):
+    """The :class:`~commit_service.ports.TableLedger` of one Iceberg table (its rows: :class:`RowAudit`'s)."""
 
     def __init__(self, spark: Any, table: IcebergTable) -> None:
         self.table = table
-        self.spark = spark
         ident = f"{table.catalog}.{table.name}"
-        self.rows = RowAudit(spark, lambda: spark.read.table(ident), lambda df: df["_file"])
+        super().__init__(spark, lambda: spark.read.table(ident), lambda df: df["_file"])
 
     def history(self) -> TableHistory:
         table = self.table.load()
@@ -79,15 +78,3 @@ class IcebergLedger:
                 starts = first.record.starts if first.record is not None and first.record.starts else {}
                 base = PartitionOffsets({tp: starts.get(tp, end) for tp, end in first.offsets.items()})
         return TableHistory(int(table.currentSnapshot().sequenceNumber()), commits, base)
-
-    def columns(self) -> list[str]:
-        return self.rows.columns()
-
-    def tally(self, ranges: list[tuple[int, int]], limit: int) -> OffsetTally:
-        return self.rows.tally(ranges, limit)
-
-    def file_spans(self) -> list[FileSpan]:
-        return self.rows.file_spans()
-
-    def rows_at(self, offsets: list[int]) -> dict[int, list[Row]]:
-        return self.rows.rows_at(offsets)
