@@ -88,7 +88,8 @@ class Auditor:
                 )
             )
         spans = self.ledger.file_spans()
-        findings += ledgers.check_files(book, history, spans)
+        if not self.upsert:  # a MERGE that copies a file's rows on writes older offsets anew
+            findings += ledgers.check_files(book, history, spans)
         columns = self.ledger.columns()
         if not any(c in columns for c in (KAFKA_COLUMNS["offset"], "offset")):
             findings.append(

@@ -53,6 +53,9 @@ class ChaosReport:
     # A --peer run: what Apache Iceberg's own sink landed under the same faults (records, lost,
     # duplicated, snapshots, task states). Reported, not part of ``ok``: Lakegate's verdict.
     peer: dict[str, Any] | None = None
+    # Per table, the service's own audit after the run (GET /v1/tables/{table}/audit): its verdict,
+    # the records it read back from Kafka and matched, its findings other than informational ones
+    audits: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -63,6 +66,7 @@ class ChaosReport:
             or self.outside_roots
             or self.spark_mismatches
             or self.upsert_mismatches
+            or not all(a.get("ok") for a in self.audits.values())
         ) and (self.records_in_table == self.records_produced)
 
     def to_json(self) -> dict[str, Any]:
@@ -109,6 +113,13 @@ def summary(report: ChaosReport) -> str:
             f"  offset mismatches (txn, snapshot) {len(report.txn_mismatches)}, files outside the roots "
             f"{len(report.outside_roots)}, Spark {spark}",
             f"  upsert table: {report.upsert_keys} keys, {len(report.upsert_mismatches)} not at their last change",
+        ]
+        + [
+            f"  audit {table}: {'OK' if a.get('ok') else 'BREACH'}, {a.get('matched', 0)} of {a.get('sampled', 0)} "
+            f"records read back equal"
+            + "".join(f"\n    {f}" for f in a.get("findings", []))
+            + (f"\n    {a['error']}" if a.get("error") else "")
+            for table, a in sorted(report.audits.items())
         ]
         + (
             [

@@ -334,4 +334,27 @@ def verify(run: ChaosRun, duration: float) -> ChaosReport:
         upsert_keys=len(upsert_rows),
         upsert_mismatches=upsert_mismatches,
         peer=peer_outcome(run) if run.peer_connector is not None else None,
+        audits={table: audit_outcome(run, table) for table in run.tables},
     )
+
+
+AUDIT_SAMPLE = 500  # records each table's audit reads back from Kafka
+
+
+def audit_outcome(run: ChaosRun, table: str) -> dict[str, Any]:
+    """The service's own audit of ``table`` after the run (docs/operations.md): its verdict, the
+    records it compared with Kafka, and every finding that is not informational."""
+    assert run.service is not None
+    response = run.service.call("GET", f"/v1/tables/{table}/audit?sample={AUDIT_SAMPLE}&seed={run.settings.seed}")
+    if response.status_code != 200:
+        return {"ok": False, "error": f"{response.status_code}: {response.text[:300]}"}
+    report = response.json()
+    return {
+        "ok": report["ok"],
+        "sampled": report["counts"]["sampled"],
+        "matched": report["counts"]["matched"],
+        "rows": report["counts"]["rows"],
+        "findings": [
+            f"{f['severity']} {f['kind']}: {f['message']}" for f in report["findings"] if f["severity"] != "info"
+        ],
+    }

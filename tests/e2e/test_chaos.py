@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lakegate_stack.chaos import FAULT_KINDS, UPSERT_KEYS, ChaosRun, ChaosSettings, summary
+from lakegate_stack.chaos.settings import UPSERT_TABLE
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
 
@@ -48,3 +49,11 @@ def test_a_short_chaos_run_loses_and_duplicates_nothing(
     assert set(report.faults_by_kind) == set(FAULT_KINDS) - {"service_unreachable", "slow_s3"}
     assert report.orphans_made >= 1, "the sink re-write fault made no orphan"
     assert report.recovery_s_all, "no service restart was timed"
+    # the service's own audit agrees: every table's ledger holds, and every record read back from
+    # Kafka equals its row (the upsert table: its still-current records)
+    assert len(report.audits) == 3, report.audits
+    for table, audit in report.audits.items():
+        assert audit["ok"] and not [f for f in audit["findings"] if not f.startswith("gap ")], (table, audit)
+        assert audit["sampled"] > 0, (table, audit)
+    appends = [a for t, a in report.audits.items() if t != UPSERT_TABLE]
+    assert appends and all(a["matched"] == a["sampled"] for a in appends), report.audits
