@@ -1,6 +1,6 @@
 """``GET /v1/tables/{table}/audit``: builds one table's :class:`~commit_service.audit.auditor.Auditor`
-from what the process holds (the table's committer's ledger, the sidecars' last word on Connect's
-offsets, the ``kafka`` section) and runs it on the asking thread.
+from what the process holds (the table's committer's ledger, Connect's committed offsets through
+the partitions' leases, the ``kafka`` section) and runs it on the asking thread.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from commit_service.audit.kafka import KafkaLog
 from commit_service.errors import AuditFailedError, LakegateError
 from commit_service.http.runtime import ServiceRuntime
 from lakegate_core.audit import AuditReport
+from lakegate_core.connect_group import GroupReadError
 
 logger = logging.getLogger(__name__)
 
@@ -22,12 +23,19 @@ def audit_table(rt: ServiceRuntime, table: str, request: AuditRequest) -> AuditR
     """Audit ``table`` now; an :class:`AuditFailedError` when the table cannot be read."""
     tc = rt.coordinator.table(table)
     kafka = rt.config.kafka
+    connect = None  # Connect's committed offsets, read from Kafka now (a sidecar's last word may be stale)
+    fencing = rt.coordinator.fencing
+    if fencing.groups is not None:
+        try:
+            connect = fencing.limits(tc.summary().offsets)
+        except GroupReadError as exc:
+            logger.info("table %s: the audit reads no Connect offsets: %s", table, exc)
     auditor = Auditor(
         table,
         tc.config.format.value,
         tc.committer.ledger(),
         upsert=tc.config.upsert is not None,
-        connect_offsets=tc.summary().connect_offsets,
+        connect_offsets=connect,
         kafka=(lambda: KafkaLog(kafka)) if kafka is not None else None,
     )
     try:
