@@ -9,7 +9,7 @@ install what the command needs first; ``--help`` on any of them prints at once a
   name is also a command (``python -m lakegate_bench commit`` = ``run --parts commit``).
   Modules: ``run`` (the command), ``commit_path`` (the in-process parts), ``http_load``,
   ``pipeline`` and ``spark_streaming`` (its peer), ``upsert``, ``report`` (tables and plots);
-- ``intake``, ``log-listing``, ``maintenance``, ``recovery``, ``s3-commit``, ``sidecar``,
+- ``audit``, ``intake``, ``log-listing``, ``maintenance``, ``recovery``, ``s3-commit``, ``sidecar``,
   ``slowclients``: one module each (``scripts/bench-<command>``);
 - ``result``: how the standalone commands print and write their JSON.
 """

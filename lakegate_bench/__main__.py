@@ -12,6 +12,7 @@ COMMANDS = {
     "intake": "intake",
     "log-listing": "log_listing",
     "maintenance": "maintenance",
+    "audit": "audit",
     "recovery": "recovery",
     "s3-commit": "s3_commit",
     "sidecar": "sidecar",
