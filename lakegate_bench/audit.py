@@ -66,8 +66,7 @@ def build(spark: Any, root: Path, rows: int, per_file: int) -> DeltaCommitter:
     return committer
 
 
-def measure(spark: Any, work: Path, rows: int, per_file: int, sample: int) -> dict[str, Any]:
-    root = work / f"table-{rows}"
+def measure(spark: Any, root: Path, rows: int, per_file: int, sample: int) -> dict[str, Any]:
     print(f"  building a table of {rows:,} rows ...", flush=True)
     committer = build(spark, root, rows, per_file)
     ledger = committer.ledger()
@@ -105,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         nargs="+",
         default=[100_000, 1_000_000],
-        help="table sizes in rows (default 100000 1000000)",
+        help="table sizes in rows (default 100000 1000000; the first run also warms the JVM)",
     )
     parser.add_argument("--rows-per-file", type=int, default=5000, help="rows per committed file (default 5000)")
     parser.add_argument("--sample", type=int, default=100, help="offsets whose rows are read (default 100)")
@@ -118,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"starting Spark (local[2]) in {work} ...", flush=True)
     spark = create_session(SparkSettings(master="local[2]", ui_enabled=False, local_dir=work / "spark"))
     try:
-        results = [measure(spark, work, size, args.rows_per_file, args.sample) for size in args.sizes]
+        results = [
+            measure(spark, work / f"table-{i}", size, args.rows_per_file, args.sample)
+            for i, size in enumerate(args.sizes)
+        ]
     finally:
         spark.stop()
     print(f"{'rows':>10} {'files':>6} {'commits':>8} {'audit s':>8} {'rows-at s':>10}")

@@ -354,6 +354,7 @@ def audit_outcome(run: ChaosRun, table: str) -> dict[str, Any]:
         "sampled": report["counts"]["sampled"],
         "matched": report["counts"]["matched"],
         "rows": report["counts"]["rows"],
+        "duration_ms": report["duration_ms"],
         "findings": [
             f"{f['severity']} {f['kind']}: {f['message']}" for f in report["findings"] if f["severity"] != "info"
         ],
