@@ -1,7 +1,8 @@
 """Benchmark: what an audit of a Delta table costs as the table grows (real Spark + Delta).
 
 For each ``--sizes`` (rows), commits rounds of one Parquet file per partition through the service's
-own committer (``--rows-per-file`` rows each, the sink's ``offset`` column in them), then audits the
+own committer (``--rows-per-file`` rows each, the sink's ``offset`` column in them: the maintenance
+benchmark's files), then audits the
 table from the table alone as ``GET /v1/tables/{table}/audit`` does (history, rows per offset against
 the ledger, each file's offsets) and reads the rows at ``--sample`` offsets (the table's side of the
 value audit; Kafka's side is one fetch per record). Prints progress and a table, writes JSON
@@ -21,54 +22,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from commit_service.audit.auditor import Auditor, AuditRequest
 from commit_service.config import SparkSettings
-from commit_service.delta.committer import DeltaCommitter
-from commit_service.domain.plan import PendingFile
-from commit_service.domain.state import TableState
 from commit_service.spark.session import create_session
-from commit_service.storage.reader import StorageReader
-from lakegate_core.protocol import DataFile, FileFormat
-
-PARTITIONS = 2
-
-
-def files_of(root: Path, commit: int, rows: int) -> list[PendingFile]:
-    out = []
-    for p in range(PARTITIONS):
-        start = commit * rows
-        path = root / "data" / f"bench-{p}-{start:020d}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        offsets = list(range(start, start + rows))
-        columns = {"id": [p * 10**9 + o for o in offsets], "offset": offsets, "name": [f"n{o}" for o in offsets]}
-        pq.write_table(pa.table(columns), path)
-        f = DataFile(f"file://{path}", "bench", p, start, start + rows - 1, path.stat().st_size, FileFormat.PARQUET)
-        out.append(PendingFile(f, f"m{commit}", "bench"))
-    return out
-
-
-def build(spark: Any, root: Path, rows: int, per_file: int) -> DeltaCommitter:
-    committer = DeltaCommitter(spark, "bench", str(root), StorageReader())
-    state = TableState("bench")
-    commits = max(1, rows // (per_file * PARTITIONS))
-    started = time.perf_counter()
-    for n in range(commits):
-        for f in files_of(root, n, per_file):
-            state.offer(f, now=0)
-        plan = state.plan(now=0, force=True)
-        assert plan is not None
-        state.committed_plan(plan, committer.commit(plan).version, now=0)
-        if (n + 1) % 50 == 0 or n + 1 == commits:
-            print(f"    {n + 1}/{commits} commits ({time.perf_counter() - started:.0f} s)", flush=True)
-    return committer
+from lakegate_bench.maintenance import PARTITIONS, commit_rounds
 
 
 def measure(spark: Any, root: Path, rows: int, per_file: int, sample: int) -> dict[str, Any]:
     print(f"  building a table of {rows:,} rows ...", flush=True)
-    committer = build(spark, root, rows, per_file)
+    committer = commit_rounds(spark, root, max(1, rows // (per_file * PARTITIONS)), per_file, every=50)
     ledger = committer.ledger()
     auditor = Auditor("bench", "delta", ledger)
     t = time.perf_counter()

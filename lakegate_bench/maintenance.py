@@ -55,6 +55,23 @@ def small_files(root: Path, commit: int, rows: int) -> list[PendingFile]:
     return files
 
 
+def commit_rounds(spark: Any, root: Path, commits: int, rows: int, every: int = 100) -> DeltaCommitter:
+    """A Delta table at ``root`` after ``commits`` rounds of :func:`small_files` (``rows`` per file),
+    each committed by the service's own committer; progress every ``every`` commits."""
+    committer = DeltaCommitter(spark, "bench", str(root), StorageReader())
+    state = TableState("bench")
+    started = time.perf_counter()
+    for n in range(commits):
+        for f in small_files(root, n, rows):
+            state.offer(f, now=0)
+        plan = state.plan(now=0, force=True)
+        assert plan is not None
+        state.committed_plan(plan, committer.commit(plan).version, now=0)
+        if (n + 1) % every == 0 or n + 1 == commits:
+            print(f"  {n + 1}/{commits} commits ({time.perf_counter() - started:.0f} s)", flush=True)
+    return committer
+
+
 def scan(spark: Any, root: Path, repeat: int) -> dict[str, float]:
     """Median seconds of a full scan with Spark (sum over every row) and with delta-rs (to Arrow)."""
     spark_s, rs_s = [], []
@@ -83,17 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"starting Spark (local[2]) in {work} ...", flush=True)
     spark = create_session(SparkSettings(master="local[2]", ui_enabled=False, local_dir=work / "spark"))
     root = work / "table"
-    committer = DeltaCommitter(spark, "bench", str(root), StorageReader())
-    state = TableState("bench")
     started = time.perf_counter()
-    for n in range(args.commits):
-        for f in small_files(root, n, args.rows):
-            state.offer(f, now=0)
-        plan = state.plan(now=0, force=True)
-        assert plan is not None
-        state.committed_plan(plan, committer.commit(plan).version, now=0)
-        if (n + 1) % 100 == 0 or n + 1 == args.commits:
-            print(f"  {n + 1}/{args.commits} commits ({time.perf_counter() - started:.0f} s)", flush=True)
+    committer = commit_rounds(spark, root, args.commits, args.rows)
     offsets_before = dict(committer.snapshot().offsets)
     before = {"files": committer.file_count(), **scan(spark, root, args.repeat)}
     policy = MaintenancePolicy(enabled=True, vacuum_retention_hours=0)

@@ -38,6 +38,20 @@ class KafkaSettings:
 
         return make
 
+    def consumer(self, client_id: str, timeout_ms: int) -> Any:
+        """A kafka-python consumer outside any group that commits nothing (assigned partitions
+        only): the service's log-end reads (``observe.lag``) and its audits (``audit.kafka``)."""
+        from kafka import KafkaConsumer
+
+        return KafkaConsumer(
+            bootstrap_servers=self.bootstrap_servers,
+            client_id=client_id,
+            group_id=None,
+            enable_auto_commit=False,
+            request_timeout_ms=timeout_ms + 1000,
+            **self.security,
+        )
+
 
 @dataclass(frozen=True)
 class Assignment:

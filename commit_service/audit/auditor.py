@@ -19,7 +19,7 @@ from commit_service.audit import sample as samples
 from commit_service.audit.kafka import KafkaLog, KafkaReadError
 from commit_service.audit.values import best_match, expected_row
 from commit_service.domain.content import KAFKA_COLUMNS
-from commit_service.domain.history import OffsetRun
+from commit_service.domain.history import OFFSET_COLUMNS, OffsetRun
 from commit_service.ports import TableLedger
 from lakegate_core.audit import AuditCounts, AuditReport, Finding, FindingKind, Severity
 from lakegate_core.types import TopicPartition
@@ -91,7 +91,7 @@ class Auditor:
         if not self.upsert:  # a MERGE that copies a file's rows on writes older offsets anew
             findings += ledgers.check_files(book, history, spans)
         columns = self.ledger.columns()
-        if not any(c in columns for c in (KAFKA_COLUMNS["offset"], "offset")):
+        if not any(c in columns for c in OFFSET_COLUMNS):
             findings.append(
                 Finding(
                     FindingKind.NOT_CHECKED,

@@ -30,16 +30,7 @@ class KafkaLog:
     def __init__(self, settings: KafkaSettings, timeout_ms: int = TIMEOUT_MS) -> None:
         self.timeout_ms = timeout_ms
         try:
-            from kafka import KafkaConsumer
-
-            self._consumer: Any = KafkaConsumer(
-                bootstrap_servers=settings.bootstrap_servers,
-                client_id="lakegate-audit",
-                group_id=None,
-                enable_auto_commit=False,
-                request_timeout_ms=timeout_ms + 1000,
-                **settings.security,
-            )
+            self._consumer: Any = settings.consumer("lakegate-audit", timeout_ms)
         except Exception as exc:
             raise KafkaReadError(f"cannot reach Kafka at {settings.bootstrap_servers}: {exc}") from None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from commit_service.domain.content import KAFKA_COLUMNS
 from lakegate_core.status import CommitRecord
 from lakegate_core.types import PartitionOffsets
 
@@ -73,5 +74,8 @@ class OffsetTally:
     runs: tuple[OffsetRun, ...]
     more: int = 0
 
+
+# the column holding each row's Kafka offset: unwrapped tables', then tables keeping the envelope
+OFFSET_COLUMNS = (KAFKA_COLUMNS["offset"], "offset")
 
 Row = dict[str, Any]  # one table row as plain data: structs as dicts, timestamps as epoch millis

@@ -116,16 +116,7 @@ class LogEnds(LazyClient):
     @classmethod
     def for_kafka(cls, settings: KafkaSettings) -> LogEnds:
         def make() -> Any:
-            from kafka import KafkaConsumer
-
-            return KafkaConsumer(
-                bootstrap_servers=settings.bootstrap_servers,
-                client_id="lakegate-service-lag",
-                group_id=None,
-                enable_auto_commit=False,
-                request_timeout_ms=KAFKA_TIMEOUT_MS + 1000,
-                **settings.security,
-            )
+            return settings.consumer("lakegate-service-lag", KAFKA_TIMEOUT_MS)
 
         return cls(make)
 

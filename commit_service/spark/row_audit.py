@@ -13,11 +13,9 @@ import decimal
 from collections.abc import Callable
 from typing import Any
 
-from commit_service.domain.content import KAFKA_COLUMNS
-from commit_service.domain.history import FileSpan, OffsetRun, OffsetTally, Row
+from commit_service.domain.history import OFFSET_COLUMNS, FileSpan, OffsetRun, OffsetTally, Row
 
 FILE = "_lakegate_file"
-OFFSET_COLUMNS = (KAFKA_COLUMNS["offset"], "offset")  # unwrapped tables, then tables keeping the envelope
 
 
 class RowAudit:
