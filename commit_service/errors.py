@@ -59,6 +59,7 @@ INTERNAL = {
     "commit_service.domain.upsert.ChangeError": "spark.upsert_round: DataFileError naming the file",
     "commit_service.delta.log.LogReadError": "delta.deferred / delta.committer: the offsets read through Delta instead",
     "commit_service.audit.kafka.KafkaReadError": "audit.auditor: the Kafka checks reported as not run",
+    "commit_service.doctor.kafka.DoctorKafkaError": "doctor.doctor: the Kafka checks reported as not checked",
     "commit_service.storage.prefetch.EarlyReadFailed": "a cache marker, never raised: the commit reads the file again",
 }
 

@@ -11,12 +11,12 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
 from urllib.parse import quote
 
 import requests
 
 from lakegate_core.audit import AuditReport, Severity
+from lakegate_ops.api import ApiCallError, call
 
 EXIT_OK, EXIT_BREACH, EXIT_ERROR = 0, 1, 2
 TIMEOUT_SECONDS = 900.0  # an audit reads the whole table
@@ -49,25 +49,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class AuditCallError(Exception):
-    """The service did not answer an audit."""
-
-
-def call(session: requests.Session, url: str, timeout: float, params: dict[str, Any] | None = None) -> Any:
-    try:
-        response = session.get(url, params=params, timeout=timeout)
-    except requests.RequestException as exc:
-        raise AuditCallError(f"cannot reach {url}: {exc}") from None
-    if response.status_code != 200:
-        try:
-            error = response.json()["error"]
-            why = f"{error['code']}: {error['message']}"
-        except (ValueError, KeyError, TypeError):
-            why = response.text[:200]
-        raise AuditCallError(f"{url} answered {response.status_code} ({why})")
-    return response.json()
-
-
 def summary(report: AuditReport) -> str:
     """A report for a person: the verdict, what was looked at, and each finding."""
     c = report.counts
@@ -94,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         session.headers["Authorization"] = f"Bearer {args.token}"
     worst = EXIT_OK
     try:
-        tables = args.tables or [t["table"] for t in call(session, f"{base}/v1/tables", 30)["tables"]]
-    except (AuditCallError, KeyError, TypeError) as exc:
+        tables = args.tables or [t["table"] for t in call(session, "GET", f"{base}/v1/tables", 30)["tables"]]
+    except (ApiCallError, KeyError, TypeError) as exc:
         print(f"lakegate-audit: {exc}", file=sys.stderr)
         return EXIT_ERROR
     for i, table in enumerate(tables, 1):
@@ -104,12 +85,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             raw = call(
                 session,
+                "GET",
                 f"{base}/v1/tables/{quote(table, safe='')}/audit",
                 args.timeout,
-                {"sample": args.sample, "seed": args.seed},
+                params={"sample": args.sample, "seed": args.seed},
             )
             report = AuditReport.from_json(raw)
-        except (AuditCallError, KeyError, ValueError, TypeError) as exc:
+        except (ApiCallError, KeyError, ValueError, TypeError) as exc:
             print(f"lakegate-audit: {table}: {exc}", file=sys.stderr)
             worst = EXIT_ERROR
             continue

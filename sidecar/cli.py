@@ -2,7 +2,9 @@
 
 Runs the round of :mod:`sidecar.loop` every ``poll_interval_seconds`` until SIGTERM/SIGINT, with a
 ``/healthz`` and ``/metrics`` endpoint on ``http.host:http.port``. A bad config exits with code 2
-and a message naming the key; a failed round is logged, counted and retried next round.
+and a message naming the key; a failed round is logged, counted and retried next round. Before
+the first round the preflight (:mod:`sidecar.preflight`) asks the service's doctor about the
+followed connectors; with ``preflight: require`` a blocking finding exits with code 3.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from sidecar.connect import ConnectRest
 from sidecar.errors import SidecarConfigError, SidecarError
 from sidecar.loop import SidecarLoop
 from sidecar.metrics import SidecarMetrics, serve
+from sidecar.preflight import preflight
 from sidecar.storage import LocalLister, NamePattern, S3Lister
 
 logger = logging.getLogger("sidecar")
+EXIT_PREFLIGHT = 3  # preflight: require, and exactly once cannot hold as configured
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,6 +83,14 @@ def main(argv: list[str] | None = None) -> int:
         report = loop.run_once()
         print(f"owned={[tuple(tp) for tp in report.owned]} sent={len(report.sent)} statuses={report.statuses}")
         return 0
+    checked = preflight(
+        config, ConnectRest(config.connect.url), ServiceClient(config.service.url, config.service.token)
+    )
+    if not checked.proceed:
+        print(f"lakegate-sidecar: preflight (preflight: require): {checked.reason}", file=sys.stderr)
+        for f in checked.report.blocking() if checked.report else ():
+            print(f"  BLOCKING {f.connector}: {f.check.value}: {f.message}; change {f.key}: {f.fix}", file=sys.stderr)
+        return EXIT_PREFLIGHT
     server = serve(metrics, config.http.host, config.http.port)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -15,6 +15,7 @@ from typing import Any
 
 import requests
 
+from lakegate_core.doctor import DoctorReport, DoctorRequest
 from lakegate_core.protocol import LeaseRequest, LeaseResponse, Manifest, ManifestReceipt
 from lakegate_core.status import TableList
 from lakegate_core.types import PartitionOffsets
@@ -26,7 +27,7 @@ RETRY_STATUS = {409, 429, 500, 502, 503, 504}
 
 
 class ServiceClient:
-    """Calls ``GET /v1/tables`` and ``POST /v1/manifests`` with a bearer token."""
+    """Calls ``GET /v1/tables``, ``POST /v1/leases``, ``POST /v1/manifests`` and ``POST /v1/doctor`` with a bearer token."""
 
     def __init__(
         self,
@@ -78,6 +79,10 @@ class ServiceClient:
     def claim(self, request: LeaseRequest) -> LeaseResponse:
         """Lease partitions: whether fencing is on, and a grant or refusal per partition."""
         return LeaseResponse.from_dict(self._call("POST", "/v1/leases", json=request.to_dict()))
+
+    def doctor(self, request: DoctorRequest) -> DoctorReport:
+        """The doctor's report on this sidecar's connectors (``POST /v1/doctor``), which the service keeps."""
+        return DoctorReport.from_json(self._call("POST", "/v1/doctor", json=request.to_dict()))
 
     def send(self, manifest: Manifest) -> ManifestReceipt:
         return ManifestReceipt.from_dict(self._call("POST", "/v1/manifests", json=manifest.to_dict()))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,6 +21,15 @@ from lakegate_core.protocol import FileFormat
 from sidecar.errors import SidecarConfigError
 
 ENV_PREFIX = "LAKEGATE_SIDECAR_"
+
+
+class PreflightMode(str, Enum):
+    """``preflight``: what the sidecar does at start with the doctor's findings on its connectors
+    (:mod:`sidecar.preflight`)."""
+
+    REPORT = "report"  # log them, then run
+    REQUIRE = "require"  # exit (code 3) on a blocking finding, or when the doctor cannot be asked
+    OFF = "off"  # do not ask
 
 
 @dataclass(frozen=True)
@@ -83,6 +93,7 @@ class SidecarConfig:
     max_files_per_manifest: int = 500
     http: HttpConfig = field(default_factory=HttpConfig)
     log_format: str = "text"
+    preflight: PreflightMode = PreflightMode.REPORT
 
     def __post_init__(self) -> None:
         if self.poll_interval_seconds <= 0 or self.resend_after_seconds <= 0:

@@ -14,48 +14,13 @@ from typing import Any
 
 import requests
 
+from lakegate_core.doctor import ConnectorSpec, doctor_view
 from lakegate_core.errors import ProtocolError
 from lakegate_core.protocol import CsvLayout, FileFormat
+from lakegate_core.sink_config import csv_layout, output_format
 from sidecar.errors import SourceError
 
 logger = logging.getLogger(__name__)
-
-
-# Aiven's format.output.type -> what the service is told (csv is headerless; its layout, from
-# format.output.fields and the value's encoding, goes with each file: csv_layout)
-AIVEN_FORMATS = {"jsonl": FileFormat.JSONL, "parquet": FileFormat.PARQUET, "csv": FileFormat.CSV}
-# Confluent's format.class (its simple name) -> the same
-CONFLUENT_FORMATS = {"ParquetFormat": FileFormat.PARQUET, "JsonFormat": FileFormat.JSONL}
-
-
-def output_format(config: dict[str, Any]) -> tuple[FileFormat | None, str]:
-    """The data file format a sink connector writes, from its own config, and where that came from.
-
-    ``(None, why)`` when it writes a format the service cannot commit (Avro, a JSON array, ...).
-    The compression (``file.compression.type``) is not needed: the service reads it from the bytes.
-    """
-    if "format.output.type" in config:
-        value = str(config["format.output.type"]).strip().lower()
-        found = AIVEN_FORMATS.get(value)
-        return found, f"format.output.type={value}" + ("" if found else " is not jsonl, parquet or csv")
-    if "format.class" in config:
-        simple = str(config["format.class"]).rsplit(".", 1)[-1]
-        found = CONFLUENT_FORMATS.get(simple)
-        return found, f"format.class={simple}" + ("" if found else " is not ParquetFormat or JsonFormat")
-    if "aiven" in str(config.get("connector.class", "")).lower():
-        return FileFormat.CSV, "format.output.type unset: Aiven's default, csv"
-    return None, (
-        "neither format.output.type nor format.class is set; set format.output.type (jsonl, parquet "
-        "or csv) on the connector, or connect.formats in sidecar.yaml"
-    )
-
-
-def csv_layout(config: dict[str, Any]) -> CsvLayout:
-    """How an Aiven sink lays out its CSV lines, from its config: ``format.output.fields`` in order
-    (default ``value``) and ``format.output.fields.value.encoding`` (default ``base64``)."""
-    fields = tuple(f.strip() for f in str(config.get("format.output.fields", "value")).split(",") if f.strip())
-    encoding = str(config.get("format.output.fields.value.encoding", "base64")).strip().lower()
-    return CsvLayout(fields or ("value",), encoding)
 
 
 @dataclass(frozen=True)
@@ -113,6 +78,17 @@ class ConnectRest:
                 fmt, source = None, f"format.output.fields: {exc.reason}"
             layout = None
         return ConnectorView(name, state, mine, topics, fmt, source, layout)
+
+    def spec(self, name: str) -> ConnectorSpec:
+        """The connector as the doctor reads it: the keys of its config it checks, its state."""
+        status = self._get(f"/connectors/{name}/status")
+        if status is None:
+            return ConnectorSpec(name, {}, "MISSING")
+        config = self._get(f"/connectors/{name}/config") or {}
+        failed = tuple(int(t["id"]) for t in status.get("tasks", []) if t.get("state") == "FAILED")
+        return ConnectorSpec(
+            name, doctor_view(config), str(status.get("connector", {}).get("state", "UNKNOWN")), failed
+        )
 
     def followed(self, names: tuple[str, ...], regex: str | None) -> list[str]:
         if regex is None:

@@ -20,16 +20,14 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from lakegate_core.sink_config import NAMING_PRESETS
 from lakegate_core.types import TopicPartition
 from lakegate_core.uri import encode_key
 from sidecar.errors import SidecarConfigError, SourceError
 
 logger = logging.getLogger(__name__)
 
-PRESETS = {
-    "aiven": r"(?P<topic>.+)-(?P<partition>\d+)-(?P<start_offset>\d+)(?:\.[A-Za-z0-9]+)*",
-    "confluent": r"topics/(?P<topic>[^/]+)/partition=(?P<partition>\d+)/(?P=topic)\+(?P=partition)\+(?P<start_offset>\d+)(?:\.[A-Za-z0-9]+)*",
-}
+PRESETS = NAMING_PRESETS  # shared with the service's doctor, which checks a connector's names against them
 
 
 @dataclass(frozen=True)

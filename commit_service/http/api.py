@@ -31,9 +31,11 @@ from commit_service.errors import (
     UnauthorizedError,
 )
 from commit_service.http.audit import MAX_AUDIT_SAMPLE, audit_table
+from commit_service.http.doctor import examine
 from commit_service.http.openapi import document
 from commit_service.http.runtime import ServiceRuntime, runtime
 from commit_service.observe.metrics import CONTENT_TYPE
+from lakegate_core.doctor import DoctorRequest
 from lakegate_core.protocol import LeaseRequest, LeaseResponse, Manifest, ManifestReceipt
 from lakegate_core.status import (
     CommitList,
@@ -266,6 +268,23 @@ def get_audit(table: str) -> Response:
     report = audit_table(rt, table, request_)
     rt.audits[table] = report
     return jsonify(report.to_dict())
+
+
+@bp.get("/v1/doctor")
+def get_doctor() -> Response:
+    """The connectors the sidecars reported at start, checked now."""
+    return jsonify(examine(runtime(), None, remember=False).to_dict())
+
+
+@bp.post("/v1/doctor")
+def post_doctor() -> Response:
+    """These connectors, checked now; a sidecar's report (``sidecar`` set) is also kept for ``GET``."""
+    caller = _caller()
+    caller.require(Role.SIDECAR)
+    asked = DoctorRequest.from_dict(_json_body())
+    if asked.sidecar is not None:
+        caller.speaks_for(asked.sidecar)
+    return jsonify(examine(runtime(), asked, remember=asked.sidecar is not None).to_dict())
 
 
 @bp.get("/v1/commits")

@@ -14,6 +14,7 @@ from flask import Flask, current_app
 
 from commit_service.config import ServiceConfig
 from commit_service.coordination.coordinator import Coordinator
+from commit_service.doctor.doctor import Doctor
 from commit_service.observe.lag import LagHistory, LagSampler
 from commit_service.observe.metrics import ServiceMetrics
 from commit_service.spark import SparkHandle
@@ -36,6 +37,7 @@ class ServiceRuntime:
     lag_history: LagHistory = field(default_factory=LagHistory)  # the status page's plots
     lag: LagSampler | None = None  # fills lag_history; started with the commit loop
     audits: dict[str, AuditReport] = field(default_factory=dict)  # each table's last audit (the status page)
+    doctor: Doctor | None = None  # the connectors' doctor (GET/POST /v1/doctor), built on first use
 
     def init_app(self, app: Flask) -> None:
         app.extensions[EXTENSION] = self

@@ -35,9 +35,11 @@ MAY_IMPORT = {
     "iceberg": {"spark", "domain", "ports", "storage", "config", "errors", "faults"},
     "observe": {"coordination", "domain", "ports", "config", "errors"},
     "audit": {"domain", "ports", "config", "errors"},
+    "doctor": {"domain", "config", "errors"},
     "serving": {"config", "errors"},
     "http": {
         "audit",
+        "doctor",
         "delta",
         "iceberg",
         "spark",
@@ -61,7 +63,7 @@ HEAVY = {
     "werkzeug": {"http"},
     "jinja2": {"http"},
     "gunicorn": {"serving"},
-    "kafka": {"observe", "audit"},
+    "kafka": {"observe", "audit", "doctor"},
     "pyarrow": {"storage"},
     "requests": set(),
 }

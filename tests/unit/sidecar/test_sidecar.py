@@ -25,10 +25,11 @@ from lakegate_core.protocol import (
     ManifestReceipt,
     OffsetSpan,
 )
+from lakegate_core.sink_config import csv_layout, output_format
 from lakegate_core.types import PartitionOffsets, TopicPartition
 from sidecar.client import ServiceClient
 from sidecar.config import LoopSettings, load_config
-from sidecar.connect import ConnectorView, csv_layout, output_format
+from sidecar.connect import ConnectorView
 from sidecar.errors import ServiceError, SidecarConfigError
 from sidecar.loop import SidecarLoop
 from sidecar.metrics import SidecarMetrics

@@ -1,0 +1,319 @@
+"""The doctor's checks of what a connector's own config says of its files (pure).
+
+Each check takes a connector's :class:`~.facts.ConnectorFacts` and returns its findings (none: the
+check passed). Read by :mod:`.doctor` through :data:`SINK_CHECKS`; unit-tested on plain configs.
+"""
+
+from __future__ import annotations
+
+from lakegate_core.doctor import Check, DoctorFinding, DoctorSeverity
+from lakegate_core.errors import ProtocolError
+from lakegate_core.protocol import FileFormat
+from lakegate_core.sink_config import (
+    csv_layout,
+    is_aiven,
+    object_key,
+    output_fields,
+    output_format,
+    parse_name,
+    sink_location,
+)
+
+from .facts import CheckFn, ConnectorFacts
+
+BLOCKING, WARNING, INFO = DoctorSeverity.BLOCKING, DoctorSeverity.WARNING, DoctorSeverity.INFO
+PROBE_PARTITION, PROBE_OFFSET = 7, 1234  # the file a name is rendered for and read back
+BYTES_CONVERTERS = ("ByteArrayConverter", "BinaryConverter")
+SMALL_FILE_RECORDS = 1000  # file.max.records below this makes many small files
+
+
+def file_naming(f: ConnectorFacts) -> list[DoctorFinding]:
+    """Each file's name carries topic, partition and start offset, and the sidecar's naming reads them back."""
+    naming = f.listing.naming if f.listing else "aiven"
+    for topic in f.topics[:20] or ("orders",):
+        name = object_key(f.config, topic, PROBE_PARTITION, PROBE_OFFSET)
+        if name.missing or name.unknown:
+            lacks = ", ".join("{{" + v + "}}" for v in name.missing)
+            extra = ", ".join("{{" + v + "}}" for v in name.unknown)
+            what = f"does not carry {lacks}" if lacks else f"varies by {extra} within one file's range"
+            return [
+                f.finding(
+                    Check.FILE_NAMING,
+                    BLOCKING,
+                    f"the file name ({name.source}) {what}",
+                    "the sidecar learns a file's topic, partition and first offset from its name; without "
+                    "them it cannot order files or prove a range is committed once",
+                    key="file.name.template",
+                    fix="unset file.name.template, or use {{topic}}-{{partition}}-{{start_offset}}",
+                    topic=topic,
+                )
+            ]
+        assert name.key is not None
+        own = sink_location(f.config).prefix
+        full = own + name.key
+        listed = f.listing.prefix if f.listing and f.listing.prefix is not None else own
+        if not full.startswith(listed):
+            return []  # the placement check says the sidecar lists elsewhere
+        try:
+            read = parse_name(naming, full[len(listed) :])
+        except ProtocolError as exc:
+            read, naming = None, f"{naming} ({exc.reason})"
+        if read != (topic, PROBE_PARTITION, PROBE_OFFSET):
+            return [
+                f.finding(
+                    Check.FILE_NAMING,
+                    BLOCKING,
+                    f"the sidecar's naming {naming!r} reads the key {full!r} ({name.source}) as {read}, "
+                    f"not as {(topic, PROBE_PARTITION, PROBE_OFFSET)}",
+                    "files the sidecar cannot read are never sent: their records never reach the table",
+                    key="file.name.template",
+                    fix="name files {{topic}}-{{partition}}-{{start_offset}} (or set storage.naming in sidecar.yaml to match)",
+                    topic=topic,
+                )
+            ]
+    return []
+
+
+def file_format(f: ConnectorFacts) -> list[DoctorFinding]:
+    """The files are in a format the service reads (and a CSV layout it can decode)."""
+    fmt, source = output_format(f.config)
+    if fmt is None:
+        return [
+            f.finding(
+                Check.FORMAT,
+                BLOCKING,
+                f"the service cannot read this sink's files: {source}",
+                "a file the service cannot read is refused, and its records never reach the table",
+                key="format.output.type",
+                fix="format.output.type=parquet (or jsonl)",
+            )
+        ]
+    if fmt is FileFormat.CSV:
+        try:
+            csv_layout(f.config)
+        except ProtocolError as exc:
+            return [
+                f.finding(
+                    Check.FORMAT,
+                    BLOCKING,
+                    f"format.output.fields: {exc.reason}",
+                    "a CSV line is read back by the fields its sink wrote",
+                    key="format.output.fields",
+                    fix="format.output.fields=key,value,offset,timestamp",
+                )
+            ]
+    return []
+
+
+def offset_field(f: ConnectorFacts) -> list[DoctorFinding]:
+    """The records carry their offset, so the orphan guard can check each file's range."""
+    fields = output_fields(f.config)
+    if is_aiven(f.config) and "offset" not in fields:
+        return [
+            f.finding(
+                Check.OFFSET_FIELD,
+                BLOCKING,
+                f"format.output.fields={','.join(fields)} leaves out offset",
+                "without each record's offset in the file the orphan guard cannot tell a stale file a sink "
+                "task left behind (uploaded, then re-written after a crash) from the one Connect committed, "
+                "and the table cannot prove which records it holds",
+                key="format.output.fields",
+                fix="format.output.fields=key,value,offset,timestamp",
+            )
+        ]
+    if not is_aiven(f.config):
+        return [
+            f.finding(
+                Check.OFFSET_FIELD,
+                WARNING,
+                "this sink writes no offset field: the service trusts the file names",
+                "the orphan guard needs the record offsets in the file; a stale file left by a crashed task "
+                "cannot be told from the committed one by its name alone",
+                key="connector.class",
+                fix="Aiven's sink with format.output.fields=key,value,offset,timestamp writes them",
+            )
+        ]
+    return []
+
+
+def upsert_fields(f: ConnectorFacts) -> list[DoctorFinding]:
+    """An upsert table's records carry what its merge reads (value; offset; key for tombstones)."""
+    out = []
+    fields = set(output_fields(f.config)) or {"value"}
+    for name, table in f.routed().items():
+        spec = table.upsert
+        missing = [x for x in spec.required_fields() if x not in fields] if spec else []
+        if missing:
+            out.append(
+                f.finding(
+                    Check.UPSERT_FIELDS,
+                    BLOCKING,
+                    f"upsert table {name} needs the fields {list(spec.required_fields()) if spec else []}; "
+                    f"this sink leaves out {missing}",
+                    "the merge orders a key's changes by offset and reads a tombstone's key from the record's "
+                    "key; a round without them fails and the table stops",
+                    key="format.output.fields",
+                    fix="format.output.fields=key,value,offset,timestamp",
+                    table=name,
+                )
+            )
+    return out
+
+
+def key_converter(f: ConnectorFacts) -> list[DoctorFinding]:
+    """An upsert table that deletes by the record's key gets keys as text it can read."""
+    needs_key = [n for n, t in f.routed().items() if t.upsert is not None and t.upsert.delete_on_tombstone]
+    if not needs_key:
+        return []
+    converter = f.config.get("key.converter")
+    if converter is None:
+        return [
+            f.finding(
+                Check.KEY_CONVERTER,
+                INFO,
+                "key.converter is not set on the connector: it inherits the worker's, which the doctor cannot read",
+                f"{', '.join(needs_key)} delete a key on a tombstone, read from the record's key as text",
+                key="key.converter",
+                fix="set key.converter=org.apache.kafka.connect.storage.StringConverter (or JsonConverter) on the connector",
+                table=needs_key[0],
+            )
+        ]
+    if converter.rsplit(".", 1)[-1] in BYTES_CONVERTERS:
+        return [
+            f.finding(
+                Check.KEY_CONVERTER,
+                BLOCKING,
+                f"key.converter={converter.rsplit('.', 1)[-1]}: the sink writes each key as base64 text",
+                f"{', '.join(needs_key)} read a tombstone's key as JSON (or the bare key); base64 text "
+                "matches no row, so deletes are lost",
+                key="key.converter",
+                fix="key.converter=org.apache.kafka.connect.storage.StringConverter (JSON keys as text)",
+                table=needs_key[0],
+            )
+        ]
+    return []
+
+
+def errors_tolerance(f: ConnectorFacts) -> list[DoctorFinding]:
+    """Records Connect cannot convert are not dropped silently."""
+    if f.config.get("errors.tolerance", "none").strip().lower() != "all":
+        return []
+    if not f.config.get("errors.deadletterqueue.topic.name"):
+        return [
+            f.finding(
+                Check.ERRORS_TOLERANCE,
+                BLOCKING,
+                "errors.tolerance=all without a dead letter queue",
+                "a record Connect cannot convert is skipped and its offset committed: it is lost without "
+                "a trace, and the table shows only a gap",
+                key="errors.tolerance",
+                fix="errors.tolerance=none (the task stops on a bad record), or set errors.deadletterqueue.topic.name",
+            )
+        ]
+    return [
+        f.finding(
+            Check.ERRORS_TOLERANCE,
+            WARNING,
+            f"errors.tolerance=all: bad records go to {f.config['errors.deadletterqueue.topic.name']}, not the table",
+            "records routed to Connect's dead letter queue are gaps in the table; the audit reports them",
+            key="errors.deadletterqueue.topic.name",
+            fix="watch the dead letter topic and replay what belongs in the table",
+        )
+    ]
+
+
+def file_cadence(f: ConnectorFacts) -> list[DoctorFinding]:
+    """Files complete at least as often as the tables commit, and are not tiny."""
+    out = []
+    intervals = [t.commit.interval_seconds for t in f.routed().values()]
+    interval = min(intervals) if intervals else None
+    for key in ("rotate.schedule.interval.ms", "rotate.interval.ms"):
+        raw = f.config.get(key)
+        if raw and raw.lstrip("-").isdigit() and interval and int(raw) > interval * 1000:
+            out.append(
+                f.finding(
+                    Check.FILE_CADENCE,
+                    WARNING,
+                    f"{key}={raw}: files complete every {int(raw) / 1000:g} s, the tables commit every {interval:g} s",
+                    "a round commits only completed files: records wait for the file to close, so freshness "
+                    "is bounded by the file cadence, not the commit interval",
+                    key=key,
+                    fix=f"{key}={int(interval * 1000)} or less",
+                )
+            )
+    if (
+        not is_aiven(f.config)
+        and "flush.size" in f.config
+        and not any(f.config.get(k) for k in ("rotate.schedule.interval.ms", "rotate.interval.ms"))
+    ):
+        out.append(
+            f.finding(
+                Check.FILE_CADENCE,
+                WARNING,
+                f"flush.size={f.config['flush.size']} and no rotation interval: a file closes only when full",
+                "a quiet partition holds its last records in an open file indefinitely: they never commit",
+                key="rotate.schedule.interval.ms",
+                fix="rotate.schedule.interval.ms at or below the commit interval",
+            )
+        )
+    raw = f.config.get("file.max.records", "")
+    if raw.isdigit() and 0 < int(raw) < SMALL_FILE_RECORDS:
+        out.append(
+            f.finding(
+                Check.FILE_CADENCE,
+                WARNING,
+                f"file.max.records={raw}: many small files",
+                "each file is a manifest entry, a footer read and a table file until compaction: small files "
+                "cost commit time and reader time",
+                key="file.max.records",
+                fix="file.max.records=0 (a file per flush), or keep tables[].maintenance on",
+            )
+        )
+    if is_aiven(f.config) and interval is not None and not out:
+        out.append(
+            f.finding(
+                Check.FILE_CADENCE,
+                INFO,
+                "Aiven's sink completes its files at the worker's offset flush (offset.flush.interval.ms, a "
+                "worker setting the doctor cannot read; Connect's default is 60000)",
+                f"a round commits only completed files: keep the flush at or below the commit interval ({interval:g} s)",
+                key="offset.flush.interval.ms",
+                fix=f"offset.flush.interval.ms={int(interval * 1000)} in the worker's properties",
+            )
+        )
+    return out
+
+
+def connector_state(f: ConnectorFacts) -> list[DoctorFinding]:
+    """The connector and its tasks run."""
+    state = f.spec.state
+    if state is None or (state == "RUNNING" and not f.spec.failed_tasks):
+        return []
+    if state == "MISSING":
+        message, severity = "Connect has no such connector", BLOCKING
+    elif f.spec.failed_tasks:
+        message, severity = f"tasks {list(f.spec.failed_tasks)} failed", WARNING
+    else:
+        message, severity = f"the connector is {state}", WARNING
+    return [
+        f.finding(
+            Check.CONNECTOR_STATE,
+            severity,
+            message,
+            "a stopped task writes no files: its partitions' records wait in Kafka (and expire with its retention)",
+            key="connector.class",
+            fix="see the task's trace in Connect's status API; restart it when the cause is fixed",
+        )
+    ]
+
+
+SINK_CHECKS: dict[Check, CheckFn] = {
+    Check.CONNECTOR_STATE: connector_state,
+    Check.FORMAT: file_format,
+    Check.FILE_NAMING: file_naming,
+    Check.OFFSET_FIELD: offset_field,
+    Check.UPSERT_FIELDS: upsert_fields,
+    Check.KEY_CONVERTER: key_converter,
+    Check.ERRORS_TOLERANCE: errors_tolerance,
+    Check.FILE_CADENCE: file_cadence,
+}

@@ -1,0 +1,185 @@
+"""What a storage sink connector's config says about the files it writes.
+
+Standard library only. Read by the sidecar (which format each connector writes, how its CSV lines
+are laid out, how its object keys are named: :mod:`sidecar.connect`, :mod:`sidecar.storage`) and by
+the service's doctor (:mod:`commit_service.doctor`), which checks a connector's config against what
+exactly once needs. Both speak of the same keys of Aiven's sink (``format.output.type``,
+``format.output.fields``, ``file.name.template``, ``aws.s3.prefix``) and of Confluent's
+(``format.class``, ``topics.dir``, ``s3.bucket.name``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lakegate_core.errors import ProtocolError
+from lakegate_core.protocol import CsvLayout, FileFormat
+
+# Aiven's format.output.type -> what the service is told (csv is headerless; its layout, from
+# format.output.fields and the value's encoding, goes with each file: csv_layout)
+AIVEN_FORMATS = {"jsonl": FileFormat.JSONL, "parquet": FileFormat.PARQUET, "csv": FileFormat.CSV}
+# Confluent's format.class (its simple name) -> the same
+CONFLUENT_FORMATS = {"ParquetFormat": FileFormat.PARQUET, "JsonFormat": FileFormat.JSONL}
+
+# How the sidecar reads an object key (relative to its listing prefix) as (topic, partition, start)
+NAMING_PRESETS = {
+    "aiven": r"(?P<topic>.+)-(?P<partition>\d+)-(?P<start_offset>\d+)(?:\.[A-Za-z0-9]+)*",
+    "confluent": r"topics/(?P<topic>[^/]+)/partition=(?P<partition>\d+)/(?P=topic)\+(?P=partition)\+(?P<start_offset>\d+)(?:\.[A-Za-z0-9]+)*",
+}
+
+# Aiven's file.compression.type -> the extension its file names get (unset: gzip's)
+COMPRESSION_EXTENSIONS = {"none": "", "gzip": ".gz", "snappy": ".snappy", "zstd": ".zst"}
+TEMPLATE_VARIABLE = re.compile(r"\{\{\s*([^}:\s]+)\s*(?::\s*([^}]*?)\s*)?}}")
+NAME_VARIABLES = ("topic", "partition", "start_offset")  # what a file's name must carry
+
+
+def output_format(config: Mapping[str, Any]) -> tuple[FileFormat | None, str]:
+    """The data file format a sink connector writes, from its own config, and where that came from.
+
+    ``(None, why)`` when it writes a format the service cannot commit (Avro, a JSON array, ...).
+    The compression (``file.compression.type``) is not needed: the service reads it from the bytes.
+    """
+    if "format.output.type" in config:
+        value = str(config["format.output.type"]).strip().lower()
+        found = AIVEN_FORMATS.get(value)
+        return found, f"format.output.type={value}" + ("" if found else " is not jsonl, parquet or csv")
+    if "format.class" in config:
+        simple = str(config["format.class"]).rsplit(".", 1)[-1]
+        found = CONFLUENT_FORMATS.get(simple)
+        return found, f"format.class={simple}" + ("" if found else " is not ParquetFormat or JsonFormat")
+    if is_aiven(config):
+        return FileFormat.CSV, "format.output.type unset: Aiven's default, csv"
+    return None, (
+        "neither format.output.type nor format.class is set; set format.output.type (jsonl, parquet "
+        "or csv) on the connector, or connect.formats in sidecar.yaml"
+    )
+
+
+def csv_layout(config: Mapping[str, Any]) -> CsvLayout:
+    """How an Aiven sink lays out its CSV lines, from its config: ``format.output.fields`` in order
+    (default ``value``) and ``format.output.fields.value.encoding`` (default ``base64``)."""
+    encoding = str(config.get("format.output.fields.value.encoding", "base64")).strip().lower()
+    return CsvLayout(output_fields(config) or ("value",), encoding)
+
+
+def is_aiven(config: Mapping[str, Any]) -> bool:
+    """Whether the connector speaks Aiven's keys (its class, or ``format.output.type`` set)."""
+    return "aiven" in str(config.get("connector.class", "")).lower() or "format.output.type" in config
+
+
+def output_fields(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The record fields an Aiven sink writes (``format.output.fields``, default ``value``); empty
+    for a sink without the key (Confluent's writes the value alone)."""
+    if not is_aiven(config) and "format.output.fields" not in config:
+        return ()
+    raw = str(config.get("format.output.fields", "value"))
+    return tuple(f.strip() for f in raw.split(",") if f.strip()) or ("value",)
+
+
+@dataclass(frozen=True)
+class SinkLocation:
+    """Where a sink writes: its bucket and the key prefix every object it writes starts with."""
+
+    scheme: str  # s3 | gs | hdfs | "" (not told)
+    bucket: str | None
+    prefix: str = ""
+
+    @property
+    def uri(self) -> str | None:
+        """As the service's ``allowed_roots`` and table paths spell S3 (``s3a://``), or None."""
+        if not self.bucket:
+            return None
+        scheme = "s3a" if self.scheme == "s3" else self.scheme
+        return f"{scheme}://{self.bucket}/{self.prefix}"
+
+
+def sink_location(config: Mapping[str, Any]) -> SinkLocation:
+    """The bucket and fixed key prefix of a sink's objects (Aiven's S3 and GCS sinks, Confluent's S3)."""
+    for scheme, keys in (
+        ("s3", ("aws.s3.bucket.name", "aws_s3_bucket", "s3.bucket.name")),
+        ("gs", ("gcs.bucket.name",)),
+    ):
+        for key in keys:
+            if config.get(key):
+                return SinkLocation(scheme, str(config[key]), _fixed_prefix(config))
+    return SinkLocation("", None)
+
+
+def _fixed_prefix(config: Mapping[str, Any]) -> str:
+    prefix = config.get("aws.s3.prefix") or config.get("aws_s3_prefix") or config.get("file.name.prefix")
+    if prefix:
+        return str(prefix)
+    template = config.get("file.name.template")
+    if template and is_aiven(config):  # the part of the template before its first variable
+        return str(template).split("{{", 1)[0]
+    return ""
+
+
+@dataclass(frozen=True)
+class RenderedName:
+    """The key a sink would give a file of (topic, partition, start), relative to its location's
+    prefix; ``missing`` names the variables its naming does not carry (then ``key`` is None)."""
+
+    key: str | None
+    source: str  # which config key decided the name (for messages)
+    missing: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()  # template variables that vary by record (key, timestamp): not one file per start
+
+
+def object_key(config: Mapping[str, Any], topic: str, partition: int, start: int) -> RenderedName:
+    """The object key a sink connector gives the file of ``topic``/``partition`` starting at ``start``,
+    by Aiven's rules (an ``aws.s3.prefix`` names ``<prefix><topic>-<partition>-<start, 20 digits>``
+    plus the compression's extension; else ``file.name.template``, default
+    ``{{topic}}-{{partition}}-{{start_offset}}`` plus the extension) or Confluent's
+    (``<topics.dir>/<topic>/partition=<p>/<topic>+<p>+<start>.<ext>``)."""
+    if not is_aiven(config) and "format.class" in config:
+        topics_dir = str(config.get("topics.dir", "topics")).strip("/")
+        ext = ".parquet" if "Parquet" in str(config["format.class"]) else ".json"
+        key = f"{topics_dir}/{topic}/partition={partition}/{topic}+{partition}+{start}{ext}"
+        return RenderedName(key, "Confluent's naming (topics.dir, format.class)")
+    compression = str(config.get("file.compression.type", "gzip")).strip().lower()
+    ext = COMPRESSION_EXTENSIONS.get(compression, "")
+    prefix = config.get("aws.s3.prefix") or config.get("aws_s3_prefix")
+    if prefix:
+        return RenderedName(f"{topic}-{partition}-{start:020d}{ext}", "aws.s3.prefix (Aiven's prefix naming)")
+    template = config.get("file.name.template")
+    if not template:
+        return RenderedName(f"{topic}-{partition}-{start}{ext}", "file.name.template unset (Aiven's default)")
+    values = {"topic": topic, "partition": partition, "start_offset": start}
+    seen: set[str] = set()
+    unknown: list[str] = []
+
+    def fill(m: re.Match[str]) -> str:
+        name, params = m.group(1).lower(), (m.group(2) or "").replace(" ", "").lower()
+        if name not in values:
+            unknown.append(name)
+            return "{" + name + "}"
+        seen.add(name)
+        if "padding=true" in params:
+            return f"{values[name]:0{20 if name == 'start_offset' else 10}d}"
+        return str(values[name])
+
+    rendered = TEMPLATE_VARIABLE.sub(fill, str(template))
+    missing = tuple(v for v in NAME_VARIABLES if v not in seen)
+    fixed = _fixed_prefix(config)
+    key = rendered[len(fixed) :] if rendered.startswith(fixed) else rendered
+    source = f"file.name.template={template}"
+    return RenderedName(None if missing else key, source, missing, tuple(unknown))
+
+
+def parse_name(regex: str, key: str) -> tuple[str, int, int] | None:
+    """(topic, partition, start) as a naming regex (a preset's or a custom one with the named
+    groups ``topic``, ``partition``, ``start_offset``) reads ``key``; None if it does not match."""
+    try:
+        m = re.fullmatch(NAMING_PRESETS.get(regex, regex), key)
+    except re.error as exc:
+        raise ProtocolError("naming", f"not a regular expression: {exc}") from None
+    if m is None:
+        return None
+    try:
+        return m.group("topic"), int(m.group("partition")), int(m.group("start_offset"))
+    except (IndexError, ValueError):
+        return None
