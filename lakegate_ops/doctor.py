@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         "default: the connectors the sidecars reported",
     )
     parser.add_argument(
-        "--connector", action="append", default=[], metavar="NAME", help="with --connect: only these connectors"
+        "--connector", action="append", default=[], metavar="NAME", help="only these connectors (repeatable)"
     )
     parser.add_argument(
         "--naming", default="aiven", help="with --connect: how the sidecars read file names (aiven, confluent, a regex)"
@@ -134,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
             body: dict[str, Any] = DoctorRequest(tuple(specs), Listing(args.naming, args.bucket, args.prefix)).to_dict()
             raw = call(session, "POST", f"{base}/v1/doctor", args.timeout, json=body)
         else:
-            raw = call(session, "GET", f"{base}/v1/doctor", args.timeout)
+            raw = call(
+                session, "GET", f"{base}/v1/doctor", args.timeout, params=[("connector", c) for c in args.connector]
+            )
         report = DoctorReport.from_json(raw)
     except (ApiCallError, KeyError, ValueError, TypeError) as exc:
         print(f"lakegate-doctor: {exc}", file=sys.stderr)

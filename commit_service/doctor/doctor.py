@@ -82,14 +82,17 @@ class Doctor:
         with self._lock:
             return sorted(self._reported.values(), key=lambda r: r.spec.name)
 
-    def examine(self, request: DoctorRequest | None = None) -> DoctorReport:
-        """Check ``request``'s connectors (default: every connector the sidecars reported)."""
+    def examine(self, request: DoctorRequest | None = None, only: frozenset[str] = frozenset()) -> DoctorReport:
+        """Check ``request``'s connectors (default: every connector the sidecars reported; ``only``:
+        those of these names)."""
         started = self.clock()
         if request is not None:
             source = f"sidecar {request.sidecar}" if request.sidecar else "request"
             subjects = [Reported(s, request.listing, source) for s in request.connectors]
         else:
             subjects = self.reported()
+        if only:
+            subjects = [r for r in subjects if r.spec.name in only]
         kafka, note, names = self._kafka(subjects)
         committed = self.table_offsets()
         findings: list[DoctorFinding] = []

@@ -272,8 +272,9 @@ def get_audit(table: str) -> Response:
 
 @bp.get("/v1/doctor")
 def get_doctor() -> Response:
-    """The connectors the sidecars reported at start, checked now."""
-    return jsonify(examine(runtime(), None, remember=False).to_dict())
+    """The connectors the sidecars reported at start (``?connector=``: those named), checked now."""
+    only = frozenset(request.args.getlist("connector"))
+    return jsonify(examine(runtime(), None, remember=False, only=only).to_dict())
 
 
 @bp.post("/v1/doctor")

@@ -41,12 +41,14 @@ def doctor_of(rt: ServiceRuntime) -> Doctor:
         return rt.doctor
 
 
-def examine(rt: ServiceRuntime, request: DoctorRequest | None, remember: bool) -> DoctorReport:
-    """Check ``request``'s connectors (None: those the sidecars reported); ``remember`` keeps them
-    for ``GET /v1/doctor`` (a sidecar's report)."""
+def examine(
+    rt: ServiceRuntime, request: DoctorRequest | None, remember: bool, only: frozenset[str] = frozenset()
+) -> DoctorReport:
+    """Check ``request``'s connectors (None: those the sidecars reported; ``only``: those of these
+    names); ``remember`` keeps them for ``GET /v1/doctor`` (a sidecar's report)."""
     if not rt.ready:
         raise NotReadyError("the service is starting; ask the doctor when /readyz is ready")
     doctor = doctor_of(rt)
     if request is not None and remember:
         doctor.remember(request)
-    return doctor.examine(request)
+    return doctor.examine(request, only)

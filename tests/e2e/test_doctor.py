@@ -176,12 +176,16 @@ def test_the_doctor_passes_a_right_connector_and_flags_each_wrong_one(
         assert reported.status_code == 200, reported.text
         report = reported.json()
         assert [(c["name"], c["tables"], c["source"]) for c in report["connectors"]] == [
-            ("doc-right", ["doc_good"], "sidecar sidecar-right")
+            ("doc-right", ["doc_good"], "sidecar sidecar-right"),
+            ("doc-wrong", ["doc_short", "doc_txn"], "sidecar sidecar-wrong"),  # the refused sidecar's report is kept
         ]
-        assert report["ok"] and [f for f in report["findings"] if f["severity"] != "info"] == [], report["findings"]
-        ran = doctor(service, "--token", READ_TOKEN, "--require", "exactly-once")
+        noted = [f for f in report["findings"] if f["connector"] == "doc-right" and f["severity"] != "info"]
+        assert not report["ok"] and noted == [], report["findings"]
+        ran = doctor(service, "--token", READ_TOKEN, "--require", "exactly-once", "--connector", "doc-right")
         assert ran.returncode == 0, ran.stdout + ran.stderr
-        assert "doc-right -> doc_good: OK" in ran.stdout
+        assert "doc-right -> doc_good: OK" in ran.stdout and "doc-wrong" not in ran.stdout
+        ran = doctor(service, "--token", READ_TOKEN, "--require", "exactly-once")
+        assert ran.returncode == 1 and "doc-wrong -> doc_short, doc_txn: BLOCKED" in ran.stdout, ran.stdout
 
         # every connector of the worker, read by the CLI from Connect's REST API
         ran = doctor(
