@@ -27,6 +27,11 @@ BYTES_CONVERTERS = ("ByteArrayConverter", "BinaryConverter")
 SMALL_FILE_RECORDS = 1000  # file.max.records below this makes many small files
 
 
+def count(raw: str) -> int | None:
+    """A config value as a non-negative count (at most 18 digits), or None."""
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 18 else None
+
+
 def file_naming(f: ConnectorFacts) -> list[DoctorFinding]:
     """Each file's name carries topic, partition and start offset, and the sidecar's naming reads them back."""
     naming = f.listing.naming if f.listing else "aiven"
@@ -228,8 +233,8 @@ def file_cadence(f: ConnectorFacts) -> list[DoctorFinding]:
     intervals = [t.commit.interval_seconds for t in f.routed().values()]
     interval = min(intervals) if intervals else None
     for key in ("rotate.schedule.interval.ms", "rotate.interval.ms"):
-        raw = f.config.get(key)
-        if raw and raw.lstrip("-").isdigit() and interval and int(raw) > interval * 1000:
+        raw = f.config.get(key, "")
+        if count(raw) is not None and interval and int(raw) > interval * 1000:
             out.append(
                 f.finding(
                     Check.FILE_CADENCE,
@@ -257,7 +262,7 @@ def file_cadence(f: ConnectorFacts) -> list[DoctorFinding]:
             )
         )
     raw = f.config.get("file.max.records", "")
-    if raw.isdigit() and 0 < int(raw) < SMALL_FILE_RECORDS:
+    if count(raw) is not None and 0 < int(raw) < SMALL_FILE_RECORDS:
         out.append(
             f.finding(
                 Check.FILE_CADENCE,

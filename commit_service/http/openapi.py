@@ -14,7 +14,7 @@ import typing
 from enum import Enum
 from typing import Any
 
-from lakegate_core import audit, protocol, status
+from lakegate_core import audit, doctor, protocol, status
 from lakegate_core.types import PartitionOffsets, TopicPartition
 from lakegate_core.wire import MAX_LONG, MAX_PARTITION
 
@@ -46,6 +46,12 @@ MODELS: tuple[type, ...] = (
     audit.Finding,
     audit.AuditCounts,
     audit.AuditReport,
+    doctor.ConnectorSpec,
+    doctor.Listing,
+    doctor.DoctorRequest,
+    doctor.DoctorFinding,
+    doctor.ConnectorVerdict,
+    doctor.DoctorReport,
 )
 NON_NEGATIVE = {
     "partition",
@@ -71,12 +77,16 @@ NON_NEGATIVE = {
     "dead_letters",
     "first",
     "last",
+    "checked_at_ms",
+    "failed_tasks",
+    "started_at_ms",
 }
 MAXIMUM = {"partition": MAX_PARTITION, "start_offset": MAX_LONG - 1, "end_offset": MAX_LONG - 1}
 NAMESPACE = {
     **vars(protocol),
     **vars(status),
     **vars(audit),
+    **vars(doctor),
     "PartitionOffsets": PartitionOffsets,
     "TopicPartition": TopicPartition,
 }
@@ -302,6 +312,32 @@ def document() -> dict[str, Any]:
                     ],
                     "responses": {"200": _resp("The report", _ref("AuditReport")), **_errors()},
                 }
+            },
+            "/v1/doctor": {
+                "get": {
+                    "summary": "Check the connectors the sidecars reported against what exactly once needs",
+                    "description": "Read-only; reads Kafka's topic configs and log ends. ok=false when a finding "
+                    "is blocking (docs/operations.md).",
+                    "security": secured,
+                    "parameters": [
+                        {
+                            "name": "connector",
+                            "in": "query",
+                            "schema": {"type": "array", "items": {"type": "string"}},
+                            "style": "form",
+                            "explode": True,
+                        }
+                    ],
+                    "responses": {"200": _resp("The report", _ref("DoctorReport")), **_errors()},
+                },
+                "post": {
+                    "summary": "Check these connectors (sidecar at start, or lakegate-doctor --connect)",
+                    "description": "A body with sidecar set is also kept for GET. Only the config keys the doctor "
+                    "reads are kept; any other key is dropped.",
+                    "security": secured,
+                    "requestBody": _body(doctor.DoctorRequest),
+                    "responses": {"200": _resp("The report", _ref("DoctorReport")), **_errors()},
+                },
             },
             "/v1/commits": {
                 "get": {
