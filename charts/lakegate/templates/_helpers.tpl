@@ -216,6 +216,7 @@ The service's config file (service.yaml, docs/configuration.md) from .Values.con
       "resend_after_seconds" $s.config.resend_after_seconds
       "max_files_per_manifest" $s.config.max_files_per_manifest
       "log_format" $s.config.log_format
+      "preflight" $s.config.preflight
       "http" (dict "host" "0.0.0.0" "port" $s.httpPort) -}}
 {{- toYaml $cfg -}}
 {{- end }}
