@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from urllib.parse import quote
 
-import requests
-
 from lakegate_core.audit import AuditReport, Severity
-from lakegate_ops.api import ApiCallError, call
+from lakegate_ops.api import ApiCallError, add_service_arguments, call, service_session
 
 EXIT_OK, EXIT_BREACH, EXIT_ERROR = 0, 1, 2
 TIMEOUT_SECONDS = 900.0  # an audit reads the whole table
@@ -32,14 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="See docs/operations.md for what each finding means and how to fix it.",
     )
     parser.add_argument("tables", nargs="*", metavar="TABLE", help="tables to audit (default: every table)")
-    parser.add_argument(
-        "--service",
-        default=os.environ.get("LAKEGATE_SERVICE_URL", "http://localhost:8080"),
-        help="the commit service's URL (default: $LAKEGATE_SERVICE_URL or http://localhost:8080)",
-    )
-    parser.add_argument(
-        "--token", default=os.environ.get("LAKEGATE_TOKEN"), help="a bearer token (default: $LAKEGATE_TOKEN)"
-    )
+    add_service_arguments(parser)
     parser.add_argument("--sample", type=int, default=100, help="records read back from Kafka per table (default 100)")
     parser.add_argument("--seed", type=int, default=0, help="the sample's seed: the same seed picks the same records")
     parser.add_argument("--json", action="store_true", help="print the reports as JSON lines")
@@ -70,9 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         print("lakegate-audit: --sample must be 0 or more", file=sys.stderr)
         return EXIT_ERROR
     base = args.service.rstrip("/")
-    session = requests.Session()
-    if args.token:
-        session.headers["Authorization"] = f"Bearer {args.token}"
+    session = service_session(args.token)
     worst = EXIT_OK
     try:
         tables = args.tables or [t["table"] for t in call(session, "GET", f"{base}/v1/tables", 30)["tables"]]

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 import requests
 
 from lakegate_core.doctor import ConnectorSpec, DoctorReport, DoctorRequest, DoctorSeverity, Listing, doctor_view
-from lakegate_ops.api import ApiCallError, call
+from lakegate_ops.api import ApiCallError, add_service_arguments, call, service_session
 
 EXIT_OK, EXIT_BLOCKED, EXIT_ERROR = 0, 1, 2
 TIMEOUT_SECONDS = 120.0
@@ -34,14 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         "finding; 2 when the doctor could not run.",
         epilog="See docs/operations.md for what each finding means and how to fix it.",
     )
-    parser.add_argument(
-        "--service",
-        default=os.environ.get("LAKEGATE_SERVICE_URL", "http://localhost:8080"),
-        help="the commit service's URL (default: $LAKEGATE_SERVICE_URL or http://localhost:8080)",
-    )
-    parser.add_argument(
-        "--token", default=os.environ.get("LAKEGATE_TOKEN"), help="a bearer token (default: $LAKEGATE_TOKEN)"
-    )
+    add_service_arguments(parser)
     parser.add_argument(
         "--connect",
         action="append",
@@ -119,9 +111,7 @@ def summary(report: DoctorReport) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     base = args.service.rstrip("/")
-    session = requests.Session()
-    if args.token:
-        session.headers["Authorization"] = f"Bearer {args.token}"
+    session = service_session(args.token)
     try:
         if args.connect:
             specs: list[ConnectorSpec] = []
