@@ -124,6 +124,25 @@ class CommitListener(Protocol):
     def rejected(self, reason: str) -> None: ...
 
 
+class CommitListeners:
+    """Several :class:`CommitListener` told in turn (the metrics, the Spark UI's tab)."""
+
+    def __init__(self, *listeners: CommitListener) -> None:
+        self.listeners = listeners
+
+    def committed(self, record: CommitRecord) -> None:
+        for listener in self.listeners:
+            listener.committed(record)
+
+    def failed(self, table: str, error: CommitError) -> None:
+        for listener in self.listeners:
+            listener.failed(table, error)
+
+    def rejected(self, reason: str) -> None:
+        for listener in self.listeners:
+            listener.rejected(reason)
+
+
 class DeadLetterStore(Protocol):
     """The durable record of one table's dead letters."""
 

@@ -30,8 +30,9 @@ from commit_service.http.status_page import init_sessions, ui
 from commit_service.iceberg import iceberg_committer_factory
 from commit_service.observe.lag import LagSampler, LogEnds
 from commit_service.observe.metrics import ServiceMetrics
-from commit_service.ports import CommitterFactory, ConnectGroups, DeadLetterStore
+from commit_service.ports import CommitListeners, CommitterFactory, ConnectGroups, DeadLetterStore
 from commit_service.spark import SparkHandle
+from commit_service.spark.ui_events import SparkUiCommits
 from lakegate_core.connect_group import GroupReader
 from lakegate_core.status import ErrorInfo
 
@@ -96,7 +97,8 @@ def create_app(
         dead_letters=dead_letters,
     )
     metrics = ServiceMetrics(coordinator.summaries)
-    coordinator.listener = metrics
+    formats = {t.name: t.format.value for t in config.tables}
+    coordinator.listener = CommitListeners(metrics, SparkUiCommits(spark, formats))
     rt = ServiceRuntime(config, coordinator, metrics, spark)
     ends = LogEnds.for_kafka(config.kafka) if config.kafka is not None else None
     rt.lag = LagSampler(coordinator.summaries, ends, rt.lag_history)

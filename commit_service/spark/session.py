@@ -86,6 +86,11 @@ LOCAL_LOG_STORE = "io.lakegate.delta.LocalListFromLogStore"
 LOCAL_FILE_SYSTEM = "io.lakegate.delta.NioPermissionsLocalFileSystem"
 LOCAL_FILE_SYSTEM_JAR = "-local-fs.jar"  # the log-store group's jar that holds it, and nothing else
 DRIVER_CLASS_PATH = "spark.driver.extraClassPath"
+# The Spark UI's "Lakegate" tab (delta-log-store/, io.lakegate.spark.ui): every commit, zero-copy ones
+# included, posted on the listener bus by commit_service.spark.ui_events (and so into the event log
+# for the History Server, which takes the same jar).
+UI_PLUGIN = "io.lakegate.spark.ui.LakegatePlugin"
+PLUGINS = "spark.plugins"
 LOCAL_LOG_WRITES = {
     "spark.delta.logStore.file.impl": LOCAL_LOG_STORE,
     "spark.hadoop.io.delta.kernel.logStore.file.impl": LOCAL_LOG_STORE,
@@ -135,6 +140,7 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.hadoop.delta.enableFastS3AListFrom": "true",
         **LOCAL_LOG_WRITES,
         "spark.hadoop.fs.file.impl": LOCAL_FILE_SYSTEM,
+        PLUGINS: UI_PLUGIN,
     }
     if settings.local_dir is not None:
         conf["spark.local.dir"] = str(settings.local_dir / "tmp")
@@ -144,7 +150,10 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         conf.update(s3a_conf(settings.s3))
     user = {str(k): str(v) for k, v in settings.conf.items()}
     user_class_path = user.pop(DRIVER_CLASS_PATH, "")  # added to the file system's jar, not instead of it
+    user_plugins = user.pop(PLUGINS, "")  # added to Lakegate's UI plugin, not instead of it
     conf.update(user)
+    if user_plugins:
+        conf[PLUGINS] = ",".join([UI_PLUGIN, *(p for p in user_plugins.split(",") if p.strip() and p != UI_PLUGIN)])
     if user_class_path:
         conf[DRIVER_CLASS_PATH] = os.pathsep.join([conf[DRIVER_CLASS_PATH], user_class_path])
     return conf

@@ -147,3 +147,27 @@ def test_the_peer_sink_plugin_leaves_kafka_and_logging_to_the_worker() -> None:
     group = artifacts.GROUPS["iceberg-sink"]
     assert any(d.coordinate.startswith("org.apache.iceberg:iceberg-kafka-connect:") for d in group.dependencies)
     assert {"kafka-clients", "slf4j-", "log4j-"} <= set(group.drop_prefixes)
+
+
+def test_the_spark_ui_plugin_compiles_against_the_spark_and_libraries_pyspark_ships() -> None:
+    """delta-log-store/'s Spark UI plugin is built against the Spark, Scala, scala-xml, Jackson and
+    servlet API the service runs: each pin of its POM names a jar pyspark ships."""
+    import pyspark
+
+    props = ET.parse(artifacts.REPO_ROOT / "delta-log-store" / "pom.xml").getroot().find("m:properties", NS)
+    assert props is not None
+    pin = {p.tag.split("}")[1]: p.text for p in props}
+    assert pin["spark.version"] == artifacts.SPARK_VERSION
+    shipped = {p.name for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    scala = pin["scala.binary.version"]
+    for jar in (
+        f"spark-core_{scala}-{pin['spark.version']}.jar",
+        f"spark-common-utils_{scala}-{pin['spark.version']}.jar",
+        f"spark-kvstore_{scala}-{pin['spark.version']}.jar",
+        f"scala-library-{pin['scala.version']}.jar",
+        f"scala-xml_{scala}-{pin['scala-xml.version']}.jar",
+        f"jackson-databind-{pin['jackson.version']}.jar",
+        f"jackson-annotations-{pin['jackson-annotations.version']}.jar",
+        f"jakarta.servlet-api-{pin['jakarta-servlet.version']}.jar",
+    ):
+        assert jar in shipped, jar
