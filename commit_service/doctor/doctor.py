@@ -41,6 +41,20 @@ REMEMBERED_MAX = 1000  # connectors remembered from sidecars' reports
 
 
 @dataclass(frozen=True)
+class ConnectorStatus:
+    """A connector's last check (the status page shows it): its verdict and the checks it failed."""
+
+    verdict: ConnectorVerdict
+    blocking: tuple[str, ...]  # the checks with a blocking finding
+    warnings: tuple[str, ...]  # the checks with a warning
+    checked_at_ms: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.blocking
+
+
+@dataclass(frozen=True)
 class Reported:
     """A connector's config as a sidecar last reported it."""
 
@@ -66,6 +80,7 @@ class Doctor:
         self.inspector = inspector
         self.clock = clock
         self._reported: dict[str, Reported] = {}
+        self._last: dict[str, ConnectorStatus] = {}
         self._lock = threading.Lock()
 
     def remember(self, request: DoctorRequest) -> None:
@@ -77,6 +92,11 @@ class Doctor:
                 self._reported[spec.name] = Reported(spec, request.listing, source)
             while len(self._reported) > REMEMBERED_MAX:
                 self._reported.pop(next(iter(self._reported)))
+
+    def last(self) -> list[ConnectorStatus]:
+        """Each connector's last check since the service started, by name."""
+        with self._lock:
+            return sorted(self._last.values(), key=lambda c: c.verdict.name)
 
     def reported(self) -> list[Reported]:
         with self._lock:
@@ -116,6 +136,17 @@ class Doctor:
             connectors=tuple(verdicts),
             findings=tuple(findings),
         )
+        with self._lock:
+            for v in verdicts:
+                mine = [f for f in findings if f.connector == v.name]
+                self._last[v.name] = ConnectorStatus(
+                    v,
+                    tuple(sorted({f.check.value for f in mine if f.severity is DoctorSeverity.BLOCKING})),
+                    tuple(sorted({f.check.value for f in mine if f.severity is DoctorSeverity.WARNING})),
+                    report.checked_at_ms,
+                )
+                while len(self._last) > REMEMBERED_MAX:
+                    self._last.pop(next(iter(self._last)))
         logger.info(
             "doctor: %d connectors, %s (%d blocking, %d warnings)",
             len(verdicts),

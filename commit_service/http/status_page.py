@@ -121,7 +121,13 @@ def _view_context() -> dict[str, Any]:
     view = build_view(
         rt.coordinator, rt.lag_history, ends, ui_url, time.time(), kafka_configured=rt.config.kafka is not None
     )
-    return {"view": view, "refresh_seconds": REFRESH_SECONDS, "start_error": rt.start_error, "audits": dict(rt.audits)}
+    return {
+        "view": view,
+        "refresh_seconds": REFRESH_SECONDS,
+        "start_error": rt.start_error,
+        "audits": dict(rt.audits),
+        "connectors": rt.doctor.last() if rt.doctor is not None else [],
+    }
 
 
 @ui.get("/")

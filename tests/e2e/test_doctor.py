@@ -38,7 +38,9 @@ from tests.kafka_helpers import create_topic
 from tests.pipeline_helpers import FIELDS, S3_ENV, produce, wait_committed
 
 BUCKET = "lake-doctor"
-GOOD, SHORT, TXN, STRAY = "doc-good", "doc-short", "doc-txn", "doc-stray"
+GOOD, SHORT, TXN, STRAY, USERS = "doc-good", "doc-short", "doc-txn", "doc-stray", "doc-users"
+WRONG = {"offset_field", "errors_tolerance", "isolation_level", "retention", "routing", "placement"}
+WRONG |= {"upsert_fields", "key_converter"}  # the upsert table it feeds: no key or offset field, keys as bytes
 SCRIPTS = Path(sys.executable).parent
 
 
@@ -110,7 +112,7 @@ def test_the_doctor_passes_a_right_connector_and_flags_each_wrong_one(
     tmp_path: Path, kafka_broker: KafkaBroker, connect_worker: ConnectWorker, s3_server: S3Server
 ) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    for topic, partitions in ((GOOD, 2), (SHORT, 1), (TXN, 1), (STRAY, 1)):
+    for topic, partitions in ((GOOD, 2), (SHORT, 1), (TXN, 1), (STRAY, 1), (USERS, 1)):
         create_topic(bootstrap, topic, partitions)
     keep_for(bootstrap, SHORT, 60_000)  # a minute: less than a round may take (2 + 30 + 600 s)
     write_in_transactions(bootstrap, TXN)
@@ -120,6 +122,8 @@ def test_the_doctor_passes_a_right_connector_and_flags_each_wrong_one(
         {"name": name, "path": str(lake / name), "topics": [topic], "commit": {"interval_seconds": 2}}
         for name, topic in (("doc_good", GOOD), ("doc_short", SHORT), ("doc_txn", TXN))
     ]
+    upsert = {"mode": "upsert", "key": ["id"], "delete_on_tombstone": True}
+    tables.append({"name": "doc_users", "path": str(lake / "doc_users"), "topics": [USERS], **upsert})
     s3 = {"endpoint": s3_server.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY}
     roots = [lake.as_uri() + "/", f"s3a://{BUCKET}/landing/"]
     service = ServiceProcess(tmp_path, tables, roots, s3=s3, kafka=bootstrap).start()
@@ -127,10 +131,14 @@ def test_the_doctor_passes_a_right_connector_and_flags_each_wrong_one(
     connectors = {
         "doc-right": sink([GOOD], s3_server, prefix="landing/right/", **{"format.output.fields": FIELDS}),
         "doc-wrong": sink(
-            [SHORT, TXN, STRAY],
+            [SHORT, TXN, STRAY, USERS],
             s3_server,
             prefix="elsewhere/",  # outside storage.allowed_roots
-            **{"format.output.fields": "value,timestamp", "errors.tolerance": "all"},
+            **{
+                "format.output.fields": "value,timestamp",
+                "errors.tolerance": "all",
+                "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+            },
         ),
         "doc-misnamed": sink(
             [GOOD],
@@ -160,7 +168,7 @@ def test_the_doctor_passes_a_right_connector_and_flags_each_wrong_one(
             env={**os.environ, **S3_ENV, "LAKEGATE_SIDECAR_TOKEN": SIDECAR_TOKEN},
         )
         assert refused.returncode == 3, refused.stdout + refused.stderr
-        for check in ("offset_field", "errors_tolerance", "isolation_level", "retention", "routing", "placement"):
+        for check in sorted(WRONG):
             assert check in refused.stderr, (check, refused.stderr)
 
         # ... and starts beside the right one, which it reports for GET /v1/doctor
@@ -177,15 +185,22 @@ def test_the_doctor_passes_a_right_connector_and_flags_each_wrong_one(
         report = reported.json()
         assert [(c["name"], c["tables"], c["source"]) for c in report["connectors"]] == [
             ("doc-right", ["doc_good"], "sidecar sidecar-right"),
-            ("doc-wrong", ["doc_short", "doc_txn"], "sidecar sidecar-wrong"),  # the refused sidecar's report is kept
+            (
+                "doc-wrong",
+                ["doc_short", "doc_txn", "doc_users"],
+                "sidecar sidecar-wrong",
+            ),  # the refused one's report is kept
         ]
         noted = [f for f in report["findings"] if f["connector"] == "doc-right" and f["severity"] != "info"]
         assert not report["ok"] and noted == [], report["findings"]
+        panel = service.call("GET", "/status/panel", READ_TOKEN).text  # the status page: each one's last check
+        assert 'data-connector="doc-right" data-doctor="ok"' in panel, panel
+        assert 'data-connector="doc-wrong" data-doctor="blocked"' in panel, panel
         ran = doctor(service, "--token", READ_TOKEN, "--require", "exactly-once", "--connector", "doc-right")
         assert ran.returncode == 0, ran.stdout + ran.stderr
         assert "doc-right -> doc_good: OK" in ran.stdout and "doc-wrong" not in ran.stdout
         ran = doctor(service, "--token", READ_TOKEN, "--require", "exactly-once")
-        assert ran.returncode == 1 and "doc-wrong -> doc_short, doc_txn: BLOCKED" in ran.stdout, ran.stdout
+        assert ran.returncode == 1 and "doc-wrong -> doc_short, doc_txn, doc_users: BLOCKED" in ran.stdout, ran.stdout
 
         # every connector of the worker, read by the CLI from Connect's REST API
         ran = doctor(
@@ -195,7 +210,7 @@ def test_the_doctor_passes_a_right_connector_and_flags_each_wrong_one(
         found = blocking(json.loads(ran.stdout))
         assert found == {
             "doc-right": set(),
-            "doc-wrong": {"offset_field", "errors_tolerance", "isolation_level", "retention", "routing", "placement"},
+            "doc-wrong": WRONG,
             "doc-misnamed": {"file_naming"},
         }, found
         secrets = ran.stdout + json.dumps(service.call("GET", "/v1/doctor", READ_TOKEN).json())

@@ -260,6 +260,10 @@ def test_the_doctor_remembers_sidecars_reports_and_resolves_topics_regex() -> No
     assert not report.ok and [(f.connector, f.check) for f in report.blocking()] == [("b", Check.ERRORS_TOLERANCE)]
     assert Check.ERRORS_TOLERANCE in report.connectors[0].passed
     assert Check.ERRORS_TOLERANCE not in report.connectors[1].passed
+    assert [(c.verdict.name, c.ok, c.blocking) for c in d.last()] == [
+        ("a", True, ()),
+        ("b", False, ("errors_tolerance",)),
+    ]
     again = d.examine(DoctorRequest((ConnectorSpec("b", GOOD),)))  # a one-off check is not remembered
     assert again.ok and [c.name for c in d.examine().connectors] == ["a", "b"]
 
