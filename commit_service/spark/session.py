@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -100,6 +101,15 @@ LOCAL_LOG_WRITES = {
 }
 
 
+def holds_class(jar: Path, name: str) -> bool:
+    """Whether ``jar`` holds the class ``name`` (a dotted name); False for a file that is no jar."""
+    try:
+        with zipfile.ZipFile(jar) as z:
+            return name.replace(".", "/") + ".class" in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
 def spark_conf(settings: SparkSettings) -> dict[str, str]:
     """Every Spark property the factory sets, none of them secret (they end up on the JVM's command
     line); pure, so it is unit-tested without a JVM."""
@@ -109,6 +119,11 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         raise SparkSetupError(
             f"no *{LOCAL_FILE_SYSTEM_JAR} among the {LOG_STORE_GROUP} jars (built before the file system was "
             f"added): run `scripts/fetch-jars {LOG_STORE_GROUP}`"
+        )
+    if not any(holds_class(p, UI_PLUGIN) for p in jars if p.parent.name == LOG_STORE_GROUP):
+        raise SparkSetupError(
+            f"no {UI_PLUGIN} among the {LOG_STORE_GROUP} jars (built before the Spark UI plugin was added): "
+            f"run `scripts/fetch-jars {LOG_STORE_GROUP}`"
         )
     conf = {
         "spark.master": settings.master,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from commit_service.config import S3Settings, ServiceConfig, SparkSettings
 from commit_service.errors import SparkSetupError
-from commit_service.spark.session import driver_environment, s3a_credentials, spark_conf, spark_jars
+from commit_service.spark.session import UI_PLUGIN, driver_environment, s3a_credentials, spark_conf, spark_jars
 from lakegate_core.configfile import build
 
 
@@ -23,6 +24,8 @@ def jars_dir(tmp_path: Path) -> Path:
         (tmp_path / group).mkdir()
         for n in names:
             (tmp_path / group / n).write_bytes(b"")
+    with zipfile.ZipFile(tmp_path / "log-store" / "lakegate-delta-log-store.jar", "w") as jar:
+        jar.writestr(UI_PLUGIN.replace(".", "/") + ".class", b"")
     return tmp_path
 
 
@@ -132,6 +135,18 @@ def test_a_log_store_build_without_the_file_system_says_what_to_run(jars_dir: Pa
     (jars_dir / "log-store" / "lakegate-delta-log-store-local-fs.jar").unlink()
     with pytest.raises(SparkSetupError, match="scripts/fetch-jars log-store"):
         spark_conf(SparkSettings(jars_dir=jars_dir))
+
+
+def test_a_log_store_build_without_the_ui_plugin_says_what_to_run(jars_dir: Path) -> None:
+    (jars_dir / "log-store" / "lakegate-delta-log-store.jar").write_bytes(b"")  # built before the plugin
+    with pytest.raises(SparkSetupError, match="scripts/fetch-jars log-store"):
+        spark_conf(SparkSettings(jars_dir=jars_dir))
+
+
+def test_the_ui_plugin_joins_the_users_plugins(jars_dir: Path) -> None:
+    assert spark_conf(SparkSettings(jars_dir=jars_dir))["spark.plugins"] == UI_PLUGIN
+    mine = spark_conf(SparkSettings(jars_dir=jars_dir, conf={"spark.plugins": "com.example.P"}))
+    assert mine["spark.plugins"] == f"{UI_PLUGIN},com.example.P"
 
 
 def test_missing_jars_say_what_to_run(tmp_path: Path) -> None:

@@ -1,15 +1,12 @@
 """What the service posts for the Spark UI's "Lakegate" tab: the commit record as the JVM's
 CommitEvent reads it (the real plugin, live and in the History Server:
-tests/integration/test_spark_ui_tab.py), and the plugin added to a user's spark.plugins."""
+tests/integration/test_spark_ui_tab.py); the plugin's place in spark.plugins: test_spark_conf.py."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from commit_service.config import SparkSettings
 from commit_service.spark import SparkHandle
-from commit_service.spark.session import UI_PLUGIN, spark_conf
 from commit_service.spark.ui_events import SparkUiCommits, event_json
 from lakegate_core.status import CommitRecord
 from lakegate_core.types import PartitionOffsets, TopicPartition
@@ -41,13 +38,3 @@ def test_a_commit_as_the_event_the_plugin_reads() -> None:
 
 def test_nothing_is_posted_before_spark_runs() -> None:
     SparkUiCommits(SparkHandle(), {"orders": "delta"}).committed(CommitRecord("orders", 0, "c", 0, 0))
-
-
-def test_the_plugin_joins_the_users_plugins(tmp_path: Path) -> None:
-    jars = tmp_path / "jars"
-    for group, name in (("delta", "d.jar"), ("log-store", "x-local-fs.jar")):
-        (jars / group).mkdir(parents=True)
-        (jars / group / name).write_text("")
-    assert spark_conf(SparkSettings(jars_dir=jars))["spark.plugins"] == UI_PLUGIN
-    mine = spark_conf(SparkSettings(jars_dir=jars, conf={"spark.plugins": "com.example.P"}))
-    assert mine["spark.plugins"] == f"{UI_PLUGIN},com.example.P"
