@@ -156,6 +156,10 @@ The service's config file (service.yaml, docs/configuration.md) from .Values.con
 {{- end -}}
 {{- $spark := omit (deepCopy $c.spark) "jars_dir" -}}
 {{- $_ := set $spark "local_dir" (include "lakegate.sparkLocalDir" .) -}}
+{{- if .Values.sparkOnKubernetes.enabled -}}
+{{- $_ := set $spark "master" (printf "k8s://%s" .Values.sparkOnKubernetes.apiServer) -}}
+{{- $_ := set $spark "conf" (merge (deepCopy (default dict $c.spark.conf)) (include "lakegate.sparkKubernetesConf" . | fromYaml)) -}}
+{{- end -}}
 {{- if $c.spark.jars_dir -}}
 {{- $_ := set $spark "jars_dir" $c.spark.jars_dir -}}
 {{- end -}}
@@ -301,4 +305,49 @@ the volumes of "lakegate.sidecarVolumes" in the same pod.
 {{/* Pod annotation that restarts Connect workers when sidecar.yaml changes. */}}
 {{- define "lakegate.sidecarChecksum" -}}
 checksum/lakegate-sidecar-config: {{ include (print .Template.BasePath "/sidecar-configmap.yaml") . | sha256sum }}
+{{- end }}
+
+{{/* The headless Service executors reach the driver through (its pod's stable name). */}}
+{{- define "lakegate.sparkDriverServiceName" -}}
+{{- printf "%s-spark-driver" (include "lakegate.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Where the executor pod template is mounted in the service pod. */}}
+{{- define "lakegate.sparkTemplateDir" -}}
+/etc/lakegate-spark
+{{- end }}
+
+{{/*
+The Spark properties of client mode on Kubernetes (sparkOnKubernetes), under config.spark.conf:
+the user's own keys there win. ${POD_NAME} is the service pod's name (downward API): executors
+are owned by it, so they go when it goes.
+*/}}
+{{- define "lakegate.sparkKubernetesConf" -}}
+{{- $k := .Values.sparkOnKubernetes -}}
+{{- $conf := dict
+      "spark.kubernetes.namespace" .Release.Namespace
+      "spark.kubernetes.container.image" (printf "%s:%s" $k.image.repository $k.image.tag)
+      "spark.kubernetes.container.image.pullPolicy" $k.image.pullPolicy
+      "spark.kubernetes.driver.pod.name" "${POD_NAME}"
+      "spark.kubernetes.executor.podNamePrefix" (include "lakegate.fullname" .)
+      "spark.kubernetes.executor.podTemplateFile" (printf "%s/executor-pod-template.yaml" (include "lakegate.sparkTemplateDir" .))
+      "spark.kubernetes.authenticate.executor.serviceAccountName" (default (include "lakegate.serviceAccountName" .) $k.executor.serviceAccountName)
+      "spark.driver.host" (printf "%s.%s.svc" (include "lakegate.sparkDriverServiceName" .) .Release.Namespace)
+      "spark.driver.bindAddress" "0.0.0.0"
+      "spark.driver.port" ($k.driverPort | toString)
+      "spark.blockManager.port" ($k.blockManagerPort | toString)
+      "spark.executor.cores" ($k.executor.cores | toString)
+      "spark.executor.memory" $k.executor.memory
+      "spark.executor.memoryOverhead" $k.executor.memoryOverhead
+      "spark.dynamicAllocation.enabled" ($k.dynamicAllocation.enabled | toString)
+-}}
+{{- if $k.dynamicAllocation.enabled -}}
+{{- $_ := set $conf "spark.dynamicAllocation.shuffleTracking.enabled" "true" -}}
+{{- $_ := set $conf "spark.dynamicAllocation.minExecutors" ($k.dynamicAllocation.minExecutors | toString) -}}
+{{- $_ := set $conf "spark.dynamicAllocation.maxExecutors" ($k.dynamicAllocation.maxExecutors | toString) -}}
+{{- $_ := set $conf "spark.dynamicAllocation.executorIdleTimeout" $k.dynamicAllocation.executorIdleTimeout -}}
+{{- else -}}
+{{- $_ := set $conf "spark.executor.instances" ($k.instances | toString) -}}
+{{- end -}}
+{{- toYaml $conf -}}
 {{- end }}
