@@ -30,6 +30,7 @@ from lakegate_stack.errors import StackError
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
 from lakegate_stack.kafka import create_topic
 from lakegate_stack.services import READ_TOKEN, ServiceProcess, SidecarProcess, sidecar_config
+from lakegate_stack.spark_cluster import SparkCluster, executor_conf
 from lakegate_stack.stack import LocalStack
 
 TOPIC, CONNECTOR, BUCKET, PREFIX = "orders", "orders-sink", "lake", "orders/data/"
@@ -137,6 +138,12 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             catalog = IcebergRestCatalog(workdir / "iceberg-rest", WAREHOUSE, stack.s3).start()
             catalogs = [{"name": "lake", "type": "rest", "uri": catalog.uri}]
             say(f"Iceberg REST catalog up at {catalog.uri} (warehouse {WAREHOUSE}/)")
+        cluster: SparkCluster | None = None
+        spark: dict[str, object] = {}
+        if args.spark_cluster:
+            cluster = SparkCluster(workdir / "spark-cluster", workers=2, cores=1, memory="1g").start()
+            spark = {"master": cluster.master_url}
+            say(f"Spark standalone cluster up: {cluster.master_url} (2 workers; master UI {cluster.ui_url})")
         say("stack up: S3 server, Kafka, Kafka Connect; starting lakegate-service (Spark warms up) ...")
         table = demo_table(args)
         name = str(table["name"])
@@ -147,6 +154,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             s3={"endpoint": stack.s3.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
             kafka=stack.kafka.bootstrap_servers,
             catalogs=catalogs,
+            spark=spark,
+            spark_conf=executor_conf(memory="512m", cores=1, max_cores=2) if cluster is not None else None,
         )
         sidecar: SidecarProcess | None = None
         stop = threading.Event()
@@ -228,6 +237,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             service.stop()
             if catalog is not None:
                 catalog.stop()
+            if cluster is not None:
+                cluster.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,6 +256,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=("delta", "iceberg"),
         default="delta",
         help="the table format: delta (default), or iceberg (in a REST catalog the demo starts)",
+    )
+    parser.add_argument(
+        "--spark-cluster",
+        action="store_true",
+        help="run the service's Spark work on a standalone cluster the demo starts (a master and two workers)",
     )
     parser.add_argument("--workdir", type=Path, help="configs, data and logs (default: a temp dir, removed at exit)")
     args = parser.parse_args(argv)
