@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from lakegate_core.doctor import ConnectorSpec, DoctorReport, DoctorRequest, DoctorSeverity, Listing
+from lakegate_core.errors import ProtocolError
 from sidecar.config import PreflightMode, SidecarConfig
 from sidecar.errors import SidecarError
 
@@ -64,8 +65,8 @@ def preflight(config: SidecarConfig, connect: ConnectorConfigs, service: DoctorS
             return PreflightResult(True, None, "no connector to check yet")
         specs = tuple(connect.spec(n) for n in names)
         report = service.doctor(DoctorRequest(specs, listing_of(config), settings.sidecar_id))
-    except SidecarError as exc:
-        reason = f"the doctor could not be asked: {exc}"
+    except (SidecarError, ProtocolError, KeyError, ValueError, TypeError) as exc:  # unreachable, or an odd answer
+        reason = f"the doctor could not be asked: {type(exc).__name__}: {exc}"
         logger.warning("preflight: %s", reason)
         return PreflightResult(mode is not PreflightMode.REQUIRE, None, reason)
     for f in report.findings:

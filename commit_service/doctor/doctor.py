@@ -81,7 +81,8 @@ class Doctor:
         self.clock = clock
         self._reported: dict[str, Reported] = {}
         self._last: dict[str, ConnectorStatus] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the remembered reports and last checks
+        self._running = threading.Lock()  # one examination at a time: they share one Kafka group reader
 
     def remember(self, request: DoctorRequest) -> None:
         """Keep a sidecar's connectors for ``GET /v1/doctor`` (the last report of each name wins)."""
@@ -105,6 +106,10 @@ class Doctor:
     def examine(self, request: DoctorRequest | None = None, only: frozenset[str] = frozenset()) -> DoctorReport:
         """Check ``request``'s connectors (default: every connector the sidecars reported; ``only``:
         those of these names)."""
+        with self._running:
+            return self._examine(request, only)
+
+    def _examine(self, request: DoctorRequest | None, only: frozenset[str]) -> DoctorReport:
         started = self.clock()
         if request is not None:
             source = f"sidecar {request.sidecar}" if request.sidecar else "request"
@@ -113,6 +118,8 @@ class Doctor:
             subjects = self.reported()
         if only:
             subjects = [r for r in subjects if r.spec.name in only]
+        if not subjects:  # nothing to check: Kafka is not asked
+            return DoctorReport(True, int(started * 1000), 0)
         kafka, note, names = self._kafka(subjects)
         committed = self.table_offsets()
         findings: list[DoctorFinding] = []
@@ -139,6 +146,7 @@ class Doctor:
         with self._lock:
             for v in verdicts:
                 mine = [f for f in findings if f.connector == v.name]
+                self._last.pop(v.name, None)  # the newest check last: the oldest is dropped first
                 self._last[v.name] = ConnectorStatus(
                     v,
                     tuple(sorted({f.check.value for f in mine if f.severity is DoctorSeverity.BLOCKING})),
