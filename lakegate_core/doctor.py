@@ -104,6 +104,16 @@ class ConnectorSpec(WireModel):
     failed_tasks: tuple[int, ...] = ()
 
     @classmethod
+    def from_connect(cls, name: str, config: Mapping[str, Any], status: Mapping[str, Any] | None) -> ConnectorSpec:
+        """A connector as Connect's REST API shows it (its config, and its status: None when Connect
+        has no such connector), read by the sidecar and by ``lakegate-doctor --connect``."""
+        if status is None:
+            return cls(name, {}, "MISSING")
+        failed = tuple(int(t["id"]) for t in status.get("tasks", []) if t.get("state") == "FAILED")
+        state = str((status.get("connector") or {}).get("state", "UNKNOWN"))
+        return cls(name, doctor_view(config), state, failed)
+
+    @classmethod
     def from_dict(cls, raw: Any, path: str) -> ConnectorSpec:
         d = read_object(raw, path)
         config = read_object(read(d, "config", f"{path}.", dict), f"{path}.config")

@@ -90,10 +90,14 @@ class SinkLocation:
     @property
     def uri(self) -> str | None:
         """As the service's ``allowed_roots`` and table paths spell S3 (``s3a://``), or None."""
+        return self.key_uri(self.prefix)
+
+    def key_uri(self, key: str) -> str | None:
+        """The URI of the object ``key`` (a whole key in the bucket), or None without a bucket."""
         if not self.bucket:
             return None
         scheme = "s3a" if self.scheme == "s3" else self.scheme
-        return f"{scheme}://{self.bucket}/{self.prefix}"
+        return f"{scheme}://{self.bucket}/{key}"
 
 
 def sink_location(config: Mapping[str, Any]) -> SinkLocation:

@@ -17,7 +17,7 @@ from typing import Any
 
 import requests
 
-from lakegate_core.doctor import ConnectorSpec, DoctorReport, DoctorRequest, DoctorSeverity, Listing, doctor_view
+from lakegate_core.doctor import ConnectorSpec, DoctorReport, DoctorRequest, DoctorSeverity, Listing
 from lakegate_ops.api import ApiCallError, add_service_arguments, call, service_session
 
 EXIT_OK, EXIT_BLOCKED, EXIT_ERROR = 0, 1, 2
@@ -73,17 +73,12 @@ def connect_specs(url: str, only: list[str], timeout: float) -> list[ConnectorSp
     )
     if not isinstance(raw, dict):
         raise ApiCallError(f"{url}/connectors?expand=info&expand=status answered no object")
-    specs = []
-    for name, entry in sorted(raw.items()):
-        if only and name not in only:
-            continue
-        info, status = entry.get("info") or {}, entry.get("status") or {}
-        failed = tuple(int(t["id"]) for t in status.get("tasks", []) if t.get("state") == "FAILED")
-        state = str((status.get("connector") or {}).get("state", "UNKNOWN"))
-        specs.append(ConnectorSpec(name, doctor_view(info.get("config") or {}), state, failed))
-    missing = [n for n in only if n not in raw]
-    specs.extend(ConnectorSpec(n, {}, "MISSING") for n in missing)
-    return specs
+    specs = [
+        ConnectorSpec.from_connect(name, (entry.get("info") or {}).get("config") or {}, entry.get("status") or {})
+        for name, entry in sorted(raw.items())
+        if not only or name in only
+    ]
+    return specs + [ConnectorSpec.from_connect(n, {}, None) for n in only if n not in raw]
 
 
 def summary(report: DoctorReport) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import requests
 
-from lakegate_core.doctor import ConnectorSpec, doctor_view
+from lakegate_core.doctor import ConnectorSpec
 from lakegate_core.errors import ProtocolError
 from lakegate_core.protocol import CsvLayout, FileFormat
 from lakegate_core.sink_config import csv_layout, output_format
@@ -82,13 +82,8 @@ class ConnectRest:
     def spec(self, name: str) -> ConnectorSpec:
         """The connector as the doctor reads it: the keys of its config it checks, its state."""
         status = self._get(f"/connectors/{name}/status")
-        if status is None:
-            return ConnectorSpec(name, {}, "MISSING")
-        config = self._get(f"/connectors/{name}/config") or {}
-        failed = tuple(int(t["id"]) for t in status.get("tasks", []) if t.get("state") == "FAILED")
-        return ConnectorSpec(
-            name, doctor_view(config), str(status.get("connector", {}).get("state", "UNKNOWN")), failed
-        )
+        config = self._get(f"/connectors/{name}/config") if status is not None else None
+        return ConnectorSpec.from_connect(name, config or {}, status)
 
     def followed(self, names: tuple[str, ...], regex: str | None) -> list[str]:
         if regex is None:

@@ -3,12 +3,27 @@ pure checks (:mod:`.sink_checks`, :mod:`.table_checks`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from commit_service.config import TableConfig
 from lakegate_core.doctor import Check, ConnectorSpec, DoctorFinding, DoctorSeverity, Listing
+from lakegate_core.sink_config import RenderedName, SinkLocation, object_key, sink_location
 from lakegate_core.types import PartitionOffsets
+
+PROBE_PARTITION, PROBE_OFFSET = 7, 1234  # the file whose name is rendered and read back
+SAMPLED_TOPICS = 20  # topics of a connector whose names are checked
+
+
+@dataclass(frozen=True)
+class SampleName:
+    """The name the sink gives the probe file of one topic: ``full`` is its whole key in the bucket
+    (the sink's fixed prefix and the rendered name), None when the naming does not carry the file."""
+
+    topic: str
+    name: RenderedName
+    full: str | None
 
 
 @dataclass(frozen=True)
@@ -45,6 +60,21 @@ class ConnectorFacts:
     @property
     def config(self) -> Mapping[str, str]:
         return self.spec.config
+
+    @functools.cached_property
+    def location(self) -> SinkLocation:
+        """Where the sink writes (bucket, fixed prefix)."""
+        return sink_location(self.config)
+
+    @functools.cached_property
+    def sample_names(self) -> tuple[SampleName, ...]:
+        """The probe file's name for each of the first :data:`SAMPLED_TOPICS` topics (a stand-in
+        topic when none is known), as the naming and placement checks read them."""
+        out = []
+        for topic in self.topics[:SAMPLED_TOPICS] or ("orders",):
+            name = object_key(self.config, topic, PROBE_PARTITION, PROBE_OFFSET)
+            out.append(SampleName(topic, name, None if name.key is None else self.location.prefix + name.key))
+        return tuple(out)
 
     def routed(self) -> dict[str, TableConfig]:
         """The tables this connector feeds, by name."""

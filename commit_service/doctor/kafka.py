@@ -105,11 +105,13 @@ class TopicInspector:
         """Whether the tail of some partition shows a transaction marker; None if every tail is empty."""
         from kafka import TopicPartition as KafkaPartition
 
+        tails = {KafkaPartition(topic, p): end for p, end in sorted(ends.items())[:TAIL_PARTITIONS]}
+        if not tails:
+            return None
+        starts = self._consumer.beginning_offsets(list(tails), timeout_ms=self.timeout_ms)
         seen_any = False
-        for partition, end in sorted(ends.items())[:TAIL_PARTITIONS]:
-            part = KafkaPartition(topic, partition)
-            start = int(self._consumer.beginning_offsets([part], timeout_ms=self.timeout_ms)[part])
-            first = max(start, end - TAIL_RECORDS)
+        for part, end in tails.items():
+            first = max(int(starts[part]), end - TAIL_RECORDS)
             if first >= end:
                 continue
             offsets = self._tail(part, first, end)

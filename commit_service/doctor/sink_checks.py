@@ -9,20 +9,11 @@ from __future__ import annotations
 from lakegate_core.doctor import Check, DoctorFinding, DoctorSeverity
 from lakegate_core.errors import ProtocolError
 from lakegate_core.protocol import FileFormat
-from lakegate_core.sink_config import (
-    csv_layout,
-    is_aiven,
-    object_key,
-    output_fields,
-    output_format,
-    parse_name,
-    sink_location,
-)
+from lakegate_core.sink_config import csv_layout, is_aiven, output_fields, output_format, parse_name
 
-from .facts import CheckFn, ConnectorFacts
+from .facts import PROBE_OFFSET, PROBE_PARTITION, CheckFn, ConnectorFacts
 
 BLOCKING, WARNING, INFO = DoctorSeverity.BLOCKING, DoctorSeverity.WARNING, DoctorSeverity.INFO
-PROBE_PARTITION, PROBE_OFFSET = 7, 1234  # the file a name is rendered for and read back
 BYTES_CONVERTERS = ("ByteArrayConverter", "BinaryConverter")
 SMALL_FILE_RECORDS = 1000  # file.max.records below this makes many small files
 
@@ -35,9 +26,9 @@ def count(raw: str) -> int | None:
 def file_naming(f: ConnectorFacts) -> list[DoctorFinding]:
     """Each file's name carries topic, partition and start offset, and the sidecar's naming reads them back."""
     naming = f.listing.naming if f.listing else "aiven"
-    for topic in f.topics[:20] or ("orders",):
-        name = object_key(f.config, topic, PROBE_PARTITION, PROBE_OFFSET)
-        if name.missing or name.unknown:
+    for sample in f.sample_names:
+        topic, name, full = sample.topic, sample.name, sample.full
+        if full is None:
             lacks = ", ".join("{{" + v + "}}" for v in name.missing)
             extra = ", ".join("{{" + v + "}}" for v in name.unknown)
             what = f"does not carry {lacks}" if lacks else f"varies by {extra} within one file's range"
@@ -53,10 +44,7 @@ def file_naming(f: ConnectorFacts) -> list[DoctorFinding]:
                     topic=topic,
                 )
             ]
-        assert name.key is not None
-        own = sink_location(f.config).prefix
-        full = own + name.key
-        listed = f.listing.prefix if f.listing and f.listing.prefix is not None else own
+        listed = f.listing.prefix if f.listing and f.listing.prefix is not None else f.location.prefix
         if not full.startswith(listed):
             return []  # the placement check says the sidecar lists elsewhere
         try:

@@ -11,10 +11,9 @@ from __future__ import annotations
 from commit_service.domain.paths import UnsafePathError, is_under, normalize_uri
 from lakegate_core.doctor import Check, DoctorFinding, DoctorSeverity
 from lakegate_core.protocol import FileFormat
-from lakegate_core.sink_config import object_key, output_format, sink_location
+from lakegate_core.sink_config import output_format
 
 from .facts import CheckFn, ConnectorFacts
-from .sink_checks import PROBE_OFFSET, PROBE_PARTITION
 
 BLOCKING, WARNING, INFO = DoctorSeverity.BLOCKING, DoctorSeverity.WARNING, DoctorSeverity.INFO
 OPERATOR_WINDOW_SECONDS = 24 * 3600  # time an operator is given to retry or release a dead letter
@@ -24,7 +23,7 @@ DAY_MS = 24 * 3600 * 1000
 def placement(f: ConnectorFacts) -> list[DoctorFinding]:
     """The sink writes where the sidecar lists and under ``storage.allowed_roots`` (blocking), and,
     for a table that adds Parquet files in place, under the table's root (else they are rewritten)."""
-    where = sink_location(f.config)
+    where = f.location
     if where.uri is None:
         return [
             f.finding(
@@ -36,6 +35,7 @@ def placement(f: ConnectorFacts) -> list[DoctorFinding]:
             )
         ]
     out = []
+    samples = f.sample_names if f.topics else ()  # (no stand-in topic: placement is about real files)
     listing = f.listing
     if listing is not None and listing.bucket and listing.bucket != where.bucket:
         out.append(
@@ -49,10 +49,7 @@ def placement(f: ConnectorFacts) -> list[DoctorFinding]:
             )
         )
     elif listing is not None and listing.prefix:  # None: not told; "": the whole bucket
-        keys = [object_key(f.config, t, PROBE_PARTITION, PROBE_OFFSET).key for t in f.topics[:20]]
-        outside = [
-            where.prefix + k for k in keys if k is not None and not (where.prefix + k).startswith(listing.prefix)
-        ]
+        outside = [s.full for s in samples if s.full is not None and not s.full.startswith(listing.prefix)]
         if outside:
             out.append(
                 f.finding(
@@ -64,12 +61,13 @@ def placement(f: ConnectorFacts) -> list[DoctorFinding]:
                     fix="make the sidecar's storage.prefix a prefix of the connector's keys (its aws.s3.prefix)",
                 )
             )
-    for topic in f.topics[:20]:
-        name = object_key(f.config, topic, PROBE_PARTITION, PROBE_OFFSET)
-        if name.key is None:
+    in_place_format = output_format(f.config)[0] is FileFormat.PARQUET
+    for sample in samples:
+        topic = sample.topic
+        if sample.full is None:
             continue  # the naming check reports it
         try:
-            uri = normalize_uri(f"{where.uri}{name.key}")
+            uri = normalize_uri(where.key_uri(sample.full) or "")
         except UnsafePathError:
             continue
         if not is_under(uri, f.allowed_roots):
@@ -86,8 +84,7 @@ def placement(f: ConnectorFacts) -> list[DoctorFinding]:
             )
             break
         table = f.tables.get(topic)
-        fmt, _ = output_format(f.config)
-        if table is not None and table.adds_in_place and fmt is FileFormat.PARQUET and not table.holds(uri):
+        if table is not None and table.adds_in_place and in_place_format and not table.holds(uri):
             out.append(
                 f.finding(
                     Check.PLACEMENT,
