@@ -21,7 +21,7 @@ from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import CommitPolicy, PendingFile
 from commit_service.domain.state import TableState
 from commit_service.spark.session import create_session
-from commit_service.storage.prefetch import FactsCache, storage_facts
+from commit_service.storage.prefetch import FactsCache, storage_facts, threads_for
 from commit_service.storage.reader import StorageReader
 from lakegate_bench.iceberg import bench_catalog
 from lakegate_core.protocol import DataFile, FileFormat
@@ -35,17 +35,23 @@ NO_CHECKPOINTS = 1_000_000_000  # checkpoints "none": a background checkpoint ev
 class Landing:
     """Parquet files as a sink writes them (``<topic>-<partition>-<start>``), offsets continuing."""
 
-    def __init__(self, root: Path, rows: int) -> None:
+    def __init__(self, root: Path, rows: int, partitions: int = PARTITIONS) -> None:
         self.root = root
         self.rows = rows
+        self.partitions = partitions
         self.next: dict[int, int] = {}
         root.mkdir(parents=True, exist_ok=True)
 
-    def _files(self, n: int, fmt: FileFormat, write: Callable[[Path, int, int], None]) -> list[DataFile]:
-        """N files round-robin over the partitions, each written by ``write(path, partition, start)``."""
+    def _files(
+        self, n: int, fmt: FileFormat, write: Callable[[Path, int, int], None], progress: bool = False
+    ) -> list[DataFile]:
+        """N files round-robin over the partitions, each written by ``write(path, partition, start)``;
+        with ``progress``, a line every 10,000 files."""
         files = []
         for i in range(n):
-            partition = i % PARTITIONS
+            if progress and i and i % 10_000 == 0:
+                print(f"  {i:,} of {n:,} files written", flush=True)
+            partition = i % self.partitions
             start = self.next.get(partition, 0)
             self.next[partition] = start + self.rows
             path = self.root / f"{TOPIC}-{partition}-{start:020d}"
@@ -67,7 +73,7 @@ class Landing:
 
         return self._files(n, FileFormat.JSONL, write)
 
-    def write(self, n: int) -> list[DataFile]:
+    def write(self, n: int, progress: bool = False) -> list[DataFile]:
         """N Parquet files of ``rows`` rows x 10 columns."""
 
         def write(path: Path, partition: int, start: int) -> None:
@@ -80,7 +86,7 @@ class Landing:
                 cols[f"m{c}"] = pc.multiply(offsets, c + 1) if c % 2 else pc.cast(offsets, pa.float64())
             pq.write_table(pa.table(cols), path)
 
-        return self._files(n, FileFormat.PARQUET, write)
+        return self._files(n, FileFormat.PARQUET, write, progress)
 
 
 def pending(files: list[DataFile]) -> list[PendingFile]:
@@ -135,7 +141,7 @@ class Bench:
             self.storage,
             placement=config.placement,
             checkpoint_in_commit=not config.maintenance.background_checkpoints,
-            facts=FactsCache(storage_facts(self.storage), name=name),
+            facts=FactsCache(storage_facts(self.storage), threads=threads_for(config.path), name=name),
         )
         coordinator = TableCoordinator(config, committer, time.time)
         coordinator.load()

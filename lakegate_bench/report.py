@@ -77,6 +77,15 @@ def report(out_dir: Path) -> str:
                 for r in d["results"]
             ],
         )
+    if (d := load("service")) is not None:
+        table(
+            ["files", "partitions", "manifests", "accepted in", "largest manifest", "commit", "RSS peak"],
+            [
+                [f"{r['files']:,}", f"{r['partitions']:,}", r["manifests"], f"{r['accept_s_total']:.3f} s"]
+                + [f"{r['accept_s_max']:.3f} s", f"{r['commit_s']:.3f} s", f"{r['rss_mib_peak']:,.0f} MiB"]
+                for r in d["results"]
+            ],
+        )
     if (d := load("pipeline")) is not None:
         out += [
             f"{d['rate']:,} records/s for {d['seconds']} s; Connect flushes every {d['connect_offset_flush_ms'] / 1000:g} s.",

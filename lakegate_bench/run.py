@@ -17,6 +17,9 @@ Parts (``--parts``, default all but ``upsert``, ``iceberg`` and ``iceberg-peer``
 - ``jsonl``: one commit of N gzip JSON-lines files (``--rows`` lines each, N in ``--jsonl-files``),
   which the service rewrites as Parquet inside the commit (Spark parses them).
 - ``intake``: ``lakegate_bench/intake.py`` (the HTTP handler in-process, no JVM).
+- ``service``: one round of N Parquet files through the real service from the outside (N in
+  ``--service-files``, over ``--service-partitions`` partitions): the manifests' acceptance over
+  HTTP, the commit forced at once (cold), the service's peak RSS (``lakegate_bench/service_commit.py``).
 - ``pipeline``: end-to-end freshness and CPU-seconds per million records, Lakegate's whole
   pipeline (Connect sink, sidecar, service) beside a Spark Structured Streaming job on the same
   records, at each of ``--intervals``, after ``--warm-up-seconds`` at the rate that are not
@@ -58,7 +61,19 @@ from lakegate_bench.http_load import part_http
 from lakegate_bench.iceberg import part_iceberg
 from lakegate_bench.report import plot, report
 
-PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline", "upsert", "iceberg", "iceberg-peer")
+PARTS = (
+    "commit",
+    "checkpoints",
+    "history",
+    "jsonl",
+    "intake",
+    "http",
+    "service",
+    "pipeline",
+    "upsert",
+    "iceberg",
+    "iceberg-peer",
+)
 DEFAULT_PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline")
 
 
@@ -101,6 +116,16 @@ def main(argv: list[str] | None = None) -> int:
         "--clients", type=int, nargs="+", default=[8, 32], help="http: concurrent connections (default 8 32)"
     )
     parser.add_argument("--seconds", type=int, default=20, help="http: seconds per run (default 20)")
+    parser.add_argument(
+        "--service-files",
+        type=int,
+        nargs="+",
+        default=[10000, 100000],
+        help="service: files of the one round each fresh service commits (default 10000 100000)",
+    )
+    parser.add_argument(
+        "--service-partitions", type=int, default=3, help="service: partitions the files are spread over (default 3)"
+    )
     parser.add_argument(
         "--intervals",
         type=int,
@@ -165,6 +190,15 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="lakegate-bench-"))
     if "http" in parts:
         write_part("http", machine, lambda: part_http(work, args.clients, args.seconds), args)
+    if "service" in parts:
+        from lakegate_bench.service_commit import part_service
+
+        write_part(
+            "service",
+            machine,
+            lambda: part_service(work, args.service_files, args.rows, args.service_partitions),
+            args,
+        )
     if "pipeline" in parts:
         from lakegate_bench import pipeline as bench_pipeline
 
@@ -187,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
             ),
             args,
         )
-    in_process = [p for p in parts if p not in ("intake", "http", "pipeline", "iceberg-peer")]  # in the order of PARTS
+    in_process = [
+        p for p in parts if p not in ("intake", "http", "service", "pipeline", "iceberg-peer")
+    ]  # in the order of PARTS
     if not in_process:
         return 0
     bench = Bench(work, args.rows)

@@ -139,10 +139,11 @@ class ServiceProcess:
         """SIGKILL the service (and its JVM): what a crash or an OOM kill does."""
         self.process.kill()
 
-    def call(self, method: str, path: str, token: str = SIDECAR_TOKEN, **kw: Any) -> requests.Response:
-        return requests.request(
-            method, f"{self.url}{path}", headers={"Authorization": f"Bearer {token}"}, timeout=300, **kw
-        )
+    def call(
+        self, method: str, path: str, token: str = SIDECAR_TOKEN, headers: dict[str, str] | None = None, **kw: Any
+    ) -> requests.Response:
+        headers = {"Authorization": f"Bearer {token}", **(headers or {})}
+        return requests.request(method, f"{self.url}{path}", headers=headers, timeout=300, **kw)
 
     def commit_now(self, table: str) -> dict[str, Any]:
         r = self.call("POST", f"/v1/tables/{table}/commit", ADMIN_TOKEN)

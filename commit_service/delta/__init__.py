@@ -39,12 +39,12 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: 
     from commit_service.delta.deferred import DeferredCommitter
     from commit_service.delta.txn import log_snapshot
     from commit_service.storage.prefetch import THREADS as FACTS_THREADS
-    from commit_service.storage.prefetch import FactsCache, storage_facts
+    from commit_service.storage.prefetch import table_facts
 
     readers = ThreadPoolExecutor(FACTS_THREADS, thread_name_prefix="lakegate-facts")  # shared by the tables
 
     def factory(table: TableConfig) -> Committer:
-        facts = FactsCache(storage_facts(storage), pool=readers, threads=FACTS_THREADS, name=table.name)
+        facts = table_facts(storage, readers, table.name, table.root)
 
         def build() -> Committer:
             return DeltaCommitter(

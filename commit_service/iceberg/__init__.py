@@ -38,7 +38,7 @@ def iceberg_committer_factory(config: ServiceConfig, spark: SparkHandle, storage
     the first manifest on, without Spark."""
     from commit_service.iceberg.committer import IcebergCommitter
     from commit_service.storage.prefetch import THREADS as FACTS_THREADS
-    from commit_service.storage.prefetch import FactsCache, storage_facts
+    from commit_service.storage.prefetch import table_facts
 
     readers = ThreadPoolExecutor(FACTS_THREADS, thread_name_prefix="lakegate-iceberg-facts")
 
@@ -53,7 +53,7 @@ def iceberg_committer_factory(config: ServiceConfig, spark: SparkHandle, storage
             offset_check=table.offset_check,
             placement=table.placement,
             upsert=table.upsert,
-            facts=FactsCache(storage_facts(storage), pool=readers, threads=FACTS_THREADS, name=table.name),
+            facts=table_facts(storage, readers, table.name, table.root),
         )
 
     return factory

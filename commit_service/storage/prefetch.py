@@ -29,6 +29,7 @@ entry per buffered file.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -44,7 +45,7 @@ from lakegate_core.protocol import DataFile, FileFormat
 if TYPE_CHECKING:  # pyarrow is imported only where storage is really read
     from commit_service.storage.reader import StorageReader
 
-THREADS = 16
+THREADS = 16  # the shared pool, and a table's read-ahead on an object store (mostly waiting on it)
 CAPACITY = 200_000  # files; a FileFacts is well under 1 KiB
 FILES_PER_DRAIN = 8  # queued files per running drain before another drain starts
 LINGER_SECONDS = 0.05  # how long the last drain waits for more files before it ends
@@ -82,6 +83,22 @@ Entry: TypeAlias = "Queued | Reading | PackedFacts | EarlyReadFailed"
 def storage_facts(storage: StorageReader) -> ReadFacts:
     """How the service reads a file's facts: stat it, and read its footer when it is Parquet."""
     return lambda f: storage.facts(f.path, parquet=f.format is FileFormat.PARQUET)
+
+
+def threads_for(root: str) -> int:
+    """How many footers a table reads at once: on an object store :data:`THREADS` (a read is mostly
+    the store's latency); on local files one per core, at least two (a local read is mostly
+    interpreter time, which threads only share: 10,000 local footers took 2.9 s on 16 threads and
+    1.9 s on 2, on 2 cores)."""
+    if root.startswith(("file:", "/")):
+        return max(2, os.cpu_count() or 2)
+    return THREADS
+
+
+def table_facts(storage: StorageReader, pool: ThreadPoolExecutor, name: str, root: str) -> FactsCache:
+    """A table's read-ahead in the service: on the service's shared ``pool`` (of :data:`THREADS`),
+    as many at once as :func:`threads_for` its root."""
+    return FactsCache(storage_facts(storage), pool=pool, threads=threads_for(root), name=name)
 
 
 def key_of(file: DataFile) -> FactsKey:

@@ -1,0 +1,149 @@
+"""The ``service`` part of ``python -m lakegate_bench run``: one round of N Parquet files through the
+real service, from the outside.
+
+For each N of ``--service-files``: N Parquet files (``--rows`` rows x 10 columns, the ``commit``
+part's files) spread over ``--service-partitions`` partitions of one topic, a fresh
+``lakegate-service`` (gunicorn, Spark, auth on) whose one table adds them in place, the files sent
+in manifests of at most 10,000 (as a sidecar batches them), each ``POST /v1/manifests`` timed, and
+``POST /v1/tables/bench/commit`` sent the moment the last manifest is accepted: a cold commit,
+nothing read ahead but what the read-ahead managed meanwhile. Before it, one file per partition is
+committed in a round of its own, which creates the table (its time is reported apart): the
+measured round commits into a table that exists, as the ``commit`` part's do. The service's memory is the peak of
+its process tree (gunicorn's worker and Spark's JVM), sampled every 50 ms from before the first
+manifest to the commit's answer. The committed table is then read back: every file once, every
+partition's offset recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from lakegate_bench.commit_path import TOPIC, Landing
+from lakegate_core.protocol import MAX_FILES_PER_MANIFEST, DataFile, Manifest, SidecarInfo
+from lakegate_stack.procfs import process_tree, rss_mib
+
+JSON = {"Content-Type": "application/json"}
+
+
+class PeakRss:
+    """The peak resident memory of a process and its descendants, sampled on a thread."""
+
+    def __init__(self, pid: int, every: float = 0.05) -> None:
+        self.pid = pid
+        self.every = every
+        self.peak_mib = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> float:
+        total = 0.0
+        for pid in process_tree([self.pid]):
+            try:
+                total += rss_mib(pid)
+            except OSError:
+                pass  # gone between the listing and the read
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak_mib = max(self.peak_mib, self._sample())
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> PeakRss:
+        self.peak_mib = self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak_mib = max(self.peak_mib, self._sample())
+
+
+def manifest_bodies(files: list[DataFile], name: str) -> list[bytes]:
+    """The files as a sidecar sends them: manifests of at most 10,000 files, encoded ahead."""
+    sidecar = SidecarInfo("bench-sidecar", "bench-worker:8083")
+    return [
+        json.dumps(Manifest(f"{name}-{i}", sidecar, tuple(files[i : i + MAX_FILES_PER_MANIFEST])).to_dict()).encode()
+        for i in range(0, len(files), MAX_FILES_PER_MANIFEST)
+    ]
+
+
+def one_round(work: Path, n: int, rows: int, partitions: int) -> dict[str, Any]:
+    """One measured round of ``n`` files on a fresh service (see the module docstring)."""
+    from lakegate_stack.services import ServiceProcess
+
+    landing_dir = work / f"service-landing-{n}"
+    root = work / f"service-table-{n}"
+    print(f"writing {n:,} Parquet files of {rows:,} rows over {partitions:,} partitions ...", flush=True)
+    started = time.monotonic()
+    landing = Landing(landing_dir, rows, partitions=partitions)
+    first = landing.write(partitions)  # the round that creates the table, one file per partition
+    files = landing.write(n, progress=True)
+    print(f"  written in {time.monotonic() - started:.1f} s", flush=True)
+    first_bodies, bodies = manifest_bodies(first, "first"), manifest_bodies(files, "round")
+    table = {
+        "name": "bench",
+        "path": f"file://{root}",
+        "topics": [TOPIC],
+        "placement": "in_place_absolute",  # the landing is outside the table's root: add, never rewrite
+        "commit": {"interval_seconds": 3600, "max_files": 1_000_000, "max_pending_files": 10_000_000},
+    }
+    roots = [f"file://{landing_dir}/", f"file://{root}/"]
+    # a 10,000-file manifest is about 2.3 MB: over the default 1 MiB request limit
+    service = ServiceProcess(work / f"service-{n}", [table], roots, server={"max_request_bytes": 16 << 20})
+    print("starting the service (gunicorn, then Spark) ...", flush=True)
+    service.start()
+    try:
+        pid = service.process.pid
+        assert pid is not None
+        for body in first_bodies:
+            assert service.call("POST", "/v1/manifests", data=body, headers=JSON).status_code == 202
+        t0 = time.perf_counter()
+        service.commit_now("bench")
+        first_s = time.perf_counter() - t0
+        with PeakRss(pid) as memory:
+            idle_mib = memory.peak_mib
+            accepts = []
+            for body in bodies:
+                t0 = time.perf_counter()
+                answer = service.call("POST", "/v1/manifests", data=body, headers=JSON)
+                accepts.append(time.perf_counter() - t0)
+                assert answer.status_code == 202, answer.text[:500]
+                statuses = {f["status"] for f in answer.json()["files"]}
+                assert statuses == {"accepted"}, statuses
+            t0 = time.perf_counter()
+            outcome = service.commit_now("bench")
+            commit_s = time.perf_counter() - t0
+        print(
+            f"{n:>7,} files: manifests accepted in {sum(accepts):.3f} s ({len(accepts)} of them, the largest "
+            f"{max(accepts):.3f} s), commit {commit_s:.3f} s, service RSS peak {memory.peak_mib:,.0f} MiB "
+            f"(idle {idle_mib:,.0f})",
+            flush=True,
+        )
+    finally:
+        service.stop()
+    offsets = {int(p): o for p, o in outcome["offsets"][TOPIC].items()}
+    assert outcome["committed"] and outcome["files"] == n and outcome["records"] == n * rows, outcome
+    assert offsets == landing.next, "the commit's offsets are not where the files end"
+    return {
+        "files": n,
+        "rows_per_file": rows,
+        "partitions": partitions,
+        "manifests": len(bodies),
+        "accept_s_total": round(sum(accepts), 4),
+        "accept_s_max": round(max(accepts), 4),
+        "commit_s": round(commit_s, 4),
+        "first_commit_s": round(first_s, 4),
+        "rss_mib_peak": round(memory.peak_mib, 1),
+        "rss_mib_idle": round(idle_mib, 1),
+    }
+
+
+def part_service(work: Path, sizes: list[int], rows: int, partitions: int) -> dict[str, Any]:
+    """One fresh service per size (see the module docstring)."""
+    return {"results": [one_round(work, n, rows, partitions) for n in sizes]}
