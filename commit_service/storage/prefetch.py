@@ -29,7 +29,6 @@ entry per buffered file.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -87,11 +86,12 @@ def storage_facts(storage: StorageReader) -> ReadFacts:
 
 def threads_for(root: str) -> int:
     """How many footers a table reads at once: on an object store :data:`THREADS` (a read is mostly
-    the store's latency); on local files one per core, at least two (a local read is mostly
-    interpreter time, which threads only share: 10,000 local footers took 2.9 s on 16 threads and
-    1.9 s on 2, on 2 cores)."""
+    the store's latency); on local files one. A local read is mostly interpreter time, and a second
+    thread only takes the interpreter lock in turns, waiting for it after each of its own I/O calls:
+    10,000 local footers took 2.9 s on 16 threads, 1.9 s on 2; one reader reads a footer in 93 us,
+    two in 119-179 us each (2 cores, docs/performance.md)."""
     if root.startswith(("file:", "/")):
-        return max(2, os.cpu_count() or 2)
+        return 1
     return THREADS
 
 
