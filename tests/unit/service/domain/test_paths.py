@@ -140,3 +140,24 @@ def test_what_the_sidecar_sends_comes_back_unchanged(key: str) -> None:
     sent = S3Lister("bucket", client=object()).uri(f"landing/{key}")
     loc = _accepted(sent)
     assert loc is None or loc.uri == sent
+
+
+@settings(max_examples=500)
+@given(
+    st.sampled_from(["s3a://", "file:///", "file://", "S3A://", "s3://", ""]),
+    st.text(alphabet="ab/:@[]?#%. 1", max_size=24),
+)
+def test_the_fast_split_is_urlsplit(prefix: str, rest: str) -> None:
+    """The canonical forms' shortcut gives what urlsplit gives, for those forms and near misses."""
+    from urllib.parse import urlsplit
+
+    from commit_service.domain.paths import _split
+
+    text = prefix + rest
+    try:
+        expected = urlsplit(text)
+    except ValueError:  # urlsplit refuses some brackets: so must the shortcut (by falling back)
+        with pytest.raises(ValueError):
+            _split(text)
+        return
+    assert _split(text) == expected
