@@ -91,7 +91,12 @@ def one_round(work: Path, n: int, rows: int, partitions: int) -> dict[str, Any]:
         "path": f"file://{root}",
         "topics": [TOPIC],
         "placement": "in_place_absolute",  # the landing is outside the table's root: add, never rewrite
-        "commit": {"interval_seconds": 3600, "max_files": 1_000_000, "max_pending_files": 10_000_000},
+        "commit": {
+            "interval_seconds": 3600,
+            "max_files": 1_000_000,
+            "max_bytes": 1 << 50,
+            "max_pending_files": 10_000_000,
+        },
     }
     roots = [f"file://{landing_dir}/", f"file://{root}/"]
     # a 10,000-file manifest is about 2.3 MB: over the default 1 MiB request limit

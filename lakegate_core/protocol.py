@@ -302,13 +302,18 @@ class LeaseRequest(WireModel):
 
 @dataclass(frozen=True)
 class LeaseGrant(WireModel):
-    """One partition's answer to a lease request: its epoch if granted, else why not."""
+    """One partition's answer to a lease request: its epoch if granted, else why not; and, from a
+    service that says so, ``held_next``: the first offset after the files it holds for the
+    partition, committed or buffered in one run from the committed offset. A sidecar does not send
+    again a file that ends below it; a file the service drops, and every file after a restart, falls
+    below it no more and is sent again."""
 
     topic: str
     partition: int
     granted: bool
     epoch: int | None = None
     reason: str | None = None
+    held_next: int | None = None
 
     @property
     def tp(self) -> TopicPartition:
@@ -317,7 +322,8 @@ class LeaseGrant(WireModel):
     @classmethod
     def from_dict(cls, raw: Any) -> LeaseGrant:
         d = read_object(raw, "lease")
-        return cls(d["topic"], int(d["partition"]), bool(d["granted"]), d.get("epoch"), d.get("reason"))
+        held = read_count(d, "held_next", "lease.", required=False)
+        return cls(d["topic"], int(d["partition"]), bool(d["granted"]), d.get("epoch"), d.get("reason"), held)
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,7 @@ class PartitionRound:
     read_at_ms: int = 0
     table_next: int = 0  # the table's committed offset
     rejected: bool = False  # the service rejected one of its files this round
+    held_next: int | None = None  # the service holds every file ending below this (None: it did not say)
 
 
 @dataclass
@@ -174,7 +175,8 @@ class SidecarLoop:
         return report
 
     def _report_files(self, report: RoundReport) -> None:
-        """Send every complete file of the owned partitions not sent recently; note watermarks."""
+        """Send every complete file of the owned partitions that the service does not hold and that
+        was not sent recently; note watermarks."""
         table_next = self.service.table_offsets()
         listed = list_files(self.lister, self.pattern, {tp.topic for tp in report.partitions})
         now = self.clock()
@@ -187,6 +189,8 @@ class SidecarLoop:
                     max(0, part.connect_committed - part.table_next)
                 )
             for c in complete_files(listed.get(tp, []), part.connect_committed, part.table_next, self._holds):
+                if part.held_next is not None and c.end_offset < part.held_next:
+                    continue  # the service holds it: sent once, not again until it is dropped or restarts
                 sent_at = self._sent.get((c.file.key, c.end_offset))
                 if sent_at is None or now - sent_at >= self.settings.resend_after:
                     due.append(c)
@@ -229,7 +233,8 @@ class SidecarLoop:
         refused = set()
         for g in answer.leases:
             if g.granted:
-                report.partitions[g.tp] = PartitionRound(connector, fmt, g.epoch if answer.fencing else None)
+                epoch = g.epoch if answer.fencing else None
+                report.partitions[g.tp] = PartitionRound(connector, fmt, epoch, held_next=g.held_next)
             else:
                 refused.add(g.tp)
                 logger.warning("lease on %s refused: %s", g.tp, g.reason)

@@ -285,7 +285,14 @@ class Coordinator:
         for tc in self.tables.values():
             tc.claim(leased, marks)
             self._nudge(tc)
-        return grants
+        return [self._with_held(g) for g in grants]
+
+    def _with_held(self, grant: LeaseGrant) -> LeaseGrant:
+        """A granted partition's answer with what its table holds of it (``LeaseGrant.held_next``)."""
+        table = self.config.table_for(grant.topic) if grant.granted else None
+        if table is None:
+            return grant
+        return replace(grant, held_next=self._table(table.name).held_next(grant.tp))
 
     def _note_seen(self, sidecar_id: str, worker: str) -> None:
         with self._seen_lock:

@@ -138,6 +138,11 @@ class TableCoordinator:
                 if w.tp in expected:
                     self._state.note_watermark(w.tp, w.connect_offset, w.read_at_ms / 1000)
 
+    def held_next(self, tp: TopicPartition) -> int:
+        """``TableState.held_next``: for the lease answer, which tells the sidecar what not to resend."""
+        with self._lock:
+            return self._state.held_next(tp)
+
     # -- commit rounds --------------------------------------------------------------------
 
     def next_round_at(self) -> float | None:

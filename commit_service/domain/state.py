@@ -277,6 +277,14 @@ class TableState:
 
     # -- decisions ------------------------------------------------------------------------
 
+    def held_next(self, tp: TopicPartition) -> int:
+        """The first offset after what this table holds of ``tp``: its committed offset, moved past
+        the buffered files that follow it without a gap (told to the sidecar with its lease)."""
+        cursor, files = self.next_offset(tp), self._rows.get(tp, {})
+        while cursor in files:
+            cursor = files[cursor][ROW_END] + 1
+        return cursor
+
     def contiguous(self, limits: Mapping[TopicPartition, int] | None = None) -> list[PendingFile]:
         """Per partition, the run of buffered files starting at the committed offset (and, with
         ``limits``, ending at or below the limit: Connect's own committed offset)."""

@@ -155,13 +155,15 @@ class FakeService:
         self.offsets: dict[tuple[str, int], int] = {}
         self.manifests: list[Manifest] = []
         self.claims: list[LeaseRequest] = []
+        self.held: dict[tuple[str, int], int] = {}  # LeaseGrant.held_next per partition (absent: not said)
 
     def table_offsets(self) -> PartitionOffsets:
         return PartitionOffsets(self.offsets)
 
     def claim(self, request: LeaseRequest) -> LeaseResponse:
         self.claims.append(request)
-        return LeaseResponse(True, tuple(LeaseGrant(t, p, True, 7) for t, p in request.partitions))
+        grants = (LeaseGrant(t, p, True, 7, held_next=self.held.get((t, p))) for t, p in request.partitions)
+        return LeaseResponse(True, tuple(grants))
 
     def send(self, manifest: Manifest) -> ManifestReceipt:
         self.manifests.append(manifest)
@@ -224,6 +226,30 @@ def test_round_reports_only_owned_complete_files_once(tmp_path: Path) -> None:
     clock[0] = 100
     loop.run_once()
     assert len(service.manifests) == 2 and loop._sent == {}
+
+
+def test_a_file_the_service_holds_is_not_sent_again_until_it_is_dropped(tmp_path: Path) -> None:
+    touch(tmp_path, "orders-0-0", "orders-0-10", "orders-0-20")
+    clock = [0.0]
+    loop, service = make_loop(tmp_path, {("orders", 0)}, {("orders", 0): 20}, clock=clock)
+
+    def sent_names() -> list[str]:
+        return [f.path.rsplit("/", 1)[1] for f in service.manifests[-1].files]
+
+    loop.run_once()
+    assert sent_names() == ["orders-0-0", "orders-0-10"]
+    service.held[("orders", 0)] = 20  # both buffered, in one run from the committed offset
+    for clock[0] in (31.0, 62.0, 93.0):  # past resend_after, round after round
+        loop.run_once()
+    assert len(service.manifests) == 1, "a held file is sent once"
+    service.held[("orders", 0)] = 10  # the service dropped the second file
+    clock[0] = 124.0
+    loop.run_once()
+    assert len(service.manifests) == 2 and sent_names() == ["orders-0-10"]
+    service.held[("orders", 0)] = 0  # a restarted service holds nothing
+    clock[0] = 155.0
+    loop.run_once()
+    assert sent_names() == ["orders-0-0", "orders-0-10"]
 
 
 def test_known_content_spans_end_files_and_skip_orphans() -> None:

@@ -48,6 +48,8 @@ def test_an_unrenewed_lease_stops_holding_interval_commits() -> None:
     coordinator.claim(LeaseRequest(SidecarInfo("sc-1", "w:1"), "snk", (0,), (TP0, TP1)))
     f = DataFile("s3a://landing/orders-0-0", "orders", 0, 0, 9, 100, FileFormat.PARQUET)
     coordinator.submit(Manifest("m1", SidecarInfo("sc-1", "w:1"), (f,)))
+    again = coordinator.claim(LeaseRequest(SidecarInfo("sc-1", "w:1"), "snk", (0,), (TP0, TP1)))
+    assert [(g.tp, g.held_next) for g in again] == [(TP0, 10), (TP1, 0)], "what the table holds, per partition"
     for _ in range(5):  # both partitions leased, neither reported: the round waits (on_timeout: wait)
         clock.now += 10
         coordinator.tick()

@@ -54,7 +54,7 @@ def test_fencing_leases_epochs_and_connect_limits(committer: FakeCommitter) -> N
 
     grants = lease(c, "sc-a", "10.0.0.1:8083", [0], [0, 1])
     assert grants["fencing"] is True
-    assert grants["leases"][0] == {"topic": "orders", "partition": 0, "granted": True, "epoch": 1}
+    assert grants["leases"][0] == {"topic": "orders", "partition": 0, "granted": True, "epoch": 1, "held_next": 0}
     assert grants["leases"][1]["granted"] is False and "task 1 on 10.0.0.2" in grants["leases"][1]["reason"]
 
     assert c.post("/v1/manifests", json=fenced("sc-a", None), headers=h()).json["files"][0]["status"] == "rejected"  # type: ignore[index]
