@@ -30,22 +30,30 @@ JSON = {"Content-Type": "application/json"}
 
 
 class PeakRss:
-    """The peak resident memory of a process and its descendants, sampled on a thread."""
+    """The peak resident memory of a process and its descendants, sampled on a thread; and the
+    peak of each kind of process in it (``java``: Spark's JVM; ``python``: the rest)."""
 
     def __init__(self, pid: int, every: float = 0.05) -> None:
         self.pid = pid
         self.every = every
         self.peak_mib = 0.0
+        self.peak_by_kind: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self) -> float:
         total = 0.0
+        kinds: dict[str, float] = {}
         for pid in process_tree([self.pid]):
             try:
-                total += rss_mib(pid)
+                rss = rss_mib(pid)
+                kind = "java" if Path(f"/proc/{pid}/comm").read_text().strip() == "java" else "python"
             except OSError:
-                pass  # gone between the listing and the read
+                continue  # gone between the listing and the read
+            total += rss
+            kinds[kind] = kinds.get(kind, 0.0) + rss
+        for kind, rss in kinds.items():
+            self.peak_by_kind[kind] = max(self.peak_by_kind.get(kind, 0.0), rss)
         return total
 
     def _run(self) -> None:
@@ -127,7 +135,8 @@ def one_round(work: Path, n: int, rows: int, partitions: int) -> dict[str, Any]:
         print(
             f"{n:>7,} files: manifests accepted in {sum(accepts):.3f} s ({len(accepts)} of them, the largest "
             f"{max(accepts):.3f} s), commit {commit_s:.3f} s, service RSS peak {memory.peak_mib:,.0f} MiB "
-            f"(idle {idle_mib:,.0f})",
+            f"(idle {idle_mib:,.0f}; the JVM's peak {memory.peak_by_kind.get('java', 0):,.0f}, the Python processes' "
+            f"{memory.peak_by_kind.get('python', 0):,.0f})",
             flush=True,
         )
     finally:
@@ -146,6 +155,8 @@ def one_round(work: Path, n: int, rows: int, partitions: int) -> dict[str, Any]:
         "first_commit_s": round(first_s, 4),
         "rss_mib_peak": round(memory.peak_mib, 1),
         "rss_mib_idle": round(idle_mib, 1),
+        "rss_mib_peak_jvm": round(memory.peak_by_kind.get("java", 0.0), 1),
+        "rss_mib_peak_python": round(memory.peak_by_kind.get("python", 0.0), 1),
     }
 
 

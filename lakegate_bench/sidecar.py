@@ -2,7 +2,8 @@
 
 Brings up the real local stack, an N-partition topic (`--partitions`), a sink connector (4 tasks), the service and
 one sidecar (poll every second), produces records for the whole run, and samples the sidecar's
-RSS and CPU time from /proc from the first commit on. Prints a summary and writes JSON (default
+RSS and CPU time from /proc from the first commit on, and how many files it sent per file committed
+(its own counter against the files of the table's commits, over the whole run). Prints a summary and writes JSON (default
 .lakegate/bench/sidecar-<N>.json).
 Run through ``scripts/bench-sidecar``.
 """
@@ -31,6 +32,18 @@ from lakegate_stack.stack import LocalStack
 def sample(pid: int) -> tuple[float, float]:
     """(RSS in MiB, CPU seconds user+system) of a process, children not included."""
     return rss_mib(pid), process_cpu_seconds(pid)
+
+
+def files_sent(port: int) -> int:
+    """The sidecar's count of files it sent (``lakegate_sidecar_files_reported_total``)."""
+    import requests
+
+    text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    return sum(
+        int(float(line.split()[-1]))
+        for line in text.splitlines()
+        if line.startswith("lakegate_sidecar_files_reported_total")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         rss_end, cpu_end = sample(pid)
         stop.set()
         tables = service.call("GET", "/v1/tables/bench").json()
+        sent = files_sent(sidecar.port)
+        commits = service.call("GET", "/v1/commits?table=bench&limit=1000").json()["commits"]
+        committed = sum(c["files"] for c in commits)
         sidecar.stop()
         service.stop()
     result = {
@@ -123,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_percent_of_one_core": round(100 * (cpu_end - cpu0) / elapsed, 1),
         "table_version": tables["version"],
         "partitions_in_table": sum(len(v) for v in tables["offsets"].values()),
+        # over the whole run: files sent and not yet committed at the end count as sent
+        "files_sent": sent,
+        "files_committed": committed,
+        "files_sent_per_committed": round(sent / committed, 3) if committed else None,
+        "commits_counted": len(commits),
     }
     report(result, args.out)
     return 0
