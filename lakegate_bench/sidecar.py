@@ -2,8 +2,8 @@
 
 Brings up the real local stack, an N-partition topic (`--partitions`), a sink connector (4 tasks), the service and
 one sidecar (poll every second), produces records for the whole run, and samples the sidecar's
-RSS and CPU time from /proc from the first commit on, and how many files it sent per file committed
-(its own counter against the files of the table's commits, over the whole run). Prints a summary and writes JSON (default
+RSS and CPU time from /proc from the first commit on, and how many times it sent each file (the
+service's receipts, over the whole run: a file sent while the service held it is a duplicate). Prints a summary and writes JSON (default
 .lakegate/bench/sidecar-<N>.json).
 Run through ``scripts/bench-sidecar``.
 """
@@ -34,16 +34,16 @@ def sample(pid: int) -> tuple[float, float]:
     return rss_mib(pid), process_cpu_seconds(pid)
 
 
-def files_sent(port: int) -> int:
-    """The sidecar's count of files it sent (``lakegate_sidecar_files_reported_total``)."""
+def receipts(port: int) -> dict[str, int]:
+    """The service's verdicts on the files the sidecar sent, by status
+    (``lakegate_sidecar_file_receipts_total``)."""
+    import re
+
     import requests
 
     text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
-    return sum(
-        int(float(line.split()[-1]))
-        for line in text.splitlines()
-        if line.startswith("lakegate_sidecar_files_reported_total")
-    )
+    pattern = r'^lakegate_sidecar_file_receipts_total\{status="(\w+)"\} (\S+)$'
+    return {status: int(float(n)) for status, n in re.findall(pattern, text, re.M)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,9 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         rss_end, cpu_end = sample(pid)
         stop.set()
         tables = service.call("GET", "/v1/tables/bench").json()
-        sent = files_sent(sidecar.port)
+        verdicts = receipts(sidecar.port)
         commits = service.call("GET", "/v1/commits?table=bench&limit=1000").json()["commits"]
         committed = sum(c["files"] for c in commits)
+        distinct = sum(verdicts.values()) - verdicts.get("duplicate", 0)
         sidecar.stop()
         service.stop()
     result = {
@@ -139,10 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_percent_of_one_core": round(100 * (cpu_end - cpu0) / elapsed, 1),
         "table_version": tables["version"],
         "partitions_in_table": sum(len(v) for v in tables["offsets"].values()),
-        # over the whole run: files sent and not yet committed at the end count as sent
-        "files_sent": sent,
+        # over the whole run, from the service's receipts: a file sent again while the service held
+        # it comes back "duplicate"; files sent per distinct file = all / (all - duplicates)
+        "receipts": verdicts,
+        "files_sent_per_distinct_file": round(sum(verdicts.values()) / distinct, 3) if distinct else None,
         "files_committed": committed,
-        "files_sent_per_committed": round(sent / committed, 3) if committed else None,
         "commits_counted": len(commits),
     }
     report(result, args.out)

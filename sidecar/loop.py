@@ -273,6 +273,7 @@ class SidecarLoop:
         report.sent.extend(batch)
         for c, r in zip(batch, receipt.files, strict=False):
             report.statuses[r.status.value] = report.statuses.get(r.status.value, 0) + 1
+            self.metrics.receipts.labels(r.status.value).inc()
             if r.status is FileStatus.REJECTED:
                 report.partitions[c.tp].rejected = True
                 logger.warning("service rejected %s: %s", r.path, r.reason)

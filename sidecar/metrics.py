@@ -18,6 +18,12 @@ class SidecarMetrics:
     def __init__(self, stale_after: float) -> None:
         self.registry = CollectorRegistry()
         self.files = Counter("lakegate_sidecar_files_reported", "Files sent to the service", registry=self.registry)
+        self.receipts = Counter(
+            "lakegate_sidecar_file_receipts",
+            "The service's verdicts on sent files, by status (duplicate: it held the file already)",
+            ["status"],
+            registry=self.registry,
+        )
         self.manifests = Counter(
             "lakegate_sidecar_manifests_sent", "Manifests sent, by result", ["result"], registry=self.registry
         )
