@@ -1,6 +1,6 @@
 """Benchmarks of the commit service's table side (real Spark + Delta, and Iceberg), in selectable parts.
 
-Parts (``--parts``, default all but ``upsert``, ``iceberg`` and ``iceberg-peer``):
+Parts (``--parts``, default all but ``service``, ``upsert``, ``iceberg`` and ``iceberg-peer``):
 
 - ``commit``: one commit of N Parquet files (1,000 rows x 10 columns each), N in ``--files``.
   The same files are committed three ways, each into its own table that already exists:

@@ -93,7 +93,7 @@ class AppendWriter:
         placed = self._place(in_place)
         set_schema(target, joined.widened)
         adds = self._actions.many(
-            ActionKind.ADD, [self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place]
+            ActionKind.ADD, (self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place)
         )
         written: list[Any] = [adds]
         in_place_sources = [round_guard.Source(p.file.path, 0, shapes[p.file.path]) for p in in_place]

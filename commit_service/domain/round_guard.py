@@ -36,8 +36,11 @@ def check(table: str, sources: Sequence[Source], written_rows: int, written: Sch
             "rows were written; nothing was committed"
         )
     columns = leaf_columns(written)
+    lacking: dict[int, list[str]] = {}  # by shape: the files of a round share a few shapes
     for s in sources:
-        missing = sorted(leaf_columns(s.shape) - columns)
+        if id(s.shape) not in lacking:
+            lacking[id(s.shape)] = sorted(leaf_columns(s.shape) - columns)
+        missing = lacking[id(s.shape)]
         if missing:
             raise RoundShortfallError(
                 f"table {table}: the columns {missing[:5]} of {s.path} would not be written; nothing was committed"

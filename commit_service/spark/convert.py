@@ -138,6 +138,9 @@ class FrameReader:
         self._lines: dict[str, list[str]] = {}
         self._records: dict[str, list[dict[str, Any]]] = {}
         self._raw: dict[str, Schema] = {}
+        # one raw shape per Parquet schema and null-string set, shared by the files that have them
+        # (a round of 100,000 files of one sink then holds a handful of shapes, not 100,000 copies)
+        self._parquet_raw: dict[tuple[int, tuple[str, ...]], tuple[Schema, Schema]] = {}
 
     def lifts(self, p: PendingFile, facts: FileFacts | None) -> bool:
         """Whether ``p`` is Parquet in the sink's envelope (rewritten: its columns change)."""
@@ -207,7 +210,11 @@ class FrameReader:
         if path not in self._raw:
             if p.file.format is FileFormat.PARQUET:
                 physical = self.parquet_schemas(path, facts.schema_key if facts else None)
-                self._raw[path] = marked_voids(physical, facts.null_strings if facts else ())
+                nulls = facts.null_strings if facts else ()
+                key = (id(physical), nulls)  # the physical schema is kept beside its shape: its id stays its own
+                if key not in self._parquet_raw:
+                    self._parquet_raw[key] = (physical, marked_voids(physical, nulls))
+                self._raw[path] = self._parquet_raw[key][1]
             else:
                 self._raw[path] = json_infer.infer(self.records(p))
         return self._raw[path]

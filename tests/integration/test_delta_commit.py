@@ -275,12 +275,15 @@ def test_a_release_commits_offsets_without_files_even_on_a_new_table(spark: Any,
     assert spark.read.format("delta").load(str(root)).count() == 10
 
 
-def test_batched_actions_equal_delta_s_own_one_by_one(spark: Any) -> None:
-    """The commit path builds all AddFiles / SetTransactions in one py4j call each: every action
-    must equal what ``Action.fromJson`` gives for it alone (paths with escapes, stats, no stats,
-    64-bit sizes and offsets)."""
+def test_batched_actions_equal_delta_s_own_one_by_one(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commit path builds all AddFiles / SetTransactions in one py4j call per slice: every
+    action must equal what ``Action.fromJson`` gives for it alone, in order across slices (paths
+    with escapes, stats, no stats, 64-bit sizes and offsets)."""
+    from commit_service.delta import jvm_actions
     from commit_service.delta.jvm_actions import ActionBuilder, ActionKind
     from commit_service.delta.jvm_handles import JvmHandles
+
+    monkeypatch.setattr(jvm_actions, "SLICE", 128)  # the 300 AddFiles go in three slices
 
     builder = ActionBuilder(spark._jvm, JvmHandles.resolve(spark._jvm))
     adds = [
@@ -297,7 +300,7 @@ def test_batched_actions_equal_delta_s_own_one_by_one(spark: Any) -> None:
     txns = [{"appId": f"lakegate-t-orders-{p}", "version": 2**62 + p, "lastUpdated": 5} for p in range(40)]
     one = spark._jvm.org.apache.spark.sql.delta.actions.Action.fromJson
     for kind, objects, wrap in ((ActionKind.ADD, adds, "add"), (ActionKind.TXN, txns, "txn")):
-        batch = builder.many(kind, objects)
+        batch = builder.many(kind, iter(objects))
         assert batch.size() == len(objects)
         for i, obj in enumerate(objects):
             assert batch.get(i).equals(one(json.dumps({wrap: obj}))), obj
