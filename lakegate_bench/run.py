@@ -20,6 +20,10 @@ Parts (``--parts``, default all but ``service``, ``upsert``, ``iceberg`` and ``i
 - ``service``: one round of N Parquet files through the real service from the outside (N in
   ``--service-files``, over ``--service-partitions`` partitions): the manifests' acceptance over
   HTTP, the commit forced at once (cold), the service's peak RSS (``lakegate_bench/service_commit.py``).
+- ``partitions``: the coordinator's cost per round (a sidecar's claim of every partition, the
+  intake of ``--round-files`` files, the loop's pass over every table) for each of ``--layouts``
+  (tables x partitions per table), Delta replaced by an in-memory committer
+  (``lakegate_bench/partitions.py``).
 - ``pipeline``: end-to-end freshness and CPU-seconds per million records, Lakegate's whole
   pipeline (Connect sink, sidecar, service) beside a Spark Structured Streaming job on the same
   records, at each of ``--intervals``, after ``--warm-up-seconds`` at the rate that are not
@@ -69,11 +73,14 @@ PARTS = (
     "intake",
     "http",
     "service",
+    "partitions",
     "pipeline",
     "upsert",
     "iceberg",
     "iceberg-peer",
 )
+# parts that need no Spark session in this process (their own processes, or none at all)
+OWN_PROCESSES = ("intake", "http", "service", "partitions", "pipeline", "iceberg-peer")
 DEFAULT_PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline")
 
 
@@ -123,6 +130,16 @@ def main(argv: list[str] | None = None) -> int:
         default=[10000, 100000],
         help="service: files of the one round each fresh service commits (default 10000 100000)",
     )
+    parser.add_argument(
+        "--layouts",
+        nargs="+",
+        default=["1x100", "100x1", "100x100"],
+        help="partitions: tables x partitions per table (default 1x100 100x1 100x100)",
+    )
+    parser.add_argument(
+        "--round-files", type=int, default=1000, help="partitions: files sent each round (default 1000)"
+    )
+    parser.add_argument("--rounds", type=int, default=10, help="partitions: rounds per layout (default 10)")
     parser.add_argument(
         "--service-partitions", type=int, default=3, help="service: partitions the files are spread over (default 3)"
     )
@@ -199,6 +216,10 @@ def main(argv: list[str] | None = None) -> int:
             lambda: part_service(work, args.service_files, args.rows, args.service_partitions),
             args,
         )
+    if "partitions" in parts:
+        from lakegate_bench.partitions import part_partitions
+
+        write_part("partitions", machine, lambda: part_partitions(args.layouts, args.round_files, args.rounds), args)
     if "pipeline" in parts:
         from lakegate_bench import pipeline as bench_pipeline
 
@@ -221,9 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             ),
             args,
         )
-    in_process = [
-        p for p in parts if p not in ("intake", "http", "service", "pipeline", "iceberg-peer")
-    ]  # in the order of PARTS
+    in_process = [p for p in parts if p not in OWN_PROCESSES]  # in the order of PARTS
     if not in_process:
         return 0
     bench = Bench(work, args.rows)

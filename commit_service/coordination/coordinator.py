@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from commit_service.config import ServiceConfig, TableConfig
@@ -45,6 +45,7 @@ from lakegate_core.protocol import (
     LeaseRequest,
     Manifest,
     ManifestReceipt,
+    Watermark,
 )
 from lakegate_core.status import (
     CommitRecord,
@@ -57,7 +58,7 @@ from lakegate_core.status import (
     ManifestStatus,
     TableSummary,
 )
-from lakegate_core.types import PartitionOffsets
+from lakegate_core.types import PartitionOffsets, TopicPartition
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ def pass_gap(idle_pass_seconds: float) -> float:
     return min(TICK_SECONDS, max(MIN_GAP_SECONDS, idle_pass_seconds * (1 - IDLE_DUTY) / IDLE_DUTY))
 
 
+MAX_ROUTES = 100_000  # topics whose table is remembered (topics_regex may match any number of names)
 MAX_SIDECARS_SEEN = 1000  # the status page's list of sidecars forgets the longest-silent beyond this
 
 
@@ -112,6 +114,7 @@ class Coordinator:
         self._seen: dict[str, SidecarSeen] = {}  # sidecar id -> its last manifest or lease claim
         self._seen_lock = threading.Lock()
         self.ready = False
+        self._routes: dict[str, TableConfig | None] = {}  # topic -> its table (see _route)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -166,10 +169,10 @@ class Coordinator:
     def tick(self) -> bool:
         """One pass over the tables: each one's round if a trigger fired, then its maintenance
         that is due. Returns whether any table committed."""
-        live = self.fencing.live()  # leases not renewed within the TTL stop holding rounds back
+        live = self._by_table(self.fencing.live())  # leases not renewed within the TTL stop holding rounds back
         committed = False
-        for tc in list(self.tables.values()):
-            tc.expect(live)
+        for name, tc in list(self.tables.items()):
+            tc.expect(live.get(name, set()))
             try:
                 committed = self._round(tc, force=False) is not None or committed
             except CommitError:
@@ -206,7 +209,7 @@ class Coordinator:
         receipts: list[FileReceipt] = []
         by_table: dict[str, list[tuple[int, PendingFile]]] = {}
         for i, f in enumerate(normalized):
-            table = self.config.table_for(f.topic)
+            table = self._route(f.topic)
             if table is None:
                 self._rejected("no_table")
                 receipts.append(FileReceipt(f.path, FileStatus.REJECTED, f"no table takes topic {f.topic!r}"))
@@ -265,7 +268,7 @@ class Coordinator:
         """429 for the whole manifest if any table's buffer would pass its cap (nothing buffered)."""
         need: dict[str, tuple[int, int]] = {}
         for f in files:
-            table = self.config.table_for(f.topic)
+            table = self._route(f.topic)
             if table is not None:
                 count, size = need.get(table.name, (0, 0))
                 need[table.name] = (count + 1, size + f.size_bytes)
@@ -281,18 +284,45 @@ class Coordinator:
         self._note_seen(request.sidecar.id, request.sidecar.worker)
         grants, leased = self.fencing.claim(request)
         granted = {g.tp for g in grants if g.granted}
-        marks = [w for w in request.watermarks if w.tp in granted]
-        for tc in self.tables.values():
-            tc.claim(leased, marks)
+        marks: dict[str, list[Watermark]] = {}
+        for w in request.watermarks:
+            table = self._route(w.topic) if w.tp in granted else None
+            if table is not None:
+                marks.setdefault(table.name, []).append(w)
+        routed = self._by_table(leased)
+        for name, tc in self.tables.items():
+            tc.claim(routed.get(name, set()), marks.get(name, ()))
             self._nudge(tc)
         return [self._with_held(g) for g in grants]
 
+    def _route(self, topic: str) -> TableConfig | None:
+        """``config.table_for(topic)``, remembered: each file of a manifest and each leased
+        partition asks, and the answer walks every table (10,000 partitions of 100 tables made a
+        lease claim cost 0.38 s)."""
+        try:
+            return self._routes[topic]
+        except KeyError:
+            if len(self._routes) >= MAX_ROUTES:
+                self._routes.clear()
+            table = self._routes[topic] = self.config.table_for(topic)
+            return table
+
+    def _by_table(self, partitions: Iterable[TopicPartition]) -> dict[str, set[TopicPartition]]:
+        """``partitions`` by the table their topic routes to (one pass, not one per table)."""
+        out: dict[str, set[TopicPartition]] = {}
+        for tp in partitions:
+            table = self._route(tp.topic)
+            if table is not None:
+                out.setdefault(table.name, set()).add(tp)
+        return out
+
     def _with_held(self, grant: LeaseGrant) -> LeaseGrant:
         """A granted partition's answer with what its table holds of it (``LeaseGrant.held_next``)."""
-        table = self.config.table_for(grant.topic) if grant.granted else None
+        table = self._route(grant.topic) if grant.granted else None
         if table is None:
             return grant
-        return replace(grant, held_next=self._table(table.name).held_next(grant.tp))
+        held = self._table(table.name).held_next(grant.tp)  # built, not replace()d: a claim may hold 10,000
+        return LeaseGrant(grant.topic, grant.partition, grant.granted, grant.epoch, grant.reason, held)
 
     def _note_seen(self, sidecar_id: str, worker: str) -> None:
         with self._seen_lock:

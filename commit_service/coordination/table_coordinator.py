@@ -139,9 +139,10 @@ class TableCoordinator:
                     self._state.note_watermark(w.tp, w.connect_offset, w.read_at_ms / 1000)
 
     def held_next(self, tp: TopicPartition) -> int:
-        """``TableState.held_next``: for the lease answer, which tells the sidecar what not to resend."""
+        """``TableState.buffered_through``: for the lease answer, which tells the sidecar what it
+        need not send again."""
         with self._lock:
-            return self._state.held_next(tp)
+            return self._state.buffered_through(tp)
 
     # -- commit rounds --------------------------------------------------------------------
 

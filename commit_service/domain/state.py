@@ -259,7 +259,9 @@ class TableState:
         self.reported_at[tp] = max(now, self.reported_at.get(tp, now))
 
     def buffered_through(self, tp: TopicPartition) -> int:
-        """The next offset after the committed offset plus the contiguous buffered run."""
+        """The next offset after the committed offset plus the contiguous buffered run: what a
+        watermark must not pass to count, and what the lease answer tells the sidecar it need not
+        send again (``LeaseGrant.held_next``)."""
         cursor, files = self.next_offset(tp), self._rows.get(tp, {})
         while cursor in files:
             cursor = files[cursor][ROW_END] + 1
@@ -276,14 +278,6 @@ class TableState:
         return False
 
     # -- decisions ------------------------------------------------------------------------
-
-    def held_next(self, tp: TopicPartition) -> int:
-        """The first offset after what this table holds of ``tp``: its committed offset, moved past
-        the buffered files that follow it without a gap (told to the sidecar with its lease)."""
-        cursor, files = self.next_offset(tp), self._rows.get(tp, {})
-        while cursor in files:
-            cursor = files[cursor][ROW_END] + 1
-        return cursor
 
     def contiguous(self, limits: Mapping[TopicPartition, int] | None = None) -> list[PendingFile]:
         """Per partition, the run of buffered files starting at the committed offset (and, with

@@ -7,7 +7,7 @@ from commit_service.config import ServiceConfig
 from commit_service.coordination.coordinator import Coordinator
 from commit_service.domain.leases import LeaseTable
 from lakegate_core.configfile import build
-from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest, SidecarInfo
+from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest, SidecarInfo, Watermark
 from lakegate_core.types import TopicPartition
 from tests.unit.fakes import Clock, PoisonCommitter
 
@@ -57,3 +57,41 @@ def test_an_unrenewed_lease_stops_holding_interval_commits() -> None:
     clock.now += 20  # 70 s since the last claim: the leases expired, nothing holds the round back
     coordinator.tick()
     assert committer.version == 0 and committer.committed == {TP0: 10}
+
+
+def test_each_table_waits_for_its_own_partitions_only() -> None:
+    """A claim and the loop route leased partitions to their tables in one pass: each table's round
+    waits for (and is completed by the watermarks of) the partitions of its own topics."""
+    clock = Clock(1000.0)
+    tables = [
+        {
+            "name": name,
+            "path": f"s3a://lake/{name}",
+            "topics": [name],
+            "placement": "copy_into_table",
+            "commit": {"interval_seconds": 1, "on_timeout": "wait"},
+        }
+        for name in ("orders", "payments")
+    ]
+    config = build(
+        ServiceConfig, {"auth": {"enabled": False}, "storage": {"allowed_roots": ["s3a://landing/"]}, "tables": tables}
+    )
+    committers = {"orders": PoisonCommitter(), "payments": PoisonCommitter()}
+    coordinator = Coordinator(config, lambda t: committers[t.name], clock=clock)
+    coordinator.load()
+    pay = TopicPartition("payments", 0)
+    sidecar = SidecarInfo("sc-1", "w:1")
+    coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0, pay)))
+    for tp in (TP0, pay):
+        f = DataFile(f"s3a://landing/{tp.topic}-0-0", tp.topic, 0, 0, 9, 100, FileFormat.PARQUET)
+        coordinator.submit(Manifest(f"m-{tp.topic}", sidecar, (f,)))
+    assert coordinator.tables["orders"]._state.expected == {TP0}
+    assert coordinator.tables["payments"]._state.expected == {pay}
+    clock.now += 2
+    coordinator.tick()  # nobody reported since the round began: both wait (on_timeout: wait)
+    assert committers["orders"].version == committers["payments"].version == -1
+    marks = (Watermark("orders", 0, 10, int(clock.now * 1000)),)  # only orders reports
+    coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0, pay), marks))
+    clock.now += 2
+    coordinator.tick()
+    assert committers["orders"].version == 0 and committers["payments"].version == -1
