@@ -16,7 +16,7 @@ the TTL. An expired lease keeps its epoch: a holder coming back continues from i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from lakegate_core.types import TopicPartition
 
@@ -41,7 +41,7 @@ class LeaseTable:
         worker) changes."""
         current = self._leases.get(tp)
         if current is not None and (current.holder, current.worker, current.connector) == (holder, worker, connector):
-            lease = replace(current, renewed_at=now)
+            lease = Lease(holder, worker, connector, current.epoch, now)  # not replace(): 10,000 a claim
         else:
             lease = Lease(holder, worker, connector, (current.epoch if current else 0) + 1, now)
         self._leases[tp] = lease
