@@ -86,6 +86,15 @@ def report(out_dir: Path) -> str:
                 for r in d["results"]
             ],
         )
+    if (d := load("partitions")) is not None:
+        table(
+            ["tables", "partitions", "files a round", "claim", "intake", "pass"],
+            [
+                [r["tables"], f"{r['partitions']:,}", f"{r['round_files']:,}"]
+                + [f"{r[k] * 1000:.1f} ms" for k in ("claim_s", "intake_s", "pass_s")]
+                for r in d["results"]
+            ],
+        )
     if (d := load("pipeline")) is not None:
         out += [
             f"{d['rate']:,} records/s for {d['seconds']} s; Connect flushes every {d['connect_offset_flush_ms'] / 1000:g} s.",
