@@ -103,19 +103,24 @@ def footer_facts(meta: pq.FileMetaData) -> FooterFacts:
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}
     nulls: dict[str, Any] = {}
+    counted: dict[int, int] = {}  # leaf index -> its nulls, summed once for the bounds and the voids
     nan_aware = (meta.created_by or "").startswith(NAN_AWARE_WRITERS)
     for col, name, floating in layout.bounded:
         bound = _column_bounds(groups, col)
         if bound is None:
             continue
         null_count, lo, hi = bound
-        nulls[name] = null_count
+        nulls[name] = counted[col] = null_count
         if lo is not None and hi is not None and (nan_aware or not floating):
             mins[name], maxs[name] = lo, hi
     stats = json.dumps({"numRecords": rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls})
     exact = {name: (low, maxs[name]) for name, low in mins.items() if nulls.get(name) == 0}
     covered = from_statistics([name for name, _ in layout.columns], exact, rows)
-    empty = tuple(path for col, path in layout.string_leaves if _null_count(groups, col) == rows)
+    empty = tuple(
+        path
+        for col, path in layout.string_leaves
+        if (counted[col] if col in counted else _null_count(groups, col)) == rows
+    )
     return FooterFacts(layout, rows, stats, covered, empty)
 
 
