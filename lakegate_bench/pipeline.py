@@ -82,6 +82,9 @@ class FreshnessPoller(threading.Thread):
     ``produced_ms`` of every record its added files hold. A format's poller gives :meth:`poll`."""
 
     seen_ms: list[tuple[int, int]] = field(default_factory=list)  # (produced_ms, visible_ms) per record
+    # per record, where its time went, when the format's poller can tell: (produced_ms, the file's
+    # last-modified ms on the S3 server, the commit's timestamp ms, visible_ms)
+    stages_ms: list[tuple[int, int, int, int]] = field(default_factory=list)
     versions: set[str] = field(default_factory=set)
     warm_up_versions: int = 0  # of ``versions``, those committed before the measured run
     stop: threading.Event = field(default_factory=threading.Event)
@@ -110,6 +113,16 @@ class Poller(FreshnessPoller):
     fs: pafs.S3FileSystem
     prefix: str  # the table's key prefix, ending in /
 
+    def written(self) -> dict[str, int]:
+        """The table's data files, by key: when the S3 server last wrote each (ms)."""
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=self.prefix)
+        return {
+            o["Key"]: int(o["LastModified"].timestamp() * 1000)
+            for page in pages
+            for o in page.get("Contents", [])
+            if "/_delta_log/" not in o["Key"]
+        }
+
     def poll(self) -> None:
         now_ms = int(time.time() * 1000)
         pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=f"{self.prefix}_delta_log/")
@@ -119,11 +132,14 @@ class Poller(FreshnessPoller):
             for o in page.get("Contents", [])
             if o["Key"].endswith(".json") and o["Key"] not in self.versions
         )
+        written = self.written() if new else {}
         for key in new:
             self.versions.add(key)
             body = self.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read().decode()
-            for line in body.splitlines():
-                add = json.loads(line).get("add")
+            actions = [json.loads(line) for line in body.splitlines()]
+            committed_ms = next((a["commitInfo"]["timestamp"] for a in actions if "commitInfo" in a), now_ms)
+            for action in actions:
+                add = action.get("add")
                 if add is None:
                     continue
                 path = add["path"]
@@ -132,7 +148,10 @@ class Poller(FreshnessPoller):
                 else:
                     path = self.prefix + path
                 column = pq.read_table(f"{BUCKET}/{unquote(path)}", columns=["produced_ms"], filesystem=self.fs)
-                self.seen_ms.extend((int(p), now_ms) for p in column.column(0).to_pylist())
+                produced = [int(p) for p in column.column(0).to_pylist()]
+                self.seen_ms.extend((p, now_ms) for p in produced)
+                if unquote(path) in written:  # files outside the prefix (none here) have no stages
+                    self.stages_ms.extend((p, written[unquote(path)], committed_ms, now_ms) for p in produced)
 
 
 def produce(bootstrap: str, topic: str, rate: int, seconds: int) -> int:
@@ -152,20 +171,46 @@ def produce(bootstrap: str, topic: str, rate: int, seconds: int) -> int:
     return total
 
 
+def quantiles(values: list[float]) -> dict[str, float]:
+    """p50 / p99 / max of ``values`` (seconds), rounded to 10 ms."""
+    ordered = sorted(values)
+    return {
+        "p50": round(statistics.median(ordered), 2),
+        "p99": round(ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 2),
+        "max": round(ordered[-1], 2),
+    }
+
+
+def stage_figures(stages_ms: list[tuple[int, int, int, int]]) -> dict[str, dict[str, float]]:
+    """Where a record's freshness went, per stage (p50 / p99 / max over the records, s): until its
+    file was on the S3 server (the sink: Connect's flush), until the commit that added it (the
+    committer: for Lakegate the sidecar's poll, the wait for the round and the commit), until the
+    poller saw that commit (the reader's own poll)."""
+    if not stages_ms:
+        return {}
+    return {
+        "to_file": quantiles([(w - p) / 1000 for p, w, _, _ in stages_ms]),
+        "file_to_commit": quantiles([(c - w) / 1000 for _, w, c, _ in stages_ms]),
+        "commit_to_seen": quantiles([(v - c) / 1000 for _, _, c, v in stages_ms]),
+    }
+
+
 def figures(
     poller: FreshnessPoller, expected: int, cpu: float, marginal: float | None, rate: int, jit: float
 ) -> dict[str, Any]:
     """A run's freshness and CPU; ``jit`` is the part of ``cpu`` its JIT compilers used."""
-    fresh = sorted((v - p) / 1000 for p, v in poller.seen_ms)
+    fresh = [(v - p) / 1000 for p, v in poller.seen_ms]
     if len(fresh) != expected:
         raise SystemExit(f"the table holds {len(fresh)} records, {expected} were produced")
+    q = quantiles(fresh)
     out = {
         "records": expected,
         "rate": rate,
         "commits": len(poller.versions) - poller.warm_up_versions,  # in the measured run
-        "freshness_p50_s": round(statistics.median(fresh), 2),
-        "freshness_p99_s": round(fresh[min(len(fresh) - 1, int(0.99 * len(fresh)))], 2),
-        "freshness_max_s": round(fresh[-1], 2),
+        "freshness_p50_s": q["p50"],
+        "freshness_p99_s": q["p99"],
+        "freshness_max_s": q["max"],
+        **({"stages_s": stage_figures(poller.stages_ms)} if poller.stages_ms else {}),
         "cpu_s": round(cpu, 1),
         "cpu_s_per_million": round(cpu / expected * 1e6, 1),
         "jit_cpu_s": round(jit, 1),
@@ -189,6 +234,7 @@ def warm_up(poller: FreshnessPoller, bootstrap: str, topic: str, rate: int, seco
         expected += produce(bootstrap, topic, rate, seconds)
     wait_for(poller, expected, timeout=300 + seconds, stop=False)
     poller.seen_ms.clear()
+    poller.stages_ms.clear()
     poller.warm_up_versions = len(poller.versions)
 
 
@@ -357,9 +403,10 @@ def lakegate_row(interval: int, rate: int, poller: FreshnessPoller, seen: Measur
 class Pipeline:
     """The shared stack and the two systems' runs."""
 
-    def __init__(self, work: Path, warm_up_seconds: int = 0) -> None:
+    def __init__(self, work: Path, warm_up_seconds: int = 0, catch_up_seconds: float = 0.0) -> None:
         self.work = work
         self.warm_up_seconds = warm_up_seconds
+        self.catch_up_seconds = catch_up_seconds
         self.stack = LocalStack(work / "stack", buckets=(BUCKET,))
 
     def __enter__(self) -> Pipeline:
@@ -386,7 +433,11 @@ class Pipeline:
             "name": name,
             "path": f"s3a://{BUCKET}/{name}",
             "topics": [name],
-            "commit": {"interval_seconds": interval, "timeout_seconds": interval},
+            "commit": {
+                "interval_seconds": interval,
+                "timeout_seconds": interval,
+                "catch_up_seconds": catch_up_for(self.catch_up_seconds, interval),
+            },
         }
         run = start_lakegate(self.stack, self.work / name, BUCKET, name, table)
         poller = Poller(s3=self.s3, fs=self.fs, prefix=f"{name}/")
@@ -453,13 +504,29 @@ class Pipeline:
         }
 
 
-def run(work: Path, intervals: list[int], rate: int, seconds: int, warm_up_seconds: int = 0) -> dict[str, Any]:
+SYSTEMS = ("lakegate", "spark")
+
+
+def catch_up_for(catch_up: float, interval: float) -> float:
+    """``commit.catch_up_seconds`` for a table of ``interval``: ``catch_up``, at most half the interval."""
+    return min(catch_up, interval / 2)
+
+
+def run(
+    work: Path,
+    intervals: list[int],
+    rate: int,
+    seconds: int,
+    warm_up_seconds: int = 0,
+    systems: tuple[str, ...] = SYSTEMS,
+    catch_up_seconds: float = 0.0,
+) -> dict[str, Any]:
     rows = []
-    with Pipeline(work, warm_up_seconds) as pipeline:
+    with Pipeline(work, warm_up_seconds, catch_up_seconds) as pipeline:
         flush_ms = pipeline.stack.workers[0].offset_flush_interval_ms
         for interval in intervals:
-            for system in (pipeline.lakegate, pipeline.spark):
-                row = system(interval, rate, seconds)
+            for system in systems:
+                row = getattr(pipeline, system)(interval, rate, seconds)
                 rows.append(row)
                 print(
                     f"  {row['system']:>26} {interval:>3} s: freshness p50 {row['freshness_p50_s']} s, "
@@ -467,10 +534,13 @@ def run(work: Path, intervals: list[int], rate: int, seconds: int, warm_up_secon
                     f"({row['jit_cpu_s']} of its {row['cpu_s']} CPU-s in JIT compilers)",
                     flush=True,
                 )
+                for stage, q in row.get("stages_s", {}).items():
+                    print(f"  {'':>26} {stage:>15}: p50 {q['p50']} s, p99 {q['p99']} s, max {q['max']} s")
     return {
         "rate": rate,
         "seconds": seconds,
         "warm_up_seconds": warm_up_seconds,
+        "catch_up_seconds": {str(i): catch_up_for(catch_up_seconds, i) for i in intervals},
         "connect_offset_flush_ms": flush_ms,
         "results": rows,
     }

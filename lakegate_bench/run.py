@@ -158,6 +158,19 @@ def main(argv: list[str] | None = None) -> int:
         help="iceberg-peer: commit intervals of both systems, s (default 10 60)",
     )
     parser.add_argument(
+        "--pipeline-systems",
+        nargs="+",
+        choices=("lakegate", "spark"),
+        default=["lakegate", "spark"],
+        help="pipeline: which systems to run (default both; one alone for a quicker look, not a comparison)",
+    )
+    parser.add_argument(
+        "--catch-up-seconds",
+        type=float,
+        default=3.0,
+        help="pipeline: Lakegate's commit.catch_up_seconds, at most half the interval (default 3; 0: off)",
+    )
+    parser.add_argument(
         "--rate", type=int, default=5000, help="pipeline, iceberg-peer: records per second (default 5000)"
     )
     parser.add_argument(
@@ -227,7 +240,13 @@ def main(argv: list[str] | None = None) -> int:
             "pipeline",
             machine,
             lambda: bench_pipeline.run(
-                work / "pipeline", args.intervals, args.rate, args.pipeline_seconds, args.warm_up_seconds
+                work / "pipeline",
+                args.intervals,
+                args.rate,
+                args.pipeline_seconds,
+                args.warm_up_seconds,
+                tuple(args.pipeline_systems),
+                args.catch_up_seconds,
             ),
             args,
         )

@@ -124,6 +124,18 @@ class GroupReader(LazyClient):
         mine = set(tasks)
         return {tp for tp, a in self.assignments(connector).items() if a.task in mine}
 
+    def log_ends(self, partitions: Iterable[TopicPartition]) -> PartitionOffsets:
+        """Each partition's log end now (the offset the next record appended will get), in one
+        ``ListOffsets`` request per leader broker."""
+        from kafka import TopicPartition as KafkaPartition
+        from kafka.admin import OffsetSpec
+
+        specs = {KafkaPartition(tp.topic, tp.partition): OffsetSpec.LATEST for tp in partitions}
+        if not specs:
+            return PartitionOffsets()
+        ends = self._call("log ends", lambda a: a.list_partition_offsets(specs))
+        return PartitionOffsets((TopicPartition(k.topic, k.partition), int(v.offset)) for k, v in ends.items())
+
     def committed(self, connector: str) -> PartitionOffsets:
         """The group's committed offsets: per partition, the next offset its task will consume."""
         group = f"connect-{connector}"

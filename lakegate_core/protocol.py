@@ -247,12 +247,16 @@ class ManifestReceipt(WireModel):
 class Watermark(WireModel):
     """A sidecar read Connect's committed offset ``connect_offset`` of a partition at
     ``read_at_ms`` (epoch ms) and has sent every file below it: sent with its next lease claim, it
-    lets the service tell when a commit round is complete (VTTS)."""
+    lets the service tell when a commit round is complete (VTTS). ``log_end``, when the lease
+    answer gave the partition a ``due_ms`` no later than ``read_at_ms``: the partition's log-end
+    offset in Kafka, read after that answer (so at or after the round was due); the round waits,
+    up to ``commit.catch_up_seconds``, until the table holds every record below it."""
 
     topic: str
     partition: int
     connect_offset: int
     read_at_ms: int
+    log_end: int | None = None
 
     @property
     def tp(self) -> TopicPartition:
@@ -266,6 +270,7 @@ class Watermark(WireModel):
             read_count(d, "partition", path, maximum=MAX_PARTITION),
             read_count(d, "connect_offset", path),
             read_count(d, "read_at_ms", path),
+            read_count(d, "log_end", path, required=False),
         )
 
 
@@ -306,7 +311,9 @@ class LeaseGrant(WireModel):
     service that says so, ``held_next``: the first offset after the files it holds for the
     partition, committed or buffered in one run from the committed offset. A sidecar does not send
     again a file that ends below it; a file the service drops, and every file after a restart, falls
-    below it no more and is sent again."""
+    below it no more and is sent again. ``due_ms``, from a table with ``commit.catch_up_seconds``:
+    when its next round is due (the service's clock, epoch ms); the sidecar reads the partition's
+    log end once that time has passed and sends it with its watermark (``Watermark.log_end``)."""
 
     topic: str
     partition: int
@@ -314,6 +321,7 @@ class LeaseGrant(WireModel):
     epoch: int | None = None
     reason: str | None = None
     held_next: int | None = None
+    due_ms: int | None = None
 
     @property
     def tp(self) -> TopicPartition:
@@ -323,7 +331,8 @@ class LeaseGrant(WireModel):
     def from_dict(cls, raw: Any) -> LeaseGrant:
         d = read_object(raw, "lease")
         held = read_count(d, "held_next", "lease.", required=False)
-        return cls(d["topic"], int(d["partition"]), bool(d["granted"]), d.get("epoch"), d.get("reason"), held)
+        due = read_count(d, "due_ms", "lease.", required=False)
+        return cls(d["topic"], int(d["partition"]), bool(d["granted"]), d.get("epoch"), d.get("reason"), held, due)
 
 
 @dataclass(frozen=True)

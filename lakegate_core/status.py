@@ -65,12 +65,17 @@ class CommitRecord(WireModel):
     # per partition, the offset this commit's range starts at (where the table was): with
     # ``offsets`` the half-open range it committed, which the audit checks (commit_service.audit)
     starts: PartitionOffsets | None = None
+    # a table that catches up (commit.catch_up_seconds): when the round was due (ms), and if it
+    # caught up, per partition the Kafka log end read once it was due, every record below which
+    # this commit holds (None: the wait ran out); this process's only, not in userMetadata
+    due_ms: int | None = None
+    caught_up: PartitionOffsets | None = None
 
     def user_metadata(self) -> dict[str, Any]:
         """What goes into the Delta commit's ``userMetadata``: all but what the log already holds
         (table, version, the commit's time) and what only this process knows (duration, Spark jobs)."""
         out = self.to_dict()
-        for key in ("table", "version", "duration_ms", "committed_at_ms", "spark_jobs"):
+        for key in ("table", "version", "duration_ms", "committed_at_ms", "spark_jobs", "due_ms", "caught_up"):
             out.pop(key, None)
         return out
 

@@ -105,15 +105,16 @@ def main(argv: list[str] | None = None) -> int:
     while not stop.is_set():
         started = time.monotonic()
         try:
-            loop.run_once()
+            loop.step()
         except SidecarError as exc:
             metrics.errors.labels(type(exc).__name__).inc()
             logger.warning("round failed (will retry): %s", exc)
         except Exception:  # never die on a surprise; the health endpoint shows staleness
             metrics.errors.labels("unexpected").inc()
             logger.exception("round failed unexpectedly")
-        # rounds start every poll interval, however long each took (one that overran is followed at once)
-        stop.wait(max(0.0, started + config.poll_interval_seconds - time.monotonic()))
+        # rounds start every poll interval, however long each took (one that overran is followed at
+        # once), and more often while a table's round catches up (SidecarLoop.next_round_at)
+        stop.wait(max(0.0, loop.next_round_at(started) - time.monotonic()))
     server.shutdown()
     loop.groups.close()
     logger.info("stopped")

@@ -89,6 +89,7 @@ class SidecarConfig:
     worker_id: str | None = None  # default: $POD_IP (or the Connect URL's host) + Connect's port
     id: str | None = None  # this sidecar's name in manifests; default: worker_id
     poll_interval_seconds: float = 5.0
+    catch_up_poll_seconds: float = 0.25
     resend_after_seconds: float = 30.0
     max_files_per_manifest: int = 500
     http: HttpConfig = field(default_factory=HttpConfig)
@@ -98,6 +99,8 @@ class SidecarConfig:
     def __post_init__(self) -> None:
         if self.poll_interval_seconds <= 0 or self.resend_after_seconds <= 0:
             raise SidecarConfigError("poll_interval_seconds and resend_after_seconds must be > 0")
+        if not 0 < self.catch_up_poll_seconds <= self.poll_interval_seconds:
+            raise SidecarConfigError("catch_up_poll_seconds must be > 0 and at most poll_interval_seconds")
         if not 1 <= self.max_files_per_manifest <= 10_000:
             raise SidecarConfigError("max_files_per_manifest: 1..10000")
 
@@ -118,6 +121,8 @@ class SidecarConfig:
             formats=self.connect.formats,
             resend_after=self.resend_after_seconds,
             max_files=self.max_files_per_manifest,
+            poll_interval=self.poll_interval_seconds,
+            catch_up_poll=self.catch_up_poll_seconds,
         )
 
 
@@ -132,6 +137,8 @@ class LoopSettings:
     formats: dict[str, FileFormat] = field(default_factory=dict)  # overrides of what a connector's config says
     resend_after: float = 30.0  # seconds before a file not yet in the table is sent again
     max_files: int = 500  # files per manifest
+    poll_interval: float = 5.0  # seconds from one round's start to the next's
+    catch_up_poll: float = 0.25  # ... while a due round waits for this sidecar's partitions to catch up
 
 
 def load_config(path: Path | None, environ: dict[str, str] | None = None) -> SidecarConfig:

@@ -1,12 +1,21 @@
 """The sidecar's round: who owns what, what Connect committed, which files are complete, send.
 
-Run by ``lakegate-sidecar`` every ``poll_interval_seconds``. Every source is a seam typed as a
-``Protocol`` (:class:`ConnectSource`, :class:`GroupSource`, the storage
+Run by ``lakegate-sidecar`` every ``poll_interval_seconds``, and at the times
+:meth:`SidecarLoop.next_round_at` names while a table's round catches up. Every source is a seam
+typed as a ``Protocol`` (:class:`ConnectSource`, :class:`GroupSource`, the storage
 :class:`~sidecar.storage.Lister`, :class:`CommitService`), so unit tests drive the loop with
 fakes. The only memory kept between rounds is which files were sent recently (to avoid resending
-them every round) and the last round's watermarks; the former is pruned as the table's offsets
-advance, so it is bounded by the files in flight. Losing it (a restart) only means files are sent
-again, which the service answers with ``duplicate`` / ``already_committed``.
+them every round), the last round's watermarks and each partition's :class:`CatchUp`; the first is
+pruned as the table's offsets advance, so it is bounded by the files in flight. Losing it (a
+restart) only means files are sent again, which the service answers with ``duplicate`` /
+``already_committed``.
+
+Catching up: a table with ``commit.catch_up_seconds`` says in each lease answer when its next
+round is due (``LeaseGrant.due_ms``). The sidecar runs a round at that time, reads the partition's
+Kafka log end in it, sends that with its watermarks, and runs a round every
+``catch_up_poll_seconds`` until Connect's committed offset has reached it (the files below it are
+out) and a claim has carried it: the table's round commits soon after Connect's first flush past
+its due time, not an interval later.
 """
 
 from __future__ import annotations
@@ -58,6 +67,8 @@ class GroupSource(Protocol):
 
     def owned(self, connector: str, tasks: Iterable[int]) -> set[TopicPartition]: ...
 
+    def log_ends(self, partitions: Iterable[TopicPartition]) -> PartitionOffsets: ...
+
     def close(self) -> None: ...
 
 
@@ -83,6 +94,23 @@ class PartitionRound:
     table_next: int = 0  # the table's committed offset
     rejected: bool = False  # the service rejected one of its files this round
     held_next: int | None = None  # the service holds every file ending below this (None: it did not say)
+    log_end: int | None = None  # the partition's log end, if read this round (its table's round came due)
+
+
+@dataclass
+class CatchUp:
+    """One partition's part in a table round that catches up (``LeaseGrant.due_ms``)."""
+
+    connector: str  # whose task holds the partition
+    due_ms: int  # when the round is due, in the service's clock
+    log_end: int | None = None  # the partition's Kafka log end, read in a round at or after due_ms
+    carried: bool = False  # a lease claim carried ``log_end`` to the service
+    reached: bool = False  # Connect's committed offset reached ``log_end``, the files below it sent
+
+    @property
+    def settled(self) -> bool:
+        """Nothing more to do for this due time."""
+        return self.carried and self.reached
 
 
 @dataclass
@@ -129,12 +157,49 @@ class SidecarLoop:
         self._warned: set[str] = set()  # connectors already reported as writing an unusable format
         # (key, size) -> the offsets the service found in the file's content (orphan guard)
         self._holds: dict[tuple[str, int], OffsetSpan] = {}
+        self._catch_up: dict[TopicPartition, CatchUp] = {}  # partitions whose table's round catches up
+        self._service_ahead = 0.0  # the service's clock (s) minus ours, from the last lease answer
+        self._last_round: float | None = None  # when the last full round started (clock())
 
     @property
     def worker_id(self) -> str:
         return self.settings.worker_id
 
+    def step(self) -> RoundReport | None:
+        """A round, unless all it could do now is find Connect's committed offsets short of the log
+        ends its partitions catch up with (:meth:`_catching_up_only`): then, within a poll
+        interval of the last round, those offsets alone are read (one request per connector) and
+        the round runs only once one of them has reached its log end. None when skipped."""
+        now = self.clock()
+        if self._last_round is not None and now < self._last_round + self.settings.poll_interval:
+            waiting = self._catching_up_only()
+            if waiting and not self._reached(waiting):
+                return None
+        return self.run_once()
+
+    def _catching_up_only(self) -> dict[TopicPartition, CatchUp]:
+        """The unsettled catch-ups if each has had its log end carried to the service and waits
+        only for Connect's committed offset to reach it; else (or with none) empty."""
+        waiting = {tp: c for tp, c in self._catch_up.items() if not c.settled}
+        if any(c.log_end is None or not c.carried for c in waiting.values()):
+            return {}
+        return waiting
+
+    def _reached(self, waiting: dict[TopicPartition, CatchUp]) -> bool:
+        """Whether Connect's committed offset of one of ``waiting`` has reached its log end (a
+        failed read says yes: the round will tell)."""
+        for connector in sorted({c.connector for c in waiting.values()}):
+            try:
+                committed = self.groups.committed(connector)
+            except GroupReadError:
+                return True
+            for tp, c in waiting.items():
+                if c.connector == connector and c.log_end is not None and committed.get(tp, -1) >= c.log_end:
+                    return True
+        return False
+
     def run_once(self) -> RoundReport:
+        self._last_round = self.clock()
         report = RoundReport()
         s = self.settings
         for name in self.connect.followed(s.connectors, s.connectors_regex):
@@ -165,6 +230,9 @@ class SidecarLoop:
             for tp, part in report.partitions.items():
                 if part.connector == name and tp in committed:
                     part.connect_committed, part.read_at_ms = committed[tp], read_at_ms
+            self._read_log_ends(name, read_at_ms, report)
+        for tp in set(self._catch_up) - set(report.partitions):
+            del self._catch_up[tp]  # no longer ours
         self.metrics.owned.set(len(report.partitions))
         if report.partitions:
             self._report_files(report)
@@ -202,10 +270,53 @@ class SidecarLoop:
             for c in batch:
                 self._sent[(c.file.key, c.end_offset)] = now
         self._watermarks = {
-            tp: Watermark(tp.topic, tp.partition, part.connect_committed, part.read_at_ms)
+            tp: Watermark(tp.topic, tp.partition, part.connect_committed, part.read_at_ms, self._log_end(tp, part))
             for tp, part in report.partitions.items()
             if part.connect_committed is not None and not part.rejected
         }
+
+    def _read_log_ends(self, connector: str, read_at_ms: int, report: RoundReport) -> None:
+        """Read the log end of each of ``connector``'s partitions whose round came due by
+        ``read_at_ms`` (the service's answer to this round's claim, so the read is no earlier)."""
+        due = sorted(
+            tp
+            for tp, part in report.partitions.items()
+            if part.connector == connector
+            and (c := self._catch_up.get(tp)) is not None
+            and c.log_end is None
+            and c.due_ms <= read_at_ms
+        )
+        if not due:
+            return
+        try:
+            ends = self.groups.log_ends(due)
+        except GroupReadError as exc:
+            raise SourceError(str(exc)) from exc
+        for tp in due:
+            if tp in ends:
+                self._catch_up[tp].log_end = report.partitions[tp].log_end = ends[tp]
+
+    def _log_end(self, tp: TopicPartition, part: PartitionRound) -> int | None:
+        """The log end this partition's watermark carries: the one read this round, whose read
+        time is the watermark's (None in any other round); notes whether Connect's committed
+        offset has reached the partition's log end."""
+        c = self._catch_up.get(tp)
+        if c is not None and c.log_end is not None and (part.connect_committed or 0) >= c.log_end:
+            c.reached = True
+        return part.log_end
+
+    def next_round_at(self, started: float) -> float:
+        """When (``clock()``) the round after one started at ``started`` should start: a poll
+        interval later, earlier when a partition's round comes due (a round then reads its log
+        end), and every ``catch_up_poll`` while a partition catching up is not settled."""
+        s = self.settings
+        at = started + s.poll_interval
+        for c in self._catch_up.values():
+            if c.log_end is None:
+                at = min(at, max(started + s.catch_up_poll, c.due_ms / 1000 - self._service_ahead))
+            elif not c.settled:
+                at = min(at, started + s.catch_up_poll)
+        return at
 
     def _unsupported(self, connector: str, why: str) -> None:
         """A connector whose files the service cannot commit: say so once, count it every round."""
@@ -230,17 +341,35 @@ class SidecarLoop:
         marks = tuple(w for tp, w in sorted(self._watermarks.items()) if tp in owned)
         info = SidecarInfo(self.settings.sidecar_id, self.settings.worker_id)
         answer = self.service.claim(LeaseRequest(info, connector, tuple(sorted(tasks)), tuple(sorted(owned)), marks))
+        for w in marks:
+            c = self._catch_up.get(w.tp)
+            if c is not None and w.log_end is not None and w.log_end == c.log_end:
+                c.carried = True
+        for tp, c in self._catch_up.items():
+            if c.connector == connector and tp in owned and c.log_end is not None and not c.carried:
+                c.log_end, c.reached = None, False  # its round made no watermark: read it again
         refused = set()
         for g in answer.leases:
             if g.granted:
                 epoch = g.epoch if answer.fencing else None
                 report.partitions[g.tp] = PartitionRound(connector, fmt, epoch, held_next=g.held_next)
+                self._follow_due(connector, g.tp, g.due_ms)
             else:
                 refused.add(g.tp)
                 logger.warning("lease on %s refused: %s", g.tp, g.reason)
         for tp in owned - refused - set(report.partitions):  # a service that answered no grant for it
             report.partitions[tp] = PartitionRound(connector, fmt)
-        return answer.now_ms if answer.now_ms is not None else sent_at_ms
+        if answer.now_ms is None:
+            return sent_at_ms
+        self._service_ahead = answer.now_ms / 1000 - self.clock()
+        return answer.now_ms
+
+    def _follow_due(self, connector: str, tp: TopicPartition, due_ms: int | None) -> None:
+        """A new due time starts a new catch-up; none (the table does not catch up) ends it."""
+        if due_ms is None:
+            self._catch_up.pop(tp, None)
+        elif tp not in self._catch_up or self._catch_up[tp].due_ms != due_ms:
+            self._catch_up[tp] = CatchUp(connector, due_ms)
 
     def _csv_layout(self, p: PartitionRound) -> CsvLayout | None:
         """The layout sent with a CSV file: its connector's (Aiven's defaults if unknown)."""

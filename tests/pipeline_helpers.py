@@ -13,6 +13,7 @@ from kafka import KafkaProducer, TopicPartition
 
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
+from lakegate_stack.fidelity import same
 from lakegate_stack.s3 import S3Server
 from lakegate_stack.services import ServiceProcess, SidecarProcess, sidecar_config
 from tests.kafka_helpers import end_offsets
@@ -73,6 +74,19 @@ def shape(topic: str, batch: int, i: int) -> dict[str, Any]:
         )
         return {"uid": uid, "amount": i * 0.25, "meta": meta, "note": None if batch == 1 else f"n{i}"}
     return {"uid": uid, "qty": i, "flag": i % 2 == 0, "name": None if i % 5 == 0 else f"c{i}"}
+
+
+def assert_landed_as_sent(sent: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    """Every record of ``sent`` (values by ``uid``) is one of ``rows`` (what a reader returned),
+    once, with every field as sent (the ``_kafka_*`` columns aside)."""
+    got = {r["uid"]: r for r in rows}
+    assert len(got) == len(rows) == len(sent), "every record exactly once"
+    wrong = [
+        (uid, v, got[uid])
+        for uid, v in sent.items()
+        if not same(v, {k: x for k, x in got[uid].items() if not k.startswith("_kafka_")})
+    ]
+    assert not wrong, wrong[:3]
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[int, Any, Any]]) -> None:

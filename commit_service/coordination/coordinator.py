@@ -317,12 +317,14 @@ class Coordinator:
         return out
 
     def _with_held(self, grant: LeaseGrant) -> LeaseGrant:
-        """A granted partition's answer with what its table holds of it (``LeaseGrant.held_next``)."""
+        """A granted partition's answer with what its table holds of it (``LeaseGrant.held_next``)
+        and when the table's next round is due if it catches up (``LeaseGrant.due_ms``)."""
         table = self._route(grant.topic) if grant.granted else None
         if table is None:
             return grant
-        held = self._table(table.name).held_next(grant.tp)  # built, not replace()d: a claim may hold 10,000
-        return LeaseGrant(grant.topic, grant.partition, grant.granted, grant.epoch, grant.reason, held)
+        tc = self._table(table.name)
+        held = tc.held_next(grant.tp)  # built, not replace()d: a claim may hold 10,000
+        return LeaseGrant(grant.topic, grant.partition, grant.granted, grant.epoch, grant.reason, held, tc.due_ms())
 
     def _note_seen(self, sidecar_id: str, worker: str) -> None:
         with self._seen_lock:

@@ -136,13 +136,21 @@ class TableCoordinator:
         with self._lock:
             for w in watermarks:
                 if w.tp in expected:
-                    self._state.note_watermark(w.tp, w.connect_offset, w.read_at_ms / 1000)
+                    self._state.note_watermark(w.tp, w.connect_offset, w.read_at_ms / 1000, w.log_end)
 
     def held_next(self, tp: TopicPartition) -> int:
         """``TableState.buffered_through``: for the lease answer, which tells the sidecar what it
         need not send again."""
         with self._lock:
             return self._state.buffered_through(tp)
+
+    def due_ms(self) -> int | None:
+        """When the next round is due (epoch ms), for the lease answer (``LeaseGrant.due_ms``);
+        None unless the table catches up (``commit.catch_up_seconds``)."""
+        if not self.config.commit.catch_up_seconds:
+            return None
+        with self._lock:  # rounded up: a read at or after it is at or after the due time
+            return math.ceil(self._state.due_at() * 1000)
 
     # -- commit rounds --------------------------------------------------------------------
 
@@ -181,6 +189,8 @@ class TableCoordinator:
         now = self.clock()
         if record.committed_at_ms is None:
             record = replace(record, committed_at_ms=int(now * 1000))
+        if plan.due is not None:
+            record = replace(record, due_ms=math.ceil(plan.due * 1000), caught_up=plan.caught_up)
         with self._lock:
             self._state.committed_plan(plan, record.version, now)
         if record.version == 0:  # the commit created the table

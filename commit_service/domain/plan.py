@@ -50,6 +50,9 @@ class CommitPolicy:
     max_bytes: int = 1 << 30
     timeout_seconds: float = 30.0
     on_timeout: OnTimeout = OnTimeout.PARTIAL
+    # once a round is due, how long it may wait for every expected partition to catch up with the
+    # Kafka log end its sidecar read after the due time (0: it commits what is buffered at once)
+    catch_up_seconds: float = 0.0
     max_attempts: int = 4  # failures blamed on a plan before it is halved / its one file quarantined
     quarantine_after_seconds: float = 600.0  # an unreadable (not missing) file is quarantined after this
     max_pending_files: int = 100_000  # buffered files; past it manifests get 429 + Retry-After
@@ -58,6 +61,8 @@ class CommitPolicy:
     def __post_init__(self) -> None:
         if self.interval_seconds <= 0 or self.timeout_seconds < 0:
             raise ValueError("commit.interval_seconds must be > 0 and commit.timeout_seconds >= 0")
+        if not 0 <= self.catch_up_seconds < self.interval_seconds:
+            raise ValueError("commit.catch_up_seconds must be >= 0 and below commit.interval_seconds")
         if self.max_files < 1 or self.max_bytes < 1:
             raise ValueError("commit.max_files and commit.max_bytes must be at least 1")
         if self.max_attempts < 1 or self.quarantine_after_seconds < 0:
@@ -119,25 +124,37 @@ class CommitPlan:
     reason: str  # which trigger fired: interval, max_files, max_bytes, forced, released
     released: tuple[str, ...] = ()  # an admin release: the dead letters whose ranges are skipped
     release_from: PartitionOffsets = field(default_factory=PartitionOffsets)  # their partitions' start
-    planned_at: float | None = None  # when TableState.plan made it; the next interval counts from here
+    # the next round is due an interval after this: when TableState.plan made it, or for an interval
+    # round the time it was due if it waited at most catch_up_seconds (the cadence stays)
+    planned_at: float | None = None
+    due: float | None = None  # an interval round of a table that catches up: when it was due
+    # ... and if it caught up, per expected partition the log end read once it was due (all of
+    # the records below each is in this plan); None when the wait ran out
+    caught_up: PartitionOffsets | None = None
 
     @classmethod
     def of(
-        cls, files: Iterable[PendingFile], vtts: float | None, reason: str, planned_at: float | None = None
+        cls,
+        files: Iterable[PendingFile],
+        vtts: float | None,
+        reason: str,
+        planned_at: float | None = None,
+        due: float | None = None,
+        caught_up: PartitionOffsets | None = None,
     ) -> CommitPlan:
         """A plan adding ``files`` (contiguous per partition); its offsets follow from them."""
         files = tuple(files)
         offsets: dict[TopicPartition, int] = {}
         for p in files:
             offsets[p.tp] = max(offsets.get(p.tp, 0), p.file.next_offset)
-        return cls(files, PartitionOffsets(offsets), vtts, reason, planned_at=planned_at)
+        return cls(files, PartitionOffsets(offsets), vtts, reason, planned_at=planned_at, due=due, caught_up=caught_up)
 
     def head(self, count: int) -> CommitPlan:
         """The plan's first ``count`` files (still contiguous per partition: files are in partition
         and offset order); a narrowed retry after repeated failures (:mod:`commit_service.domain.failures`)."""
         if count >= len(self.files):
             return self
-        return CommitPlan.of(self.files[:count], None, self.reason, self.planned_at)
+        return CommitPlan.of(self.files[:count], None, self.reason, self.planned_at, self.due)
 
     def starts(self) -> dict[TopicPartition, int]:
         """Per partition, the offset the plan starts at (what the table must hold before it)."""

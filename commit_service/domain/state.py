@@ -74,6 +74,10 @@ class TableState:
         self.expected: set[TopicPartition] = set()
         self.reported_at: dict[TopicPartition, float] = {}
         self.connect_at: dict[TopicPartition, int] = {}  # Connect's committed offset, as a sidecar last read it
+        # per expected partition, the Kafka log end its sidecar first read at or after the round
+        # was due: what the round waits, up to catch_up_seconds, for the table to hold (cleared by
+        # each commit, whose next round has a new due time)
+        self.catch_up: dict[TopicPartition, int] = {}
         self.version: int = -1
         self.round_started = now
         self.last_commit = now
@@ -267,15 +271,31 @@ class TableState:
             cursor = files[cursor][ROW_END] + 1
         return cursor
 
-    def note_watermark(self, tp: TopicPartition, connect_offset: int, read_at: float) -> bool:
+    def note_watermark(
+        self, tp: TopicPartition, connect_offset: int, read_at: float, log_end: int | None = None
+    ) -> bool:
         """A sidecar read Connect's committed offset ``connect_offset`` at ``read_at`` and has sent
         every file below it: if the table holds or buffers all of that, ``tp`` counts as reported
-        at ``read_at``. Returns whether it counted."""
+        at ``read_at``. Returns whether it counted. ``log_end`` read at or after the round was due
+        (``read_at`` >= :meth:`due_at`) is what the round catches up with; the first one counts."""
         self.connect_at[tp] = connect_offset
+        if log_end is not None and read_at >= self.due_at():
+            self.catch_up.setdefault(tp, log_end)
         if self.buffered_through(tp) >= connect_offset:
             self.note_reported(tp, read_at)
             return True
         return False
+
+    def due_at(self) -> float:
+        """When the next round is due on the interval: ``interval_seconds`` after the previous
+        round's base (``committed_plan``)."""
+        return self.last_commit + self.policy.interval_seconds
+
+    def caught_up(self) -> bool:
+        """Whether the table holds or buffers, for every expected partition, every record below
+        the log end its sidecar read once the round was due (a partition with no such read yet
+        has not caught up)."""
+        return all(tp in self.catch_up and self.buffered_through(tp) >= self.catch_up[tp] for tp in self.expected)
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -318,6 +338,15 @@ class TableState:
         )
         if reason is None:
             return None
+        planned_at, due, caught = now, None, None
+        if reason == "interval":
+            due, wait = self.due_at(), self.policy.catch_up_seconds
+            if wait and self.expected and self.caught_up():
+                caught = PartitionOffsets({tp: self.catch_up[tp] for tp in self.expected})
+            elif wait and self.expected and now < due + wait:
+                return None  # what Kafka held when the round was due is not all here yet
+            planned_at = max(due, now - wait)  # the cadence counts from the due time, not the catch-up
+            due = due if wait else None
         complete = bool(self.expected) and all(
             self.reported_at.get(tp, float("-inf")) >= self.round_started for tp in self.expected
         )
@@ -327,7 +356,7 @@ class TableState:
                 return None  # give lagging partitions until the timeout
             if self.expected and self.policy.on_timeout is OnTimeout.WAIT:
                 return None
-        return CommitPlan.of(run, self.round_started if complete else None, reason, now)
+        return CommitPlan.of(run, self.round_started if complete else None, reason, planned_at, due, caught)
 
     def _trigger_possible(self, now: float) -> bool:
         """Whether :meth:`plan` might find a trigger: O(1), from the buffer's running totals."""
@@ -386,6 +415,7 @@ class TableState:
         self._drop_stale()
         self.last_commit = now if plan.planned_at is None else plan.planned_at
         self.round_started = now
+        self.catch_up.clear()
 
     def recovered(self, committed: Mapping[TopicPartition, int], version: int) -> None:
         """Adopt offsets read back from the table (at start, or after a concurrent writer)."""

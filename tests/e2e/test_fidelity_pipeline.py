@@ -22,12 +22,11 @@ from kafka import TopicPartition
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker
 from lakegate_stack.delta_read import live_rows
-from lakegate_stack.fidelity import same
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
 from lakegate_stack.services import ADMIN_TOKEN, ServiceProcess, SidecarProcess
 from tests.kafka_helpers import committed_offsets, create_topic
-from tests.pipeline_helpers import S3_ENV, produce, shape, sink_with_sidecar, wait_committed
+from tests.pipeline_helpers import S3_ENV, assert_landed_as_sent, produce, shape, sink_with_sidecar, wait_committed
 
 BUCKET, PARTITIONS, PER_BATCH = "lake-fidelity", 2, 120
 # connector -> (topic, table, sink settings)
@@ -122,14 +121,7 @@ def test_every_field_of_three_shapes_and_a_delete_only_cdc_window_lands(
     options = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV}
     mixed = DeltaTable(f"s3://{BUCKET}/mixed", storage_options=options)
     rows = live_rows(mixed)
-    got = {r["uid"]: r for r in rows}
-    assert len(got) == len(rows) == len(sent), "every record exactly once"
-    wrong = [
-        (uid, v, got[uid])
-        for uid, v in sent.items()
-        if not same(v, {k: x for k, x in got[uid].items() if not k.startswith("_kafka_")})
-    ]
-    assert not wrong, wrong[:3]
+    assert_landed_as_sent(sent, rows)
     cdc = DeltaTable(f"s3://{BUCKET}/cdc", storage_options=options)
     table = {r["id"]: {k: v for k, v in r.items() if not k.startswith("_kafka_")} for r in live_rows(cdc)}
     assert table == live

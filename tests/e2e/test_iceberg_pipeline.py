@@ -21,13 +21,12 @@ from pyiceberg.catalog import load_catalog
 
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker
-from lakegate_stack.fidelity import same
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
 from lakegate_stack.services import ADMIN_TOKEN, ServiceProcess, SidecarProcess
 from tests.kafka_helpers import committed_offsets, create_topic
-from tests.pipeline_helpers import produce, shape, sink_with_sidecar, wait_committed
+from tests.pipeline_helpers import assert_landed_as_sent, produce, shape, sink_with_sidecar, wait_committed
 
 BUCKET, PARTITIONS, PER_BATCH = "lake-iceberg", 2, 120
 TABLE = "e2e.mixed"
@@ -112,14 +111,7 @@ def test_every_field_of_three_shapes_lands_in_an_iceberg_table_with_connects_off
     )
     table = catalog.load_table(TABLE)
     rows = table.scan().to_arrow().to_pylist()
-    got = {r["uid"]: r for r in rows}
-    assert len(got) == len(rows) == len(sent), "every record exactly once"
-    wrong = [
-        (uid, v, got[uid])
-        for uid, v in sent.items()
-        if not same(v, {k: x for k, x in got[uid].items() if not k.startswith("_kafka_")})
-    ]
-    assert not wrong, wrong[:3]
+    assert_landed_as_sent(sent, rows)
     offsets = json.loads(table.current_snapshot().summary["lakegate.offsets"])
     for tp, committed in connect.items():
         assert offsets[tp.topic][str(tp.partition)] == committed, (tp, offsets)

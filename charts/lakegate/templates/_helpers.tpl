@@ -217,6 +217,7 @@ The service's config file (service.yaml, docs/configuration.md) from .Values.con
       "storage" (deepCopy $s.config.storage)
       "service" (dict "url" (include "lakegate.serviceUrl" .) "token" "${LAKEGATE_SIDECAR_TOKEN}")
       "poll_interval_seconds" $s.config.poll_interval_seconds
+      "catch_up_poll_seconds" $s.config.catch_up_poll_seconds
       "resend_after_seconds" $s.config.resend_after_seconds
       "max_files_per_manifest" $s.config.max_files_per_manifest
       "log_format" $s.config.log_format

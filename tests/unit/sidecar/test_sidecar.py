@@ -125,6 +125,26 @@ def test_ownership_from_group_members() -> None:
     assert reader.owned("snk", set()) == set()
 
 
+def test_log_ends_ask_for_the_latest_offset_of_each_partition() -> None:
+    from kafka import TopicPartition as KafkaPartition
+    from kafka.admin import OffsetSpec
+    from kafka.structs import OffsetAndTimestamp
+
+    from lakegate_core.connect_group import GroupReader
+
+    asked: list[dict[Any, Any]] = []
+
+    class Admin:
+        def list_partition_offsets(self, specs: dict[Any, Any]) -> dict[Any, Any]:
+            asked.append(specs)
+            return {k: OffsetAndTimestamp(40 + k.partition, -1, None) for k in specs}
+
+    reader = GroupReader(Admin)
+    assert reader.log_ends([TopicPartition("a", 0), TopicPartition("a", 2)]) == {("a", 0): 40, ("a", 2): 42}
+    assert asked == [{KafkaPartition("a", 0): OffsetSpec.LATEST, KafkaPartition("a", 2): OffsetSpec.LATEST}]
+    assert reader.log_ends([]) == {} and len(asked) == 1, "nothing to ask: no request"
+
+
 class FakeConnect:
     def __init__(self, views: dict[str, ConnectorView]) -> None:
         self.views = views
@@ -139,12 +159,18 @@ class FakeConnect:
 class FakeGroups:
     def __init__(self, owned: set[tuple[str, int]], committed: dict[tuple[str, int], int]) -> None:
         self.owned_set, self.committed_map = owned, committed
+        self.ends: dict[tuple[str, int], int] = {}  # the partitions' log ends
+        self.end_reads: list[list[TopicPartition]] = []  # each log_ends call's partitions
 
     def owned(self, connector: str, tasks: Iterable[int]) -> set[TopicPartition]:
         return {TopicPartition(*tp) for tp in self.owned_set}
 
     def committed(self, connector: str) -> PartitionOffsets:
         return PartitionOffsets(self.committed_map)
+
+    def log_ends(self, partitions: Iterable[TopicPartition]) -> PartitionOffsets:
+        self.end_reads.append(sorted(partitions))
+        return PartitionOffsets({tp: self.ends[tp] for tp in partitions if tp in self.ends})
 
     def close(self) -> None:
         pass
@@ -156,14 +182,19 @@ class FakeService:
         self.manifests: list[Manifest] = []
         self.claims: list[LeaseRequest] = []
         self.held: dict[tuple[str, int], int] = {}  # LeaseGrant.held_next per partition (absent: not said)
+        self.due: dict[tuple[str, int], int] = {}  # LeaseGrant.due_ms per partition (absent: no catch-up)
+        self.now_ms: int | None = None  # LeaseResponse.now_ms
 
     def table_offsets(self) -> PartitionOffsets:
         return PartitionOffsets(self.offsets)
 
     def claim(self, request: LeaseRequest) -> LeaseResponse:
         self.claims.append(request)
-        grants = (LeaseGrant(t, p, True, 7, held_next=self.held.get((t, p))) for t, p in request.partitions)
-        return LeaseResponse(True, tuple(grants))
+        grants = (
+            LeaseGrant(t, p, True, 7, held_next=self.held.get((t, p)), due_ms=self.due.get((t, p)))
+            for t, p in request.partitions
+        )
+        return LeaseResponse(True, tuple(grants), self.now_ms)
 
     def send(self, manifest: Manifest) -> ManifestReceipt:
         self.manifests.append(manifest)
@@ -250,6 +281,52 @@ def test_a_file_the_service_holds_is_not_sent_again_until_it_is_dropped(tmp_path
     clock[0] = 155.0
     loop.run_once()
     assert sent_names() == ["orders-0-0", "orders-0-10"]
+
+
+def test_a_round_that_catches_up_is_followed_from_its_due_time_until_connect_reaches_the_log_end(
+    tmp_path: Path,
+) -> None:
+    """The lease answer says when the table's round is due: the sidecar runs a round then, reads
+    the log end once, and runs a round every catch_up_poll until a claim has carried that log
+    end and Connect's committed offset has reached it (in between, reading only that offset);
+    then back to the poll interval."""
+    touch(tmp_path, "orders-0-0")
+    clock = [0.0]
+    loop, service = make_loop(tmp_path, {("orders", 0)}, {("orders", 0): 10}, clock=clock)
+    groups = loop.groups
+    assert isinstance(groups, FakeGroups)
+    groups.ends = {("orders", 0): 25}
+    tp = TopicPartition("orders", 0)
+
+    def step_at(local: float) -> bool:  # the service's clock runs 100 s ahead of the sidecar's
+        clock[0], service.now_ms = local, int((local + 100) * 1000)
+        return loop.step() is not None
+
+    service.due[("orders", 0)] = 102_000
+    assert step_at(0.0)
+    assert groups.end_reads == [], "not due yet: the log end is not read"
+    assert loop.next_round_at(0.0) == pytest.approx(2.0), "the next round runs when the table's round is due"
+    assert step_at(2.0)
+    assert groups.end_reads == [[tp]]
+    assert loop.next_round_at(2.0) == 2.25, "the log end must still reach the service"
+    assert step_at(2.25)
+    assert service.claims[-1].watermarks[0].log_end == 25
+    assert loop.next_round_at(2.25) == 2.5, "Connect has not committed up to the log end yet"
+    claims = len(service.claims)
+    assert not step_at(2.5) and len(service.claims) == claims, "only Connect's offsets were read"
+    groups.committed_map = {("orders", 0): 25}
+    touch(tmp_path, "orders-0-10")
+    assert step_at(2.75)
+    assert [f.end_offset for f in service.manifests[-1].files] == [24], "the flush past the due time went out"
+    assert service.claims[-1].watermarks[0].log_end is None, "a log end goes with the watermark of its read only"
+    assert loop.next_round_at(2.75) == 7.75, "settled: back to the poll interval"
+    assert groups.end_reads == [[tp]], "one log-end read per due time"
+    service.due[("orders", 0)] = 112_000  # the round committed; the next one is due at 12 s (ours)
+    assert step_at(7.75)
+    assert loop.next_round_at(7.75) == pytest.approx(12.0)
+    service.due.clear()  # the table stopped catching up
+    assert step_at(8.0)
+    assert loop.next_round_at(8.0) == 13.0 and [w.log_end for w in service.claims[-1].watermarks] == [None]
 
 
 def test_known_content_spans_end_files_and_skip_orphans() -> None:
@@ -469,3 +546,24 @@ def test_watermarks_carry_the_services_clock_read_before_connects_offsets(tmp_pa
     assert calls[:2] == ["claim", "committed"], "Connect's offsets are read after the service stamped its answer"
     [mark] = service.claims[-1].watermarks
     assert (mark.connect_offset, mark.read_at_ms) == (20, 1_000), "stamped with the first answer's service time"
+
+
+def test_a_log_end_no_claim_carried_is_read_again(tmp_path: Path) -> None:
+    """A round that read a partition's log end but made no watermark for it (Connect's group had
+    no committed offset for it yet) reads it again next round, at a later time."""
+    clock = [0.0]
+    loop, service = make_loop(tmp_path, {("orders", 0)}, {}, clock=clock)
+    groups = loop.groups
+    assert isinstance(groups, FakeGroups)
+    groups.ends = {("orders", 0): 5}
+    service.due[("orders", 0)] = 1_000
+    service.now_ms = 2_000
+    loop.run_once()
+    groups.committed_map = {("orders", 0): 5}
+    clock[0], service.now_ms = 0.25, 2_250
+    loop.run_once()
+    assert len(groups.end_reads) == 2, "read again: the first read went with no watermark"
+    clock[0], service.now_ms = 0.5, 2_500
+    loop.run_once()
+    assert [w.log_end for w in service.claims[-1].watermarks] == [5]
+    assert len(groups.end_reads) == 2 and loop.next_round_at(0.5) == 5.5, "carried and reached: settled"

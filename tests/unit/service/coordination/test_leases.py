@@ -95,3 +95,47 @@ def test_each_table_waits_for_its_own_partitions_only() -> None:
     clock.now += 2
     coordinator.tick()
     assert committers["orders"].version == 0 and committers["payments"].version == -1
+
+
+def test_a_table_that_catches_up_says_when_its_round_is_due_and_waits_for_the_log_end() -> None:
+    """The lease answer carries the table's due time; a log end read after it holds the due round
+    back until the table holds every record below it (or catch_up_seconds pass)."""
+    clock = Clock(1000.0)
+    tables = [
+        {
+            "name": name,
+            "path": f"s3a://lake/{name}",
+            "topics": [name],
+            "placement": "copy_into_table",
+            "commit": {"interval_seconds": 10, "catch_up_seconds": catch_up},
+        }
+        for name, catch_up in (("orders", 3), ("payments", 0))
+    ]
+    config = build(
+        ServiceConfig, {"auth": {"enabled": False}, "storage": {"allowed_roots": ["s3a://landing/"]}, "tables": tables}
+    )
+    committer = PoisonCommitter()
+    coordinator = Coordinator(config, lambda t: committer if t.name == "orders" else PoisonCommitter(), clock=clock)
+    coordinator.load()
+    sidecar = SidecarInfo("sc-1", "w:1")
+    pay = TopicPartition("payments", 0)
+    grants = coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0, pay)))
+    assert [(g.tp, g.due_ms) for g in grants] == [(TP0, 1_010_000), (pay, None)], "only a table that catches up"
+
+    def send(start: int, end: int) -> None:
+        f = DataFile(f"s3a://landing/orders-0-{start}", "orders", 0, start, end, 100, FileFormat.PARQUET)
+        coordinator.submit(Manifest(f"m{start}", sidecar, (f,)))
+
+    send(0, 9)
+    clock.now = 1010.2  # due; the sidecar read the log end (20) in a round answered at 1010.1
+    coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0,), (Watermark("orders", 0, 10, 1_010_100, 20),)))
+    coordinator.tick()
+    assert committer.version == -1, "10..19 was in Kafka when the round came due"
+    send(10, 19)  # Connect's next flush
+    clock.now = 1011.0
+    coordinator.tick()
+    assert committer.version == 0 and committer.committed == {TP0: 20}
+    [record] = coordinator.commits("orders", 10)
+    assert (record.due_ms, record.caught_up) == (1_010_000, {TP0: 20})
+    [again] = coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0,)))
+    assert again.due_ms == 1_020_000, "the next round is due an interval after this one was"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -110,6 +111,67 @@ def test_vtts_when_every_expected_partition_reported() -> None:
     s.committed_plan(plan, 0, now=12)
     s.offer(pf(10, 19), 13)
     assert s.plan(now=22) is None  # a new round: the old reports predate its cut-off (12)
+
+
+def catching_up(catch_up: float = 3) -> TableState:
+    """A table due at 10 (interval 10 from 0) that catches up for ``catch_up`` s, partitions 0 and 1
+    expected, 0..9 of each buffered and every Connect offset reported at 1."""
+    s = TableState("t", policy=CommitPolicy(interval_seconds=10, timeout_seconds=30, catch_up_seconds=catch_up))
+    s.set_expected({("orders", 0), ("orders", 1)})
+    for p in (0, 1):
+        s.offer(pf(0, 9, partition=p), 1)
+        assert s.note_watermark(("orders", p), 10, 1)
+    return s
+
+
+def test_a_due_round_waits_for_what_kafka_held_when_it_came_due() -> None:
+    s = catching_up()
+    assert s.due_at() == 10
+    s.note_watermark(("orders", 0), 10, 9.9, log_end=30)  # read before the round was due: not the cut-off
+    assert s.catch_up == {}
+    assert s.plan(now=10) is None, "no partition has said what its log held once the round was due"
+    s.note_watermark(("orders", 0), 10, 10.1, log_end=20)
+    s.note_watermark(("orders", 1), 10, 10.1, log_end=10)  # partition 1 holds all of it already
+    s.note_watermark(("orders", 0), 10, 10.4, log_end=25)  # a later read: the first one counts
+    assert s.catch_up == {("orders", 0): 20, ("orders", 1): 10}
+    assert s.plan(now=11) is None and not s.caught_up(), "10..19 of partition 0 is not here yet"
+    s.offer(pf(10, 19), 11.5)  # Connect's flush past the due time, sent by the sidecar
+    plan = s.plan(now=11.6)
+    assert plan is not None and plan.reason == "interval" and plan.offsets == {("orders", 0): 20, ("orders", 1): 10}
+    assert plan.planned_at == 10, "the cadence counts from the due time, not the catch-up"
+    assert plan.due == 10 and plan.caught_up == {("orders", 0): 20, ("orders", 1): 10}
+    s.committed_plan(plan, 0, now=12)
+    assert s.catch_up == {} and s.due_at() == 20, "the next round catches up with its own due time"
+
+
+def test_a_round_catches_up_for_at_most_catch_up_seconds() -> None:
+    s = catching_up(catch_up=3)
+    s.note_watermark(("orders", 0), 10, 10.1, log_end=20)  # never reached; partition 1 never reads
+    assert s.plan(now=12.9) is None
+    plan = s.plan(now=14)
+    assert plan is not None and plan.planned_at == 11, "late past the wait: the base moves by the lateness"
+    assert plan.due == 10 and plan.caught_up is None, "the wait ran out"
+    assert plan.offsets == {("orders", 0): 10, ("orders", 1): 10}
+
+
+def test_without_catch_up_a_due_round_commits_what_is_buffered() -> None:
+    s = catching_up(catch_up=0)
+    plan = s.plan(now=10.5)
+    assert plan is not None and plan.planned_at == 10.5 and plan.due is None and plan.caught_up is None
+    for bad in (-1, 10, 11):
+        with pytest.raises(ValueError, match="catch_up_seconds"):
+            CommitPolicy(interval_seconds=10, catch_up_seconds=bad)
+
+
+def test_size_triggers_and_forced_commits_do_not_catch_up() -> None:
+    s = catching_up()
+    assert s.plan(now=10.5, force=True) is not None
+    small = TableState("t", policy=CommitPolicy(interval_seconds=10, max_files=2, catch_up_seconds=3))
+    small.set_expected({("orders", 0)})
+    small.offer(pf(0, 9), 1)
+    small.offer(pf(10, 19), 1)
+    plan = small.plan(now=2)
+    assert plan is not None and plan.reason == "max_files"
 
 
 def test_timeout_policies() -> None:
