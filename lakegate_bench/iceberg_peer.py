@@ -39,6 +39,7 @@ from lakegate_bench.pipeline import (
     FreshnessPoller,
     Measured,
     S3RequestLog,
+    catch_up_for,
     figures,
     lakegate_row,
     measure,
@@ -111,9 +112,10 @@ def snapshot_figures(poller: IcebergPoller, seen: Measured) -> dict[str, Any]:
 class PeerBench:
     """The shared stack, and one run of either system per interval."""
 
-    def __init__(self, work: Path, warm_up_seconds: int = 0) -> None:
+    def __init__(self, work: Path, warm_up_seconds: int = 0, catch_up_seconds: float = 0.0) -> None:
         self.work = work
         self.warm_up_seconds = warm_up_seconds
+        self.catch_up_seconds = catch_up_seconds
         self.stack = LocalStack(work / "stack", buckets=(), plugins=(SINK_PLUGIN_GROUP, PEER_PLUGIN_GROUP))
 
     def __enter__(self) -> PeerBench:
@@ -162,7 +164,11 @@ class PeerBench:
             "format": "iceberg",
             "path": f"s3a://{name}/warehouse/{NAMESPACE}/{name}",
             "topics": [name],
-            "commit": {"interval_seconds": interval, "timeout_seconds": interval},
+            "commit": {
+                "interval_seconds": interval,
+                "timeout_seconds": interval,
+                "catch_up_seconds": catch_up_for(self.catch_up_seconds, interval),
+            },
         }
         catalogs = [{"name": "lake", "type": "rest", "uri": catalog.uri}]
         poller = self.poller(catalog, f"{NAMESPACE}.{name}")
@@ -225,9 +231,11 @@ class PeerBench:
         }
 
 
-def run(work: Path, intervals: list[int], rate: int, seconds: int, warm_up_seconds: int = 0) -> dict[str, Any]:
+def run(
+    work: Path, intervals: list[int], rate: int, seconds: int, warm_up_seconds: int = 0, catch_up_seconds: float = 0.0
+) -> dict[str, Any]:
     rows = []
-    with PeerBench(work, warm_up_seconds) as bench:
+    with PeerBench(work, warm_up_seconds, catch_up_seconds) as bench:
         for interval in intervals:
             for system in (bench.lakegate, bench.peer):
                 row = system(interval, rate, seconds)
@@ -239,4 +247,10 @@ def run(work: Path, intervals: list[int], rate: int, seconds: int, warm_up_secon
                     f"S3 writes {row['s3_writes_per_million']}/M records",
                     flush=True,
                 )
-    return {"rate": rate, "seconds": seconds, "warm_up_seconds": warm_up_seconds, "results": rows}
+    return {
+        "rate": rate,
+        "seconds": seconds,
+        "warm_up_seconds": warm_up_seconds,
+        "catch_up_seconds": {str(i): catch_up_for(catch_up_seconds, i) for i in intervals},
+        "results": rows,
+    }

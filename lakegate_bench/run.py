@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         "--catch-up-seconds",
         type=float,
         default=3.0,
-        help="pipeline: Lakegate's commit.catch_up_seconds, at most half the interval (default 3; 0: off)",
+        help="pipeline, iceberg-peer: Lakegate's commit.catch_up_seconds, at most half the interval (default 3; 0: off)",
     )
     parser.add_argument(
         "--rate", type=int, default=5000, help="pipeline, iceberg-peer: records per second (default 5000)"
@@ -257,7 +257,12 @@ def main(argv: list[str] | None = None) -> int:
             "iceberg-peer",
             machine,
             lambda: bench_peer.run(
-                work / "iceberg-peer", args.peer_intervals, args.rate, args.pipeline_seconds, args.warm_up_seconds
+                work / "iceberg-peer",
+                args.peer_intervals,
+                args.rate,
+                args.pipeline_seconds,
+                args.warm_up_seconds,
+                args.catch_up_seconds,
             ),
             args,
         )

@@ -246,7 +246,8 @@ class SidecarLoop:
         """Send every complete file of the owned partitions that the service does not hold and that
         was not sent recently; note watermarks."""
         table_next = self.service.table_offsets()
-        listed = list_files(self.lister, self.pattern, {tp.topic for tp in report.partitions})
+        since = {tp: table_next.get(tp, 0) for tp in report.partitions}
+        listed = list_files(self.lister, self.pattern, {tp.topic for tp in report.partitions}, since, self._holds)
         now = self.clock()
         due: list[CompleteFile] = []
         self.metrics.lag.clear()  # partitions that moved away must not keep a stale lag

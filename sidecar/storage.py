@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -204,15 +204,39 @@ class LocalLister:
         return f"file://{encode_key(str(self.root / key))}"
 
 
-def list_files(lister: Lister, pattern: NamePattern, topics: Iterable[str]) -> dict[TopicPartition, list[StoredFile]]:
-    """Every parseable file of ``topics``, grouped by partition, sorted by start offset."""
+def list_files(
+    lister: Lister,
+    pattern: NamePattern,
+    topics: Iterable[str],
+    since: Mapping[TopicPartition, int] | None = None,
+    spans: Container[tuple[str, int]] = (),
+) -> dict[TopicPartition, list[StoredFile]]:
+    """Every parseable file of ``topics``, grouped by partition, sorted by start offset.
+
+    With ``since`` (the loop's: each owned partition's next offset in the table), only those
+    partitions' files, and of the files starting below a partition's offset only the last one
+    (it may straddle the offset) and those whose content span is known (``spans``: key and size,
+    the orphan guard's); the others are wholly in the table already, and the listing streams, so
+    what is kept is the files in flight, not the landing prefix's whole history."""
     out: dict[TopicPartition, list[StoredFile]] = {}
+    last_below: dict[TopicPartition, StoredFile] = {}
     wanted = set(topics)
     for prefix in sorted({pattern.key_prefix(t) for t in wanted}):
         for key, size in lister.list(prefix):
             f = pattern.parse(key, size)
-            if f is not None and f.topic in wanted:
-                out.setdefault(f.tp, []).append(f)
+            if f is None or f.topic not in wanted:
+                continue
+            if since is not None:
+                if f.tp not in since:
+                    continue  # another worker's partition
+                if f.start_offset < since[f.tp] and (key, size) not in spans:
+                    kept = last_below.get(f.tp)
+                    if kept is None or f.start_offset > kept.start_offset:
+                        last_below[f.tp] = f
+                    continue
+            out.setdefault(f.tp, []).append(f)
+    for tp, f in last_below.items():
+        out.setdefault(tp, []).append(f)
     for files in out.values():
         files.sort(key=lambda f: f.start_offset)
     return out

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lakegate_core.errors import ProtocolError
 from lakegate_core.protocol import (
@@ -376,6 +378,43 @@ def test_listing_groups_and_sorts(tmp_path: Path) -> None:
     touch(tmp_path, "a-0-100", "a-0-5", "a-1-0", "ab-0-0")
     listed = list_files(LocalLister(tmp_path), NamePattern("aiven"), ["a"])
     assert [f.start_offset for f in listed[("a", 0)]] == [5, 100] and ("ab", 0) not in listed
+
+
+class ListedLister:
+    """A listing of given (key, size) pairs, for :func:`list_files`."""
+
+    def __init__(self, objects: list[tuple[str, int]]) -> None:
+        self.objects = objects
+
+    def list(self, prefix: str) -> Iterable[tuple[str, int]]:
+        return [(k, n) for k, n in self.objects if k.startswith(prefix)]
+
+    def uri(self, key: str) -> str:
+        return key
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    starts=st.lists(st.integers(0, 60), min_size=0, max_size=12, unique=True),
+    committed=st.integers(0, 70),
+    table_next=st.integers(0, 70),
+    spans=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 30)), max_size=3),
+)
+def test_listing_since_the_table_offset_changes_nothing_reported(
+    starts: list[int], committed: int, table_next: int, spans: list[tuple[int, int]]
+) -> None:
+    """What the loop keeps of a listing (the last file below the table's offset, the files with
+    a known span, the files above) gives the same complete files as the whole listing."""
+    objects = [(f"a-0-{s}", 10) for s in starts] + [("a-1-3", 10), ("b-0-1", 10)]
+    holds = {(f"a-0-{first}", 10): OffsetSpan(first, first + extra) for first, extra in spans}
+    tp = TopicPartition("a", 0)
+    whole = list_files(ListedLister(objects), NamePattern("aiven"), ["a"])
+    kept = list_files(ListedLister(objects), NamePattern("aiven"), ["a"], {tp: table_next}, holds)
+    assert set(kept) <= {tp}, "only the partitions asked for"
+    assert complete_files(kept.get(tp, []), committed, table_next, holds) == complete_files(
+        whole.get(tp, []), committed, table_next, holds
+    )
+    assert len([f for f in kept.get(tp, []) if f.start_offset < table_next and (f.key, 10) not in holds]) <= 1
 
 
 class FlakySession(requests.Session):
