@@ -1,6 +1,8 @@
 """Benchmark: the sidecar's memory (RSS) and CPU while it follows a connector of N partitions (100).
 
-Brings up the real local stack, an N-partition topic (`--partitions`), a sink connector (4 tasks), the service and
+Brings up the real local stack, N partitions (`--partitions`) over `--topics` topics (Kafka creates
+at most some 10,000 partitions in one request: 10,000 partitions take 100 topics of 100), one
+table of them all, a sink connector (4 tasks), the service and
 one sidecar (poll every second), produces records for the whole run, and samples the sidecar's
 RSS and CPU time from /proc from the first commit on, and how many times it sent each file (the
 service's receipts, over the whole run: a file sent while the service held it is a duplicate). Prints a summary and writes JSON (default
@@ -51,10 +53,15 @@ def main(argv: list[str] | None = None) -> int:
         prog="scripts/bench-sidecar", description=__doc__.splitlines()[0] if __doc__ else None
     )
     parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument("--topics", type=int, default=1, help="topics the partitions are spread over (default 1)")
     parser.add_argument("--seconds", type=int, default=60, help="measured run length (default 60)")
     parser.add_argument("--rate", type=int, default=1000, help="records per second produced (default 1000)")
     parser.add_argument("--out", type=Path, help="JSON result (default .lakegate/bench/sidecar-<partitions>.json)")
     args = parser.parse_args(argv)
+    if args.topics < 1 or args.partitions % args.topics:
+        parser.error("--partitions must be a multiple of --topics")
+    per_topic = args.partitions // args.topics
+    topics = ["bench"] if args.topics == 1 else [f"bench{t:03d}" for t in range(args.topics)]
     args.out = args.out or Path(f".lakegate/bench/sidecar-{args.partitions}.json")
     work = Path(tempfile.mkdtemp(prefix="lakegate-bench-sidecar-"))
     env = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY}
@@ -63,15 +70,16 @@ def main(argv: list[str] | None = None) -> int:
         worker = stack.workers[0]
         service = ServiceProcess(
             work,
-            [{"name": "bench", "path": "s3a://lake/bench", "topics": ["bench"], "commit": {"interval_seconds": 5}}],
+            [{"name": "bench", "path": "s3a://lake/bench", "topics": topics, "commit": {"interval_seconds": 5}}],
             ["s3a://lake/bench/data/"],
             s3={"endpoint": stack.s3.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
         ).start()
-        create_topic(stack.kafka.bootstrap_servers, "bench", args.partitions)
+        for topic in topics:
+            create_topic(stack.kafka.bootstrap_servers, topic, per_topic)
         worker.client().put_connector(
             "bench-sink",
             s3_sink_config(
-                ["bench"], "lake", stack.s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix="bench/data/", tasks=4
+                topics, "lake", stack.s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix="bench/data/", tasks=4
             ),
         )
         worker.client().wait_running("bench-sink", tasks=4)
@@ -98,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             i = 0
             while not stop.is_set():
                 for _ in range(args.rate // 10):
-                    producer.send("bench", value=json.dumps({"id": i}).encode(), partition=i % args.partitions)
+                    topic, partition = topics[i % len(topics)], (i // len(topics)) % per_topic
+                    producer.send(topic, value=json.dumps({"id": i}).encode(), partition=partition)
                     i += 1
                 time.sleep(0.1)
             producer.close()
@@ -132,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "benchmark": "sidecar",
         "partitions": args.partitions,
+        "topics": args.topics,
         "seconds": round(elapsed, 1),
         "rss_mib_start": round(rss0, 1),
         "rss_mib_max": round(max(samples), 1),

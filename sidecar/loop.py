@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -50,6 +50,27 @@ from sidecar.storage import Lister, NamePattern, list_files
 from sidecar.tracker import CompleteFile, complete_files
 
 logger = logging.getLogger(__name__)
+
+# a lease claim's size, estimated, at most: half the service's default request limit
+# (server.max_request_bytes, 1 MiB), which a claim of 10,000 partitions with their watermarks passed
+CLAIM_BYTES = 512 * 1024
+
+
+def claim_batches(partitions: list[TopicPartition]) -> Iterator[tuple[TopicPartition, ...]]:
+    """``partitions`` (sorted) in consecutive batches whose claims, each partition named once and
+    in one watermark, stay under ``CLAIM_BYTES`` (a generous estimate per partition: its topic twice
+    and the JSON of two entries with every field at its longest)."""
+    batch: list[TopicPartition] = []
+    size = 0
+    for tp in partitions:
+        cost = 2 * len(tp.topic.encode()) + 200
+        if batch and size + cost > CLAIM_BYTES:
+            yield tuple(batch)
+            batch, size = [], 0
+        batch.append(tp)
+        size += cost
+    if batch:
+        yield tuple(batch)
 
 
 class ConnectSource(Protocol):
@@ -335,35 +356,41 @@ class SidecarLoop:
     def _claim(
         self, connector: str, fmt: FileFormat, tasks: frozenset[int], owned: set[TopicPartition], report: RoundReport
     ) -> int:
-        """Lease the owned partitions (every round: cheap, and it follows rebalances at once).
-        Returns the time to stamp this round's watermarks with: the service's clock from its answer
-        (a service without ``now_ms`` leaves the sidecar's own clock, read before the answer)."""
+        """Lease the owned partitions (every round: cheap, and it follows rebalances at once), in
+        claims of at most ``CLAIM_BYTES`` (:func:`claim_batches`). Returns the time to stamp this round's watermarks
+        with: the service's clock from its last answer, which is no later than the reads that
+        follow (a service without ``now_ms`` leaves the sidecar's own clock, read before the
+        claims)."""
         sent_at_ms = int(time.time() * 1000)
-        marks = tuple(w for tp, w in sorted(self._watermarks.items()) if tp in owned)
         info = SidecarInfo(self.settings.sidecar_id, self.settings.worker_id)
-        answer = self.service.claim(LeaseRequest(info, connector, tuple(sorted(tasks)), tuple(sorted(owned)), marks))
-        for w in marks:
-            c = self._catch_up.get(w.tp)
-            if c is not None and w.log_end is not None and w.log_end == c.log_end:
-                c.carried = True
+        answers: list[LeaseResponse] = []
+        for chunk in claim_batches(sorted(owned)):
+            marks = tuple(self._watermarks[tp] for tp in chunk if tp in self._watermarks)
+            answers.append(self.service.claim(LeaseRequest(info, connector, tuple(sorted(tasks)), chunk, marks)))
+            for w in marks:
+                c = self._catch_up.get(w.tp)
+                if c is not None and w.log_end is not None and w.log_end == c.log_end:
+                    c.carried = True
         for tp, c in self._catch_up.items():
             if c.connector == connector and tp in owned and c.log_end is not None and not c.carried:
                 c.log_end, c.reached = None, False  # its round made no watermark: read it again
         refused = set()
-        for g in answer.leases:
-            if g.granted:
-                epoch = g.epoch if answer.fencing else None
-                report.partitions[g.tp] = PartitionRound(connector, fmt, epoch, held_next=g.held_next)
-                self._follow_due(connector, g.tp, g.due_ms)
-            else:
-                refused.add(g.tp)
-                logger.warning("lease on %s refused: %s", g.tp, g.reason)
+        for answer in answers:
+            for g in answer.leases:
+                if g.granted:
+                    epoch = g.epoch if answer.fencing else None
+                    report.partitions[g.tp] = PartitionRound(connector, fmt, epoch, held_next=g.held_next)
+                    self._follow_due(connector, g.tp, g.due_ms)
+                else:
+                    refused.add(g.tp)
+                    logger.warning("lease on %s refused: %s", g.tp, g.reason)
         for tp in owned - refused - set(report.partitions):  # a service that answered no grant for it
             report.partitions[tp] = PartitionRound(connector, fmt)
-        if answer.now_ms is None:
+        now_ms = answers[-1].now_ms if answers else None
+        if now_ms is None:
             return sent_at_ms
-        self._service_ahead = answer.now_ms / 1000 - self.clock()
-        return answer.now_ms
+        self._service_ahead = now_ms / 1000 - self.clock()
+        return now_ms
 
     def _follow_due(self, connector: str, tp: TopicPartition, due_ms: int | None) -> None:
         """A new due time starts a new catch-up; none (the table does not catch up) ends it."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -606,3 +607,21 @@ def test_a_log_end_no_claim_carried_is_read_again(tmp_path: Path) -> None:
     loop.run_once()
     assert [w.log_end for w in service.claims[-1].watermarks] == [5]
     assert len(groups.end_reads) == 2 and loop.next_round_at(0.5) == 5.5, "carried and reached: settled"
+
+
+def test_thousands_of_partitions_are_claimed_in_requests_the_service_accepts(tmp_path: Path) -> None:
+    """A claim of 10,000 partitions with their watermarks was larger than the service's 1 MiB
+    request limit (413 every round): claims go in batches, every partition in one, each
+    watermark once, each request well under the limit even with long topic names."""
+    topic = "t" * 200
+    owned = {(topic, p) for p in range(4_500)}
+    loop, service = make_loop(tmp_path, owned, {tp: 5 for tp in owned})
+    loop.run_once()
+    first = len(service.claims)
+    report = loop.run_once()  # now with a watermark per partition
+    batches = service.claims[first:]
+    assert len(batches) > 1 and len(report.partitions) == 4_500
+    assert sorted(tp for c in batches for tp in c.partitions) == sorted(TopicPartition(*tp) for tp in owned)
+    assert sorted(w.tp for c in batches for w in c.watermarks) == sorted(TopicPartition(*tp) for tp in owned)
+    sizes = [len(json.dumps(c.to_dict()).encode()) for c in batches]
+    assert max(sizes) < 1 << 20, sizes
