@@ -146,11 +146,17 @@ class TableCoordinator:
 
     def due_ms(self) -> int | None:
         """When the next round is due (epoch ms), for the lease answer (``LeaseGrant.due_ms``);
-        None unless the table catches up (``commit.catch_up_seconds``)."""
-        if not self.config.commit.catch_up_seconds:
+        None unless the table catches up (``commit.catch_up_seconds``) and the round may still
+        wait to (a round long due, an idle table's, no longer does: sidecars then need not
+        follow it closely)."""
+        wait = self.config.commit.catch_up_seconds
+        if not wait:
             return None
-        with self._lock:  # rounded up: a read at or after it is at or after the due time
-            return math.ceil(self._state.due_at() * 1000)
+        with self._lock:
+            due = self._state.due_at()
+        if self.clock() >= due + wait:
+            return None
+        return math.ceil(due * 1000)  # rounded up: a read at or after it is at or after the due time
 
     # -- commit rounds --------------------------------------------------------------------
 

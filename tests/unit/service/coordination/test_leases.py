@@ -139,3 +139,6 @@ def test_a_table_that_catches_up_says_when_its_round_is_due_and_waits_for_the_lo
     assert (record.due_ms, record.caught_up) == (1_010_000, {TP0: 20})
     [again] = coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0,)))
     assert again.due_ms == 1_020_000, "the next round is due an interval after this one was"
+    clock.now = 1023.0  # nothing came: the round, due at 1020, can no longer wait to catch up
+    [idle] = coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0,)))
+    assert idle.due_ms is None, "no sidecar follows a round that no longer waits"
