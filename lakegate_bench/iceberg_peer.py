@@ -39,6 +39,7 @@ from lakegate_bench.pipeline import (
     FreshnessPoller,
     Measured,
     S3RequestLog,
+    catch_up_by_interval,
     catch_up_for,
     figures,
     lakegate_row,
@@ -251,6 +252,6 @@ def run(
         "rate": rate,
         "seconds": seconds,
         "warm_up_seconds": warm_up_seconds,
-        "catch_up_seconds": {str(i): catch_up_for(catch_up_seconds, i) for i in intervals},
+        "catch_up_seconds": catch_up_by_interval(catch_up_seconds, intervals),
         "results": rows,
     }

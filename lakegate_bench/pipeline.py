@@ -512,6 +512,11 @@ def catch_up_for(catch_up: float, interval: float) -> float:
     return min(catch_up, interval / 2)
 
 
+def catch_up_by_interval(catch_up: float, intervals: list[int]) -> dict[str, float]:
+    """The result JSON's record of :func:`catch_up_for` at each interval."""
+    return {str(i): catch_up_for(catch_up, i) for i in intervals}
+
+
 def run(
     work: Path,
     intervals: list[int],
@@ -540,7 +545,7 @@ def run(
         "rate": rate,
         "seconds": seconds,
         "warm_up_seconds": warm_up_seconds,
-        "catch_up_seconds": {str(i): catch_up_for(catch_up_seconds, i) for i in intervals},
+        "catch_up_seconds": catch_up_by_interval(catch_up_seconds, intervals),
         "connect_offset_flush_ms": flush_ms,
         "results": rows,
     }

@@ -293,7 +293,8 @@ class Coordinator:
         for name, tc in self.tables.items():
             tc.claim(routed.get(name, set()), marks.get(name, ()))
             self._nudge(tc)
-        return [self._with_held(g) for g in grants]
+        due = {name: tc.due_ms() for name, tc in self.tables.items()}  # once a table, not once a partition
+        return [self._with_held(g, due) for g in grants]
 
     def _route(self, topic: str) -> TableConfig | None:
         """``config.table_for(topic)``, remembered: each file of a manifest and each leased
@@ -316,15 +317,14 @@ class Coordinator:
                 out.setdefault(table.name, set()).add(tp)
         return out
 
-    def _with_held(self, grant: LeaseGrant) -> LeaseGrant:
+    def _with_held(self, grant: LeaseGrant, due: dict[str, int | None]) -> LeaseGrant:
         """A granted partition's answer with what its table holds of it (``LeaseGrant.held_next``)
-        and when the table's next round is due if it catches up (``LeaseGrant.due_ms``)."""
+        and when the table's next round is due if it catches up (``due``, by table: ``due_ms``)."""
         table = self._route(grant.topic) if grant.granted else None
         if table is None:
             return grant
-        tc = self._table(table.name)
-        held = tc.held_next(grant.tp)  # built, not replace()d: a claim may hold 10,000
-        return LeaseGrant(grant.topic, grant.partition, grant.granted, grant.epoch, grant.reason, held, tc.due_ms())
+        held = self._table(table.name).held_next(grant.tp)  # built, not replace()d: a claim may hold 10,000
+        return LeaseGrant(grant.topic, grant.partition, grant.granted, grant.epoch, grant.reason, held, due[table.name])
 
     def _note_seen(self, sidecar_id: str, worker: str) -> None:
         with self._seen_lock:
