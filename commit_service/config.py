@@ -22,6 +22,7 @@ from commit_service.domain.coverage import OffsetCheck
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.paths import UnsafePathError, root_prefix
 from commit_service.domain.plan import CommitPolicy
+from commit_service.domain.start import TableStart
 from commit_service.domain.upsert import OFFSET_COLUMN, Cdc, TableMode, UpsertSpec
 from commit_service.errors import ConfigError, SparkSetupError
 from lakegate_core import configfile
@@ -273,6 +274,7 @@ class TableConfig:
     topics_regex: str | None = None
     partition_by: tuple[str, ...] = ()
     commit: CommitPolicy = field(default_factory=CommitPolicy)
+    start: TableStart = field(default_factory=TableStart)  # where each partition's ledger begins
     placement: Placement = Placement.IN_PLACE
     unwrap: Unwrap = Unwrap.AUTO
     offset_check: OffsetCheck = OffsetCheck.AUTO

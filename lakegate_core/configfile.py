@@ -134,6 +134,11 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
             return None
         return _convert(args[0], value, where)
     if dataclasses.is_dataclass(tp):
+        if isinstance(value, str) and hasattr(tp, "from_text"):  # a section with a one-word form
+            try:
+                return tp.from_text(value)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
         return build(tp, value, where)  # type: ignore[arg-type]
     if origin in (tuple, list):
         if not isinstance(value, list):

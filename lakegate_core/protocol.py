@@ -250,13 +250,17 @@ class Watermark(WireModel):
     lets the service tell when a commit round is complete (VTTS). ``log_end``, when the lease
     answer gave the partition a ``due_ms`` no later than ``read_at_ms``: the partition's log-end
     offset in Kafka, read after that answer (so at or after the round was due); the round waits,
-    up to ``commit.catch_up_seconds``, until the table holds every record below it."""
+    up to ``commit.catch_up_seconds``, until the table holds every record below it.
+    ``first_file``, while the table has no offset of the partition: where the sink's first file of
+    it begins as the listing found it (``connect_offset`` when it holds none below that); the
+    service decides from it where the partition's ledger begins (``tables[].start``)."""
 
     topic: str
     partition: int
     connect_offset: int
     read_at_ms: int
     log_end: int | None = None
+    first_file: int | None = None
 
     @property
     def tp(self) -> TopicPartition:
@@ -271,6 +275,7 @@ class Watermark(WireModel):
             read_count(d, "connect_offset", path),
             read_count(d, "read_at_ms", path),
             read_count(d, "log_end", path, required=False),
+            read_count(d, "first_file", path, required=False),
         )
 
 

@@ -70,6 +70,11 @@ class CommitRecord(WireModel):
     # this commit holds (None: the wait ran out); this process's only, not in userMetadata
     due_ms: int | None = None
     caught_up: PartitionOffsets | None = None
+    # the partitions whose ledger this commit begins (their first commit): where, and why there
+    # (``<topic>-<partition>`` -> first_file, connect_offset or configured: tables[].start)
+    begins: PartitionOffsets | None = None
+    begin_reasons: dict[str, str] | None = None
+    left: int | None = None  # files ready to commit that the round's bounds left for the next round
 
     def user_metadata(self) -> dict[str, Any]:
         """What goes into the Delta commit's ``userMetadata``: all but what the log already holds
@@ -93,6 +98,11 @@ class CommitRecord(WireModel):
             sidecars=tuple(d.get("sidecars", ())),
             released=tuple(d["released"]) if d.get("released") else None,
             starts=PartitionOffsets.from_json(d["starts"], "userMetadata.starts") if "starts" in d else None,
+            begins=PartitionOffsets.from_json(d["begins"], "userMetadata.begins") if "begins" in d else None,
+            begin_reasons={str(k): str(v) for k, v in read_object(d["begin_reasons"], "begin_reasons").items()}
+            if "begin_reasons" in d
+            else None,
+            left=d.get("left"),
         )
 
 

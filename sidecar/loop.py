@@ -46,7 +46,7 @@ from sidecar.config import LoopSettings
 from sidecar.connect import ConnectorView
 from sidecar.errors import SourceError
 from sidecar.metrics import SidecarMetrics
-from sidecar.storage import Lister, NamePattern, list_files
+from sidecar.storage import Lister, NamePattern, StoredFile, list_files
 from sidecar.tracker import CompleteFile, complete_files
 
 logger = logging.getLogger(__name__)
@@ -71,6 +71,14 @@ def claim_batches(partitions: list[TopicPartition]) -> Iterator[tuple[TopicParti
         size += cost
     if batch:
         yield tuple(batch)
+
+
+def first_file(listed: list[StoredFile], part: PartitionRound) -> int:
+    """Where the sink's first file of a partition the table has no offset of begins, as this
+    round's listing (``listed``, sorted, every file of it) found it; Connect's committed offset if
+    it holds none below that. The service decides from it where the partition's ledger begins."""
+    assert part.connect_committed is not None
+    return min(listed[0].start_offset, part.connect_committed) if listed else part.connect_committed
 
 
 class ConnectSource(Protocol):
@@ -292,7 +300,14 @@ class SidecarLoop:
             for c in batch:
                 self._sent[(c.file.key, c.end_offset)] = now
         self._watermarks = {
-            tp: Watermark(tp.topic, tp.partition, part.connect_committed, part.read_at_ms, self._log_end(tp, part))
+            tp: Watermark(
+                tp.topic,
+                tp.partition,
+                part.connect_committed,
+                part.read_at_ms,
+                self._log_end(tp, part),
+                first_file(listed.get(tp, []), part) if tp not in table_next else None,
+            )
             for tp, part in report.partitions.items()
             if part.connect_committed is not None and not part.rejected
         }

@@ -73,7 +73,7 @@ class TableCoordinator:
         self._maintenance_clock = MaintenanceClock()
         self._checkpointer: ThreadPoolExecutor | None = None  # one background thread, made on first use
         self._checkpoint_running: Future[None] | None = None
-        self._state = TableState(config.name, policy=config.commit, now=clock())
+        self._state = TableState(config.name, policy=config.commit, now=clock(), start=config.start)
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()
         self.letters = DeadLetters(config.name, dead_letter_store, clock)
@@ -136,7 +136,7 @@ class TableCoordinator:
         with self._lock:
             for w in watermarks:
                 if w.tp in expected:
-                    self._state.note_watermark(w.tp, w.connect_offset, w.read_at_ms / 1000, w.log_end)
+                    self._state.note_watermark(w.tp, w.connect_offset, w.read_at_ms / 1000, w.log_end, w.first_file)
 
     def held_next(self, tp: TopicPartition) -> int:
         """``TableState.buffered_through``: for the lease answer, which tells the sidecar what it

@@ -8,7 +8,7 @@ Pure data, no I/O. Built by :class:`~commit_service.domain.state.TableState` (wh
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Final
 
@@ -114,6 +114,33 @@ class PendingFile:
         return cls(f, manifest_id, sidecar_id, arrived_at)
 
 
+def bound_run(run: Iterable[PendingFile], max_files: int, max_bytes: int) -> list[PendingFile]:
+    """At most ``max_files`` files and ``max_bytes`` bytes of ``run`` (per partition a contiguous run
+    from the committed offset, as :meth:`TableState.contiguous` gives), taken one file of each
+    partition at a time, oldest first: a partition backfilling an archive does not starve the live
+    ones, and what is left stays contiguous for the next round. One file is always taken (a file
+    larger than ``max_bytes`` commits alone). Kept in partition and offset order."""
+    runs: dict[TopicPartition, list[PendingFile]] = {}
+    for p in run:
+        runs.setdefault(p.tp, []).append(p)
+    taken: dict[TopicPartition, int] = dict.fromkeys(runs, 0)
+    count = size = depth = 0
+    full = False
+    while not full and any(depth < len(files) for files in runs.values()):
+        for tp, files in runs.items():
+            if depth >= len(files):
+                continue
+            f = files[depth].file
+            if count >= max_files or (count and size + f.size_bytes > max_bytes):
+                full = True
+                break
+            taken[tp] += 1
+            count += 1
+            size += f.size_bytes
+        depth += 1
+    return [p for tp, files in runs.items() for p in files[: taken[tp]]]
+
+
 @dataclass(frozen=True)
 class CommitPlan:
     """What one commit round adds: contiguous runs per partition and the offsets they reach."""
@@ -131,6 +158,9 @@ class CommitPlan:
     # ... and if it caught up, per expected partition the log end read once it was due (all of
     # the records below each is in this plan); None when the wait ran out
     caught_up: PartitionOffsets | None = None
+    left: int = 0  # files ready to commit that this round's bounds (max_files, max_bytes) left for the next
+    # partitions whose ledger this round begins: where (their first offset) and why
+    begins: tuple[tuple[TopicPartition, int, str], ...] = ()
 
     @classmethod
     def of(
@@ -154,7 +184,9 @@ class CommitPlan:
         and offset order); a narrowed retry after repeated failures (:mod:`commit_service.domain.failures`)."""
         if count >= len(self.files):
             return self
-        return CommitPlan.of(self.files[:count], None, self.reason, self.planned_at, self.due)
+        narrowed = CommitPlan.of(self.files[:count], None, self.reason, self.planned_at, self.due)
+        begins = tuple(b for b in self.begins if b[0] in narrowed.offsets)
+        return replace(narrowed, begins=begins, left=self.left + len(self.files) - count)
 
     def starts(self) -> dict[TopicPartition, int]:
         """Per partition, the offset the plan starts at (what the table must hold before it)."""
@@ -178,6 +210,9 @@ class CommitPlan:
             released=self.released or None,
             committed_at_ms=committed_at_ms,
             starts=PartitionOffsets(self.starts()),
+            begins=PartitionOffsets({tp: at for tp, at, _ in self.begins}) if self.begins else None,
+            begin_reasons={str(tp): why for tp, _, why in self.begins} if self.begins else None,
+            left=self.left or None,
         )
 
     @property

@@ -33,8 +33,10 @@ from commit_service.domain.plan import (
     PendingFile,
     Place,
     Row,
+    bound_run,
     place,
 )
+from commit_service.domain.start import PartitionStart, StartReason, TableStart
 from lakegate_core.protocol import DataFile, FileStatus, OffsetSpan
 from lakegate_core.status import ManifestState
 from lakegate_core.types import PartitionOffsets, TopicPartition
@@ -60,11 +62,15 @@ class TableState:
         policy: CommitPolicy | None = None,
         *,
         now: float = 0.0,
+        start: TableStart | None = None,
     ) -> None:
         self.name = name
         self.policy = policy or CommitPolicy()
+        self.start = start or TableStart()
         self.committed: dict[TopicPartition, int] = dict(committed or {})
-        self.log_start: dict[TopicPartition, int] = {}
+        # where the ledger of each partition with no committed offset yet begins, once decided
+        # (start.TableStart.decide); its first commit records it (CommitPlan.begins)
+        self.starts: dict[TopicPartition, PartitionStart] = {}
         # per partition, start offset -> the buffered file (see Row); changed by _add/_remove only
         self._rows: dict[TopicPartition, dict[int, Row]] = {}
         self._starts: dict[TopicPartition, list[int]] = {}  # each partition's buffered starts, sorted
@@ -92,8 +98,35 @@ class TableState:
     # -- offsets --------------------------------------------------------------------------
 
     def next_offset(self, tp: TopicPartition) -> int:
-        """Where the next file of ``tp`` must start: committed offset, else the log start, else 0."""
-        return self.committed.get(tp, self.log_start.get(tp, 0))
+        """Where the next file of ``tp`` must start: committed offset, else where its ledger was
+        decided to begin, else 0 (undecided: files are buffered from any offset until it is)."""
+        committed = self.committed.get(tp)
+        if committed is not None:
+            return committed
+        start = self.starts.get(tp)
+        return 0 if start is None else start.offset
+
+    def undecided(self, tp: TopicPartition) -> bool:
+        """Whether ``tp`` has neither a committed offset nor a decided start."""
+        return tp not in self.committed and tp not in self.starts
+
+    def _decide_start(self, tp: TopicPartition, first_file: int, connect_offset: int) -> None:
+        """A watermark carried where the sink's first file of ``tp`` begins: decide where its
+        ledger begins (``TableStart.decide``) and drop what is buffered before it."""
+        floor, around = self.start.floor(tp), None
+        if floor:
+            starts = self._starts.get(tp, [])
+            i = bisect.bisect_right(starts, floor)
+            if i:
+                row = self._rows[tp][starts[i - 1]]
+                around = (starts[i - 1], row[ROW_END]) if row[ROW_END] >= floor else None
+        decided = self.start.decide(tp, first_file, connect_offset, around)
+        if decided is None:
+            return
+        self.starts[tp] = decided
+        for begin in [s for s in self._starts.get(tp, []) if s < decided.offset]:
+            row = self._rows[tp][begin]
+            self.drop_file(row[ROW_PATH], f"before the table's start: {tp} begins at {decided.describe()}")
 
     # -- intake ---------------------------------------------------------------------------
 
@@ -103,6 +136,11 @@ class TableState:
         base = self.next_offset(tp)
         if f.end_offset < base:
             return FileStatus.ALREADY_COMMITTED, None
+        if f.end_offset < self.start.floor(tp) and self.undecided(tp):
+            return (
+                FileStatus.ALREADY_COMMITTED,
+                f"before the table's start offset {self.start.floor(tp)} (tables[].start)",
+            )
         if f.start_offset < base:
             return FileStatus.REJECTED, (
                 f"offsets {f.start_offset}..{f.end_offset} overlap the committed range below {base}"
@@ -272,13 +310,22 @@ class TableState:
         return cursor
 
     def note_watermark(
-        self, tp: TopicPartition, connect_offset: int, read_at: float, log_end: int | None = None
+        self,
+        tp: TopicPartition,
+        connect_offset: int,
+        read_at: float,
+        log_end: int | None = None,
+        first_file: int | None = None,
     ) -> bool:
         """A sidecar read Connect's committed offset ``connect_offset`` at ``read_at`` and has sent
         every file below it: if the table holds or buffers all of that, ``tp`` counts as reported
-        at ``read_at``. Returns whether it counted. ``log_end`` read at or after the round was due
+        at ``read_at``. Returns whether it counted. ``first_file`` (where the sink's first file of
+        ``tp`` begins, sent while the table has no offset of it) decides where its ledger begins.
+        ``log_end`` read at or after the round was due
         (``read_at`` >= :meth:`due_at`) is what the round catches up with; the first one counts."""
         self.connect_at[tp] = connect_offset
+        if first_file is not None and self.undecided(tp):
+            self._decide_start(tp, first_file, connect_offset)
         if log_end is not None and read_at >= self.due_at():
             self.catch_up.setdefault(tp, log_end)
         if self.buffered_through(tp) >= connect_offset:
@@ -304,6 +351,8 @@ class TableState:
         ``limits``, ending at or below the limit: Connect's own committed offset)."""
         run: list[PendingFile] = []
         for tp in sorted(self._rows):
+            if self.undecided(tp) and self.start.floor(tp):
+                continue  # where a configured start falls between files is not known yet
             cursor, files = self.next_offset(tp), self._rows[tp]
             limit = None if limits is None else limits.get(tp, 0)
             while cursor in files and (limit is None or files[cursor][ROW_END] + 1 <= limit):
@@ -356,7 +405,21 @@ class TableState:
                 return None  # give lagging partitions until the timeout
             if self.expected and self.policy.on_timeout is OnTimeout.WAIT:
                 return None
-        return CommitPlan.of(run, self.round_started if complete else None, reason, planned_at, due, caught)
+        bounded = bound_run(run, self.policy.max_files, self.policy.max_bytes)
+        left = len(run) - len(bounded)
+        vtts = self.round_started if complete and not left else None  # a bounded round is not all that reported
+        plan = CommitPlan.of(bounded, vtts, reason, planned_at, due, caught)
+        begins = self._begins(plan)
+        return replace(plan, left=left, begins=begins) if left or begins else plan
+
+    def _begins(self, plan: CommitPlan) -> tuple[tuple[TopicPartition, int, str], ...]:
+        """The partitions whose ledger ``plan`` begins: where and why (``CommitPlan.begins``)."""
+        out = []
+        for tp in plan.offsets:
+            if tp not in self.committed:
+                start = self.starts.get(tp, PartitionStart(0, StartReason.FIRST_FILE))
+                out.append((tp, start.offset, start.reason.value))
+        return tuple(out)
 
     def _trigger_possible(self, now: float) -> bool:
         """Whether :meth:`plan` might find a trigger: O(1), from the buffer's running totals."""

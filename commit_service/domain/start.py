@@ -1,0 +1,114 @@
+"""Where a partition's ledger begins: the ``tables[].start`` rule and the decision it makes. Pure.
+
+A table adopts topics that are older than it: retention removed their head, a connector started
+at ``latest``, a lifecycle rule removed the oldest files. Until a partition has a committed offset
+its first file is not known to be at 0, so the table cannot wait for offset 0. The rule:
+
+- ``earliest`` (the default): the ledger begins where the sink's first file of the partition
+  begins, or at Connect's committed offset when the sink holds no file below it;
+- ``offsets``: per partition, an offset; the ledger begins at the first file that starts at or
+  after it (a file straddling it is not split: its records count as before the table).
+
+The decision is made once per partition, by :class:`~commit_service.domain.state.TableState`, from
+a sidecar's watermark that carries the start of the sink's first file of the partition as its
+listing found it (``Watermark.first_file``): a fact of the bucket, not of what the service happens
+to buffer (a restart empties the buffer; a quarantined first file must leave a gap, not move the
+start). The partition's first commit records it (``CommitRecord.begins``); after that the
+committed offset rules, and a restart reads it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+from lakegate_core.types import TopicPartition
+
+
+class StartReason(str, Enum):
+    """Why a partition's ledger begins where it does (the status page and the commit record)."""
+
+    FIRST_FILE = "first_file"  # the sink's first file of the partition begins there
+    CONNECT = "connect_offset"  # the sink wrote no file below Connect's committed offset
+    CONFIGURED = "configured"  # tables[].start.offsets, at the first file at or after it
+
+
+@dataclass(frozen=True)
+class PartitionStart:
+    """Where one partition's ledger begins and why (``requested``: the configured offset, if any)."""
+
+    offset: int
+    reason: StartReason
+    requested: int | None = None
+
+    def describe(self) -> str:
+        if self.reason is StartReason.CONNECT:
+            return f"offset {self.offset}: Connect's committed offset, the sink held no file below it"
+        if self.reason is StartReason.CONFIGURED:
+            return f"offset {self.offset}: the first file at or after the configured start {self.requested}"
+        return f"offset {self.offset}: the sink's first file of the partition"
+
+
+@dataclass(frozen=True)
+class TableStart:
+    """``tables[].start``: where each partition's ledger begins (docs/configuration.md).
+
+    ``offsets`` maps ``<topic>-<partition>`` to an offset; partitions it does not name start at
+    ``earliest``. Read by the config loader; its values arrive as strings and are checked here."""
+
+    offsets: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        parsed: dict[TopicPartition, int] = {}
+        for name, raw in self.offsets.items():
+            topic, sep, partition = str(name).rpartition("-")
+            if not sep or not topic or not partition.isdigit():
+                raise ValueError(f"start.offsets: {name!r} is not <topic>-<partition>")
+            try:
+                offset = int(raw)
+            except (TypeError, ValueError):
+                raise ValueError(f"start.offsets.{name}: {raw!r} is not an offset") from None
+            if offset < 0:
+                raise ValueError(f"start.offsets.{name}: an offset is >= 0, got {offset}")
+            parsed[TopicPartition(topic, int(partition))] = offset
+        object.__setattr__(self, "_floors", parsed)
+
+    @classmethod
+    def from_text(cls, text: str) -> TableStart:
+        """``start: earliest``: the one-word form of the default."""
+        if text != "earliest":
+            raise ValueError(f"must be earliest or {{offsets: {{<topic>-<partition>: <offset>}}}}, got {text!r}")
+        return cls()
+
+    def floor(self, tp: TopicPartition) -> int:
+        """The offset below which ``tp``'s records are before the table (0 under ``earliest``)."""
+        floors: dict[TopicPartition, int] = self._floors  # type: ignore[attr-defined]
+        return floors.get(tp, 0)
+
+    def decide(
+        self, tp: TopicPartition, first_file: int, connect_offset: int, around: tuple[int, int] | None
+    ) -> PartitionStart | None:
+        """Where ``tp``'s ledger begins, from what a sidecar's listing said: ``first_file``, the
+        start of the sink's first file of ``tp`` (Connect's committed offset when it holds none
+        below it). Below a configured start, ``around`` is the buffered file holding it (its first
+        and last offset), if any: the ledger begins at the start if that file begins there, else
+        right after it. None while that file is not buffered (it waits, as at a gap)."""
+        floor = self.floor(tp)
+        requested = floor if floor else None
+        if first_file >= floor:
+            reason = StartReason.CONNECT if first_file >= connect_offset else StartReason.FIRST_FILE
+            return PartitionStart(
+                first_file, StartReason.CONFIGURED if floor and first_file == floor else reason, requested
+            )
+        if around is None:
+            return None
+        first, last = around
+        return PartitionStart(floor if first == floor else last + 1, StartReason.CONFIGURED, requested)
+
+
+def starts_json(starts: Mapping[TopicPartition, PartitionStart]) -> dict[str, dict[str, object]]:
+    """``{"<topic>-<partition>": {"offset", "reason"}}``: the status page's and the summary's form."""
+    return {
+        str(tp): {"offset": s.offset, "reason": s.reason.value, "why": s.describe()} for tp, s in sorted(starts.items())
+    }
