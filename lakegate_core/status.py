@@ -122,6 +122,9 @@ class TableSummary(WireModel):
     connect_offsets: PartitionOffsets = field(default_factory=PartitionOffsets)  # Connect's, as sidecars last said
     oldest_pending_ms: int | None = None  # when the oldest buffered file arrived (epoch ms); None: nothing buffered
     format: str = "delta"  # the table format: delta, or iceberg (version is then the snapshot's sequence number)
+    # per partition whose ledger start this process decided (tables[].start): "<topic>-<partition>"
+    # -> {offset, reason: first_file | connect_offset | configured, why}
+    starts: dict[str, dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from commit_service.coordination.quarantine import DeadLetters
 from commit_service.domain.failures import FailureTracker
 from commit_service.domain.maintenance import MaintenanceClock, due
 from commit_service.domain.plan import CommitPlan, PendingFile
+from commit_service.domain.start import starts_json
 from commit_service.domain.state import TableState
 from commit_service.errors import (
     CommitError,
@@ -219,6 +220,22 @@ class TableCoordinator:
             list(record.spark_jobs),
             plan.reason,
         )
+        if plan.begins:
+            logger.info(
+                "table %s: the ledger of %s begins here (tables[].start)",
+                record.table,
+                ", ".join(f"{tp} at {at} ({why})" for tp, at, why in plan.begins),
+            )
+        if plan.left:
+            pace = len(plan.files) / max(record.duration_ms or 1, 1) * 1000
+            logger.info(
+                "table %s: round bounded by commit.max_files/max_bytes: %d ready file(s) left for the next rounds "
+                "(~%.0f s at this round's %.0f files/s)",
+                record.table,
+                plan.left,
+                plan.left / pace,
+                pace,
+            )
         return record
 
     def _refuse_content(self, exc: ContentRangeError) -> None:
@@ -445,6 +462,7 @@ class TableCoordinator:
                 connect_offsets=PartitionOffsets(st.connect_at),
                 oldest_pending_ms=None if (oldest := st.oldest_arrival()) is None else int(oldest * 1000),
                 format=self.config.format.value,
+                starts=starts_json(st.starts) or None,
             )
 
     def offsets(self) -> PartitionOffsets:

@@ -66,6 +66,7 @@ NON_NEGATIVE = {
     "connect_offset",
     "read_at_ms",
     "log_end",
+    "first_file",
     "held_next",
     "due_ms",
     "pending_files",

@@ -37,6 +37,7 @@ class PartitionRow:
     lag_source: LagSource | None
     lease: Lease | None
     lease_age_s: float | None
+    start: dict[str, object] | None = None  # where its ledger began and why (tables[].start), if decided here
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ def _table(
                 None if lag is None else lag.source,
                 lease,
                 None if lease is None else max(0.0, now_ms / 1000 - lease.renewed_at),
+                (s.starts or {}).get(str(tp)),
             )
         )
     oldest = None if s.oldest_pending_ms is None else max(0.0, (now_ms - s.oldest_pending_ms) / 1000)

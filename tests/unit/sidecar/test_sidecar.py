@@ -625,3 +625,21 @@ def test_thousands_of_partitions_are_claimed_in_requests_the_service_accepts(tmp
     assert sorted(w.tp for c in batches for w in c.watermarks) == sorted(TopicPartition(*tp) for tp in owned)
     sizes = [len(json.dumps(c.to_dict()).encode()) for c in batches]
     assert max(sizes) < 1 << 20, sizes
+
+
+def test_a_watermark_carries_the_first_file_while_the_table_has_no_offset(tmp_path: Path) -> None:
+    """The service decides where a partition's ledger begins from the bucket's first file of it
+    (retention removed 0..499 before the connector started): the watermark carries it until the
+    table has an offset of the partition; with no file below Connect's offset, that offset."""
+    touch(tmp_path, "orders-0-500", "orders-0-600", "orders-1-900")
+    owned = {("orders", 0), ("orders", 1), ("orders", 2)}
+    loop, service = make_loop(tmp_path, owned, {("orders", 0): 700, ("orders", 1): 800, ("orders", 2): 300})
+    loop.run_once()
+    loop.run_once()
+    marks = {w.tp: w.first_file for w in service.claims[-1].watermarks}
+    assert marks == {("orders", 0): 500, ("orders", 1): 800, ("orders", 2): 300}
+    service.offsets = {("orders", 0): 700}
+    loop.run_once()
+    loop.run_once()
+    marks = {w.tp: w.first_file for w in service.claims[-1].watermarks}
+    assert marks[("orders", 0)] is None, "the table has its offset: nothing to decide"

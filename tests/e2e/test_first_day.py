@@ -1,0 +1,285 @@
+"""The first day, all real: Lakegate attached to topics and a bucket older than it.
+
+Kafka, Connect with the stand-in S3 sink (plain Parquet: added in place), the S3 server, the
+service (auth and fencing on) and one sidecar, started only after the sink has run:
+
+- ``retained``: records 0..249 of each partition removed by retention (``delete_records``) before
+  the connector was created, so the sink's first files start at 250;
+- ``latest``: a connector created with ``consumer.override.auto.offset.reset=latest`` on a topic
+  that already held records;
+- ``archive``: an archive of at least 2,000 files written before the service's first start, into
+  a table whose rounds are bounded at 500 files, and partition 0's first three files removed by a
+  lifecycle rule.
+
+Each table must hold, once, every record the sink wrote (every field compared with Kafka's
+record), its offsets equal to Connect's; every round of the archive holds at most 500 files; each
+partition's first commit records where its ledger began and why; the audit finds no breach.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from deltalake import DeltaTable
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KafkaTP
+from kafka.admin import RecordsToDelete
+
+from lakegate_stack import s3 as s3mod
+from lakegate_stack.connect import ConnectWorker, s3_sink_config
+from lakegate_stack.kafka import KafkaBroker, create_topic
+from lakegate_stack.s3 import S3Server
+from lakegate_stack.services import READ_TOKEN, ServiceProcess, SidecarProcess, sidecar_config
+from tests.kafka_helpers import committed_offsets, end_offsets
+
+BUCKET, PREFIX = "first-day", "landing/"
+RETAINED, LATEST, ARCHIVE = "fd-retained", "fd-latest", "fd-archive"
+PARTITIONS = {RETAINED: 2, LATEST: 2, ARCHIVE: 4}
+ARCHIVE_FILES, MAX_FILES, REMOVED = 2_000, 500, 3
+S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
+
+
+def value(topic: str, i: int) -> dict[str, Any]:
+    return {"id": i, "src": topic, "amount": i * 0.25, "note": f"r{i}-ü"}
+
+
+def produce(bootstrap: str, topic: str, ids: range) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    try:
+        for i in ids:
+            producer.send(
+                topic, key=str(i).encode(), value=json.dumps(value(topic, i)).encode(), partition=i % PARTITIONS[topic]
+            )
+    finally:
+        producer.flush(60)
+        producer.close()
+
+
+def listed(s3: S3Server, prefix: str) -> list[str]:
+    keys: list[str] = []
+    for page in s3.client().get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        keys += [o["Key"] for o in page.get("Contents", [])]
+    return keys
+
+
+def write_archive(bootstrap: str, s3: S3Server) -> int:
+    """Produce to the archive topic, a record per partition at a time, until the sink has written
+    ``ARCHIVE_FILES`` files (each Connect offset flush writes one file per partition that got a
+    record): paced by what is in the bucket, not by the clock. Returns the records produced."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
+    i, deadline = 0, time.monotonic() + 600
+    try:
+        while len(listed(s3, f"{PREFIX}{ARCHIVE}-")) < ARCHIVE_FILES:
+            assert time.monotonic() < deadline, "the sink did not write the archive in 600 s"
+            for _ in range(40):
+                for p in range(PARTITIONS[ARCHIVE]):
+                    producer.send(
+                        ARCHIVE, key=str(i).encode(), value=json.dumps(value(ARCHIVE, i)).encode(), partition=p
+                    )
+                    i += 1
+                producer.flush(60)
+                time.sleep(0.03)
+    finally:
+        producer.close()
+    return i
+
+
+def kafka_values(bootstrap: str, tp: KafkaTP, start: int, end: int) -> list[dict[str, Any]]:
+    """Kafka's records of ``tp`` at offsets ``start``..``end - 1``, their values decoded."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, start)
+        out: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 120
+        while len(out) < end - start and time.monotonic() < deadline:
+            for record in consumer.poll(timeout_ms=1000).get(tp, []):
+                if record.offset < end:
+                    out.append(json.loads(record.value))
+        assert len(out) == end - start, f"read {len(out)} of {tp}'s {end - start} records"
+        return out
+    finally:
+        consumer.close()
+
+
+def first_file_starts(s3: S3Server, topic: str) -> dict[int, int]:
+    starts: dict[int, int] = {}
+    for key in listed(s3, f"{PREFIX}{topic}-"):
+        partition, start = key[len(f"{PREFIX}{topic}-") :].split("-")[:2]
+        starts[int(partition)] = min(starts.get(int(partition), 1 << 62), int(start.split(".")[0]))
+    return starts
+
+
+def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
+    tmp_path: Path, kafka_broker: KafkaBroker, s3_server: S3Server
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    s3_server.create_bucket(BUCKET)
+    for topic, n in PARTITIONS.items():
+        create_topic(bootstrap, topic, n)
+    worker = ConnectWorker(
+        tmp_path / "connect", bootstrap, name="fd-w1", group_id="fd-connect", offset_flush_interval_ms=100
+    ).start()
+    service: ServiceProcess | None = None
+    sidecar: SidecarProcess | None = None
+
+    def sink(topic: str, **overrides: str) -> dict[str, str]:
+        config = s3_sink_config(
+            [topic], BUCKET, s3_server.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix=PREFIX, tasks=1
+        )
+        return {**config, **overrides}
+
+    try:
+        # the archive: written by the sink long before Lakegate, its oldest files since expired
+        worker.client().put_connector("fd-archive-sink", sink(ARCHIVE))
+        worker.client().wait_running("fd-archive-sink", tasks=1)
+        archived = write_archive(bootstrap, s3_server)
+        wait_connect(bootstrap, "fd-archive-sink", ARCHIVE)
+        p0 = sorted(k for k in listed(s3_server, f"{PREFIX}{ARCHIVE}-0-"))
+        for key in p0[:REMOVED]:  # a lifecycle rule removed partition 0's oldest files
+            s3_server.client().delete_object(Bucket=BUCKET, Key=key)
+
+        # a topic whose head retention removed before its connector was created
+        produce(bootstrap, RETAINED, range(1_000))
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            admin.delete_records({KafkaTP(RETAINED, p): RecordsToDelete(250) for p in range(2)})
+        finally:
+            admin.close()
+        worker.client().put_connector("fd-retained-sink", sink(RETAINED))
+        # a connector started at latest on a topic holding records
+        produce(bootstrap, LATEST, range(400))
+        worker.client().put_connector(
+            "fd-latest-sink", sink(LATEST, **{"consumer.override.auto.offset.reset": "latest"})
+        )
+        for name in ("fd-retained-sink", "fd-latest-sink"):
+            worker.client().wait_running(name, tasks=1)
+        wait_assigned(bootstrap, "fd-latest-sink", LATEST)
+        produce(bootstrap, LATEST, range(400, 800))
+        produce(bootstrap, RETAINED, range(1_000, 1_400))
+        for name, topic in (("fd-retained-sink", RETAINED), ("fd-latest-sink", LATEST)):
+            wait_connect(bootstrap, name, topic)
+
+        tables = [
+            {"name": t, "path": f"s3a://{BUCKET}/tables/{t}", "topics": [t], "commit": {"interval_seconds": 2}}
+            for t in (RETAINED, LATEST)
+        ]
+        tables.append(
+            {
+                "name": ARCHIVE,
+                "path": f"s3a://{BUCKET}/tables/{ARCHIVE}",
+                "topics": [ARCHIVE],
+                "commit": {"interval_seconds": 2, "max_files": MAX_FILES},
+            }
+        )
+        service = ServiceProcess(
+            tmp_path,
+            tables,
+            [f"s3a://{BUCKET}/"],
+            s3={"endpoint": s3_server.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
+            kafka=bootstrap,
+        ).start()
+        storage = {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": s3_server.endpoint, "naming": "aiven"}
+        sidecar = SidecarProcess(
+            tmp_path,
+            "fd-sidecar",
+            sidecar_config(
+                worker, ["fd-archive-sink", "fd-retained-sink", "fd-latest-sink"], bootstrap, storage, service.url
+            ),
+            env=S3_ENV,
+        ).start()
+
+        ends = end_offsets(bootstrap, [KafkaTP(t, p) for t, n in PARTITIONS.items() for p in range(n)])
+        assert sum(ends[KafkaTP(ARCHIVE, p)] for p in range(4)) == archived
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            offsets = {t: service.call("GET", f"/v1/tables/{t}/offsets").json() for t in PARTITIONS}
+            if all(offsets[tp.topic].get(str(tp.partition)) == end for tp, end in ends.items()):
+                break
+            time.sleep(2)
+        else:
+            raise AssertionError(f"the tables' offsets {offsets} never reached the log ends {ends}")
+        summaries = {t: service.call("GET", f"/v1/tables/{t}").json() for t in PARTITIONS}
+        commits = service.call("GET", "/v1/commits?limit=1000").json()["commits"]
+        audits = {t: service.call("GET", f"/v1/tables/{t}/audit?sample=500&seed=3", READ_TOKEN) for t in PARTITIONS}
+    finally:
+        if sidecar is not None:
+            sidecar.stop()
+        if service is not None:
+            service.stop()
+        worker.stop()
+
+    connect = {
+        **committed_offsets(bootstrap, "connect-fd-archive-sink"),
+        **committed_offsets(bootstrap, "connect-fd-retained-sink"),
+        **committed_offsets(bootstrap, "connect-fd-latest-sink"),
+    }
+    expected_starts = {RETAINED: first_file_starts(s3_server, RETAINED)}
+    assert expected_starts[RETAINED] == {0: 250, 1: 250}, "retention removed 0..249 before the sink started"
+    archive_firsts = first_file_starts(s3_server, ARCHIVE)
+    assert archive_firsts[0] > 0 and all(archive_firsts[p] == 0 for p in (1, 2, 3))
+    expected_starts[ARCHIVE] = archive_firsts
+    expected_starts[LATEST] = first_file_starts(s3_server, LATEST)
+    assert all(s >= 200 for s in expected_starts[LATEST].values()), "started at latest: past the 200 each held"
+
+    options = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV}
+    for topic, n in PARTITIONS.items():
+        begins: dict[int, int] = {}
+        for c in commits:
+            if c["table"] == topic and c.get("begins"):
+                begins.update({int(p): at for p, at in c["begins"][topic].items()})
+        table = DeltaTable(f"s3://{BUCKET}/tables/{topic}", storage_options=options)
+        rows = table.to_pyarrow_table(columns=["id", "src", "amount", "note"]).to_pylist()
+        want: list[dict[str, Any]] = []
+        for p in range(n):
+            tp = KafkaTP(topic, p)
+            start = expected_starts[topic][p]
+            assert connect[tp] == ends[tp], f"{tp}: Connect at {connect[tp]}, log end {ends[tp]}"
+            assert table.transaction_version(f"lakegate-{topic}-{topic}-{p}") == connect[tp]
+            assert begins.get(p) == start, f"{tp}: the first commit records where its ledger began: {begins}"
+            assert summaries[topic]["starts"][f"{topic}-{p}"]["offset"] == start
+            want += kafka_values(bootstrap, tp, start, ends[tp])
+        key = lambda r: (r["id"], r["src"])  # noqa: E731
+        assert sorted(rows, key=key) == sorted(want, key=key), f"{topic}: every field of every record, once"
+        report = audits[topic]
+        assert report.status_code == 200 and report.json()["ok"], report.text
+
+    reasons = {c["table"]: c["begin_reasons"] for c in commits if c.get("begin_reasons")}
+    assert set(reasons[RETAINED].values()) == {"first_file"}
+    archive_rounds = [c for c in commits if c["table"] == ARCHIVE]
+    assert sum(c["files"] for c in archive_rounds) >= ARCHIVE_FILES - REMOVED
+    assert len(archive_rounds) >= (ARCHIVE_FILES - REMOVED) // MAX_FILES
+    assert max(c["files"] for c in archive_rounds) <= MAX_FILES, [c["files"] for c in archive_rounds]
+
+
+def wait_connect(bootstrap: str, connector: str, topic: str, timeout: float = 180) -> None:
+    """Until Connect's committed offsets of ``topic`` reach its log ends (the sink wrote it all)."""
+    tps = [KafkaTP(topic, p) for p in range(PARTITIONS[topic])]
+    ends = end_offsets(bootstrap, tps)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = committed_offsets(bootstrap, f"connect-{connector}")
+        if all(done.get(tp) == ends[tp] for tp in tps):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{connector}: Connect's offsets {done} never reached {ends}")
+
+
+def wait_assigned(bootstrap: str, connector: str, topic: str, timeout: float = 120) -> None:
+    """Until the consumer of ``connector`` holds ``topic``'s partitions (its position set at the
+    log end: what auto.offset.reset=latest does), so the records produced next are consumed."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            groups = admin.describe_consumer_groups([f"connect-{connector}"])
+            members = groups[0].members if groups else []
+            if groups and groups[0].state == "Stable" and members:
+                return
+            time.sleep(0.5)
+    finally:
+        admin.close()
+    raise AssertionError(f"{connector}'s consumer never joined its group")
