@@ -164,17 +164,21 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             create_topic(stack.kafka.bootstrap_servers, TOPIC, args.partitions)
             worker.client().put_connector(
                 CONNECTOR,
-                # JSON lines with Aiven's defaults: gzip, each record under "value"; prefix naming
-                s3_sink_config(
-                    [TOPIC],
-                    BUCKET,
-                    stack.s3.endpoint,
-                    s3mod.ACCESS_KEY,
-                    s3mod.SECRET_KEY,
-                    prefix=PREFIX,
-                    output="jsonl",
-                    compression=None,
-                ),
+                # JSON lines, uncompressed, in Aiven's envelope with each record's offset (what the
+                # doctor recommends: the orphan guard checks every file's range); prefix naming
+                {
+                    **s3_sink_config(
+                        [TOPIC],
+                        BUCKET,
+                        stack.s3.endpoint,
+                        s3mod.ACCESS_KEY,
+                        s3mod.SECRET_KEY,
+                        prefix=PREFIX,
+                        output="jsonl",
+                        compression=None,
+                    ),
+                    "format.output.fields": "key,value,offset,timestamp",
+                },
             )
             worker.client().wait_running(CONNECTOR, tasks=2)
             sidecar = SidecarProcess(

@@ -101,6 +101,21 @@ def file_format(f: ConnectorFacts) -> list[DoctorFinding]:
 def offset_field(f: ConnectorFacts) -> list[DoctorFinding]:
     """The records carry their offset, so the orphan guard can check each file's range."""
     fields = output_fields(f.config)
+    if is_aiven(f.config) and fields == ("value",) and output_format(f.config)[0] is FileFormat.PARQUET:
+        return [
+            f.finding(
+                Check.OFFSET_FIELD,
+                WARNING,
+                "plain Parquet (format.output.fields=value): files are added to the table in place, unchecked",
+                "this is what zero copy needs, and exactly once holds while every file the sink leaves is the one "
+                "Connect committed. The risk that remains: a sink task that uploads files and crashes before "
+                "Connect commits its offsets can leave a stale file inside the range of the file that replaces it; "
+                "without each record's offset in the file the service trusts the names, and that file's records "
+                "would be committed twice (the audit reports it)",
+                key="format.output.fields",
+                fix="format.output.fields=key,value,offset,timestamp closes it, at the cost of a rewrite per file",
+            )
+        ]
     if is_aiven(f.config) and "offset" not in fields:
         return [
             f.finding(

@@ -73,7 +73,7 @@ def test_a_right_connector_has_no_blocking_or_warning_finding() -> None:
         ({"file.name.template": "{{key}}", "aws.s3.prefix": None}, Check.FILE_NAMING),
         ({"format.output.type": "avro"}, Check.FORMAT),
         ({"format.output.fields": "key,value,timestamp"}, Check.OFFSET_FIELD),
-        ({"format.output.fields": None}, Check.OFFSET_FIELD),  # Aiven's default: value only
+        ({"format.output.fields": None, "format.output.type": "jsonl"}, Check.OFFSET_FIELD),  # Aiven's default
         ({"errors.tolerance": "all"}, Check.ERRORS_TOLERANCE),
         ({"topics": "orders,payments"}, Check.ROUTING),
         ({"aws.s3.bucket.name": "elsewhere"}, Check.PLACEMENT),  # the sidecar lists another bucket
@@ -87,6 +87,18 @@ def test_each_misconfiguration_is_blocking_under_its_check(change: dict[str, str
         facts(config, listing=Listing("aiven", "lake", ""), roots=("s3a://lake/",)) if at_root else facts(config)
     )
     assert check in found, found
+
+
+def test_plain_parquet_the_zero_copy_path_is_a_warning_naming_the_risk() -> None:
+    """Plain Parquet (value only) is what adding files in place needs: not blocking, but the
+    finding says which crash it leaves unguarded and how to close it."""
+    for fields in ("value", None):  # None: Aiven's default, value only
+        config = {k: v for k, v in {**GOOD, "format.output.fields": fields}.items() if v is not None}
+        [finding] = CHECKS[Check.OFFSET_FIELD](facts(config))
+        assert finding.severity is DoctorSeverity.WARNING and "committed twice" in finding.why
+    assert severities(facts({**GOOD, "format.output.fields": "key,value"}), Check.OFFSET_FIELD) == [
+        DoctorSeverity.BLOCKING
+    ]
 
 
 def test_a_custom_template_the_sidecars_naming_reads_passes() -> None:
