@@ -73,8 +73,12 @@ def partition_lags(summary: TableSummary, ends: PartitionOffsets | None) -> dict
     The log end was read up to ``ENDS_SECONDS`` ago, Connect's offset a sidecar round ago: each only
     rises, and Connect's never passes the log end, so the greater of the two is the truer end."""
     lags: dict[TopicPartition, PartitionLag] = {}
-    for tp in set(summary.offsets) | set(summary.connect_offsets) | set(ends or {}):
-        committed = summary.offsets.get(tp, 0)
+    mine = set(summary.offsets) | set(summary.connect_offsets) | set(summary.pending_offsets)
+    topics = {tp.topic for tp in mine}  # the log ends read are every table's: count this table's topics only
+    starts = summary.starts or {}
+    for tp in mine | {tp for tp in ends or {} if tp.topic in topics}:
+        # before its first commit a partition lags from where its ledger begins (tables[].start)
+        committed = summary.offsets.get(tp, int(starts.get(str(tp), {}).get("offset", 0)))
         if ends is not None and tp in ends:
             end = max(ends[tp], summary.connect_offsets.get(tp, 0))
             lags[tp] = PartitionLag(max(0, end - committed), LagSource.KAFKA)

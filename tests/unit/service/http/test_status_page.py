@@ -201,6 +201,19 @@ def test_lag_prefers_kafka_s_log_end_and_falls_back_to_connect() -> None:
     assert with_kafka[TP2].offsets == 5  # a log end read before Connect's offset: never below Connect's
 
 
+def test_a_tables_lag_counts_its_own_topics_and_begins_at_its_start() -> None:
+    """The log ends read are every table's partitions': another table's topic adds nothing; a
+    partition whose ledger begins at 500 and has no commit yet lags from 500, not from 0."""
+    s = summary(
+        connect_offsets=PartitionOffsets({TP0: 130, TP2: 700}),
+        starts={str(TP2): {"offset": 500, "reason": "first_file", "why": "..."}},
+    )
+    other = TopicPartition("someone-elses", 0)
+    lags = partition_lags(s, PartitionOffsets({TP0: 180, TP2: 900, other: 71_000}))
+    assert other not in lags
+    assert lags[TP2].offsets == 400
+
+
 class FakeConsumer:
     def __init__(self, ends: dict[Any, int] | Exception) -> None:
         self.ends, self.closed = ends, False
