@@ -45,8 +45,9 @@ from lakegate_core.types import PartitionOffsets, TopicPartition
 from sidecar.config import LoopSettings
 from sidecar.connect import ConnectorView
 from sidecar.errors import SourceError
+from sidecar.listing import ListingPlan
 from sidecar.metrics import SidecarMetrics
-from sidecar.storage import Lister, NamePattern, StoredFile, list_files
+from sidecar.storage import Lister, NamePattern, StoredFile
 from sidecar.tracker import CompleteFile, complete_files
 
 logger = logging.getLogger(__name__)
@@ -189,6 +190,7 @@ class SidecarLoop:
         self._catch_up: dict[TopicPartition, CatchUp] = {}  # partitions whose table's round catches up
         self._service_ahead = 0.0  # the service's clock (s) minus ours, from the last lease answer
         self._last_round: float | None = None  # when the last full round started (clock())
+        self._listing = ListingPlan(pattern)  # whole topics, or partitions from their offsets
 
     @property
     def worker_id(self) -> str:
@@ -276,7 +278,7 @@ class SidecarLoop:
         was not sent recently; note watermarks."""
         table_next = self.service.table_offsets()
         since = {tp: table_next.get(tp, 0) for tp in report.partitions}
-        listed = list_files(self.lister, self.pattern, {tp.topic for tp in report.partitions}, since, self._holds)
+        listed = self._listing.files(self.lister, since, self._holds)
         now = self.clock()
         due: list[CompleteFile] = []
         self.metrics.lag.clear()  # partitions that moved away must not keep a stale lag

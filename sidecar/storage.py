@@ -39,6 +39,8 @@ class StoredFile:
     topic: str
     partition: int
     start_offset: int
+    digits: int = 0  # how many digits its name gives the start offset
+    padded: bool = False  # ... with leading zeros (names of one width then sort by offset)
 
     @property
     def tp(self) -> TopicPartition:
@@ -77,6 +79,16 @@ class NamePattern:
             return f"{self.prefix}topics/{topic}/"
         return self.prefix
 
+    def partition_prefix(self, tp: TopicPartition) -> str | None:
+        """What every key of a file of ``tp`` starts with, up to its start offset's digits (presets
+        only; a custom regex: None): a listing prefix holding ``tp``'s files alone, to which a
+        padded offset appends a ``StartAfter`` key."""
+        if self.preset == "aiven":
+            return f"{self.prefix}{tp.topic}-{tp.partition}-"
+        if self.preset == "confluent":
+            return f"{self.prefix}topics/{tp.topic}/partition={tp.partition}/{tp.topic}+{tp.partition}+"
+        return None
+
     def parse(self, key: str, size: int) -> StoredFile | None:
         """The file a key names, or None (logged) when it does not match the pattern."""
         if not key.startswith(self.prefix):
@@ -87,13 +99,16 @@ class NamePattern:
                 self._warned.add(key)
                 logger.warning("skipping %s: its name does not match the naming pattern", key)
             return None
-        return StoredFile(key, size, m["topic"], int(m["partition"]), int(m["start_offset"]))
+        digits = m["start_offset"]
+        padded = len(digits) > 1 and digits[0] == "0"
+        return StoredFile(key, size, m["topic"], int(m["partition"]), int(digits), len(digits), padded)
 
 
 class Lister(Protocol):
-    """Lists every key (with its size) under a prefix; the loop's storage seam."""
+    """Lists every key (with its size) under a prefix, in key order after ``start_after`` when given
+    (S3's ``StartAfter``); the loop's storage seam."""
 
-    def list(self, prefix: str) -> Iterable[tuple[str, int]]: ...
+    def list(self, prefix: str, start_after: str | None = None) -> Iterable[tuple[str, int]]: ...
 
     def uri(self, key: str) -> str:
         """The key as a percent-encoded URI (the service decodes it exactly once)."""
@@ -124,9 +139,9 @@ class S3Lister:
         self.bucket = bucket
         self.client = client if client is not None else _minio_client(endpoint, region, path_style)
 
-    def list(self, prefix: str) -> Iterator[tuple[str, int]]:
+    def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, int]]:
         try:
-            for obj in self.client.list_objects(self.bucket, prefix=prefix, recursive=True):
+            for obj in self.client.list_objects(self.bucket, prefix=prefix, recursive=True, start_after=start_after):
                 yield obj.object_name, int(obj.size or 0)
         except Exception as exc:  # S3, HTTP and credential errors alike; the loop retries next round
             raise SourceError(f"listing s3://{self.bucket}/{prefix}: {exc}") from exc
@@ -189,11 +204,13 @@ class LocalLister:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
 
-    def list(self, prefix: str) -> Iterator[tuple[str, int]]:
+    def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, int]]:
         for dirpath, _, names in os.walk(self.root):
             for name in names:
                 full = Path(dirpath) / name
                 key = full.relative_to(self.root).as_posix()
+                if start_after is not None and key <= start_after:
+                    continue
                 if key.startswith(prefix) and not name.startswith("."):
                     try:
                         yield key, full.stat().st_size
@@ -210,6 +227,7 @@ def list_files(
     topics: Iterable[str],
     since: Mapping[TopicPartition, int] | None = None,
     spans: Container[tuple[str, int]] = (),
+    counts: dict[str, int] | None = None,
 ) -> dict[TopicPartition, list[StoredFile]]:
     """Every parseable file of ``topics``, grouped by partition, sorted by start offset.
 
@@ -217,7 +235,8 @@ def list_files(
     partitions' files, and of the files starting below a partition's offset only the last one
     (it may straddle the offset) and those whose content span is known (``spans``: key and size,
     the orphan guard's); the others are wholly in the table already, and the listing streams, so
-    what is kept is the files in flight, not the landing prefix's whole history."""
+    what is kept is the files in flight, not the landing prefix's whole history. ``counts``, if
+    given, gets per topic how many of its files the listing met (kept or not)."""
     out: dict[TopicPartition, list[StoredFile]] = {}
     last_below: dict[TopicPartition, StoredFile] = {}
     wanted = set(topics)
@@ -226,6 +245,8 @@ def list_files(
             f = pattern.parse(key, size)
             if f is None or f.topic not in wanted:
                 continue
+            if counts is not None:
+                counts[f.topic] = counts.get(f.topic, 0) + 1
             if since is not None:
                 if f.tp not in since:
                     continue  # another worker's partition

@@ -26,8 +26,9 @@ from typing import Any
 from deltalake import DeltaTable
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTP
-from kafka.admin import RecordsToDelete
 
+from lakegate_core.connect_group import assignments
+from lakegate_core.types import TopicPartition
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import KafkaBroker, create_topic
@@ -146,7 +147,7 @@ def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
         produce(bootstrap, RETAINED, range(1_000))
         admin = KafkaAdminClient(bootstrap_servers=bootstrap)
         try:
-            admin.delete_records({KafkaTP(RETAINED, p): RecordsToDelete(250) for p in range(2)})
+            admin.delete_records({KafkaTP(RETAINED, p): 250 for p in range(2)})
         finally:
             admin.close()
         worker.client().put_connector("fd-retained-sink", sink(RETAINED))
@@ -158,7 +159,13 @@ def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
         for name in ("fd-retained-sink", "fd-latest-sink"):
             worker.client().wait_running(name, tasks=1)
         wait_assigned(bootstrap, "fd-latest-sink", LATEST)
-        produce(bootstrap, LATEST, range(400, 800))
+        produced = 400
+        while len(first_file_starts(s3_server, LATEST)) < PARTITIONS[LATEST]:  # until each partition has a file
+            assert produced < 40_000, "the latest connector wrote no file of some partition"
+            produce(bootstrap, LATEST, range(produced, produced + 100))
+            produced += 100
+            time.sleep(0.2)
+        produce(bootstrap, LATEST, range(produced, produced + 200))
         produce(bootstrap, RETAINED, range(1_000, 1_400))
         for name, topic in (("fd-retained-sink", RETAINED), ("fd-latest-sink", LATEST)):
             wait_connect(bootstrap, name, topic)
@@ -269,17 +276,18 @@ def wait_connect(bootstrap: str, connector: str, topic: str, timeout: float = 18
 
 
 def wait_assigned(bootstrap: str, connector: str, topic: str, timeout: float = 120) -> None:
-    """Until the consumer of ``connector`` holds ``topic``'s partitions (its position set at the
-    log end: what auto.offset.reset=latest does), so the records produced next are consumed."""
+    """Until the consumer group of ``connector`` holds every partition of ``topic`` (Connect reads
+    each position as it is assigned: with auto.offset.reset=latest, the log end then)."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    group, held = f"connect-{connector}", set()
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
-            groups = admin.describe_consumer_groups([f"connect-{connector}"])
-            members = groups[0].members if groups else []
-            if groups and groups[0].state == "Stable" and members:
+            described = admin.describe_groups([group]).get(group, {})
+            held = set(assignments(described.get("members", []), connector))
+            if {TopicPartition(topic, p) for p in range(PARTITIONS[topic])} <= held:
                 return
             time.sleep(0.5)
     finally:
         admin.close()
-    raise AssertionError(f"{connector}'s consumer never joined its group")
+    raise AssertionError(f"{connector}'s tasks never held {topic}: {held}")

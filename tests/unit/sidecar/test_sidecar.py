@@ -387,8 +387,8 @@ class ListedLister:
     def __init__(self, objects: list[tuple[str, int]]) -> None:
         self.objects = objects
 
-    def list(self, prefix: str) -> Iterable[tuple[str, int]]:
-        return [(k, n) for k, n in self.objects if k.startswith(prefix)]
+    def list(self, prefix: str, start_after: str | None = None) -> Iterable[tuple[str, int]]:
+        return [(k, n) for k, n in self.objects if k.startswith(prefix) and (start_after is None or k > start_after)]
 
     def uri(self, key: str) -> str:
         return key
