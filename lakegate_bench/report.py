@@ -120,6 +120,21 @@ def report(out_dir: Path) -> str:
                 for r in d["results"]
             ],
         )
+    if (d := load("adopt")) is not None:
+        table(
+            ["archive", "caught up", "files/s", "rounds (largest)", "service peak RSS", "sidecar peak RSS"]
+            + ["steady listing", "empty bucket", "full listing"],
+            [
+                [f"{d['files']:,} files, {d['partitions']} partitions ({d['store']})", f"{d['caught_up_s']:.0f} s"]
+                + [f"{d['files_per_s']:,}", f"{d['rounds']} ({d['largest_round_files']:,})"]
+                + [f"{d['service_peak_rss_mib']:,} MiB", f"{d['sidecar_peak_rss_mib']:,} MiB"]
+                + [
+                    f"{d['steady_listing_s']:.3f} s",
+                    f"{d['empty_bucket_listing_s']:.3f} s",
+                    f"{d['full_listing_s']:.2f} s",
+                ]
+            ],
+        )
     return "\n".join(out)
 
 

@@ -38,6 +38,11 @@ Parts (``--parts``, default all but ``service``, ``upsert``, ``iceberg`` and ``i
   Iceberg table (JDBC catalog on sqlite), each through its ``TableCoordinator``
   (``lakegate_bench/iceberg.py``).
 
+- ``adopt``: an archive older than Lakegate committed from nothing on a real S3 server
+  (SeaweedFS; ``--adopt-store moto`` for the local default): ``--adopt-partitions`` x
+  ``--adopt-files`` one-record Parquet files, rounds of ``--adopt-max-files``; files per second
+  caught up, the service's and sidecar's peak RSS, a steady round's listing against an empty
+  bucket's and a full listing's (``lakegate_bench/adopt.py``).
 - ``iceberg-peer``: end-to-end freshness, CPU-seconds per million records, data files per snapshot
   and S3 requests of Lakegate's pipeline into an Iceberg table beside Apache Iceberg's own Kafka
   Connect sink on the same records, at each of ``--peer-intervals``, ``--rate`` for
@@ -78,9 +83,10 @@ PARTS = (
     "upsert",
     "iceberg",
     "iceberg-peer",
+    "adopt",
 )
 # parts that need no Spark session in this process (their own processes, or none at all)
-OWN_PROCESSES = ("intake", "http", "service", "partitions", "pipeline", "iceberg-peer")
+OWN_PROCESSES = ("intake", "http", "service", "partitions", "pipeline", "iceberg-peer", "adopt")
 DEFAULT_PARTS = ("commit", "checkpoints", "history", "jsonl", "intake", "http", "pipeline")
 
 
@@ -196,6 +202,14 @@ def main(argv: list[str] | None = None) -> int:
         default=[1000, 10000, 100000],
         help="upsert: changed keys per round (default 1000 10000 100000)",
     )
+    parser.add_argument("--adopt-partitions", type=int, default=100, help="adopt: partitions (default 100)")
+    parser.add_argument(
+        "--adopt-files", type=int, default=10_000, help="adopt: archive files per partition (default 10,000)"
+    )
+    parser.add_argument("--adopt-max-files", type=int, default=1000, help="adopt: commit.max_files (default 1000)")
+    parser.add_argument(
+        "--adopt-store", choices=("seaweedfs", "moto"), default="seaweedfs", help="adopt: the S3 server"
+    )
     parser.add_argument("--out-dir", type=Path, default=Path(".lakegate/bench"))
     parser.add_argument("--no-plot", action="store_true", help="write no PNG")
     parser.add_argument(
@@ -263,6 +277,17 @@ def main(argv: list[str] | None = None) -> int:
                 args.pipeline_seconds,
                 args.warm_up_seconds,
                 args.catch_up_seconds,
+            ),
+            args,
+        )
+    if "adopt" in parts:
+        from lakegate_bench import adopt as bench_adopt
+
+        write_part(
+            "adopt",
+            machine,
+            lambda: bench_adopt.run(
+                work / "adopt", args.adopt_partitions, args.adopt_files, args.adopt_max_files, args.adopt_store
             ),
             args,
         )

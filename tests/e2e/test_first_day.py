@@ -204,7 +204,7 @@ def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             offsets = {t: service.call("GET", f"/v1/tables/{t}/offsets").json() for t in PARTITIONS}
-            if all(offsets[tp.topic].get(str(tp.partition)) == end for tp, end in ends.items()):
+            if all(offsets[tp.topic].get(tp.topic, {}).get(str(tp.partition)) == end for tp, end in ends.items()):
                 break
             time.sleep(2)
         else:

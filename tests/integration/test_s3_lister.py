@@ -11,6 +11,7 @@ from lakegate_stack import s3 as s3mod
 from lakegate_stack.process import free_port
 from lakegate_stack.s3 import S3Server
 from sidecar.errors import SourceError
+from sidecar.listing import ListingPlan
 from sidecar.storage import NamePattern, S3Lister, list_files
 
 BUCKET = "lister"
@@ -45,6 +46,23 @@ def landed(s3_server: S3Server) -> dict[str, int]:
 def test_lists_every_page_with_sizes(lister: S3Lister, landed: dict[str, int]) -> None:
     assert dict(lister.list("landing/")) == landed
     assert dict(lister.list("landing/orders-1-")) == {k: v for k, v in landed.items() if "/orders-1-" in k}
+
+
+def test_a_partition_is_listed_from_its_offset_on_the_real_server(lister: S3Lister, landed: dict[str, int]) -> None:
+    """S3's StartAfter through the sidecar's lister, and the listing plan using it: the second
+    round lists each partition from its offset and finds what the full listing found there."""
+    after = "landing/orders-1-" + f"{1_500:020d}"
+    assert [k for k, _ in lister.list("landing/orders-1-", start_after=after)] == [
+        f"landing/orders-1-{s:020d}" for s in range(1_505, 2_000, 5)
+    ]
+    since = {TopicPartition("orders", 1): 1_990}  # 1,200 keys of the topic: 2 pages against 1 partition
+    plan = ListingPlan(NamePattern("aiven", "landing/"))
+    full = plan.files(lister, since)
+    per_partition = plan.files(lister, since)
+    assert plan.requests == 2, "one full listing of the topic, then one of the partition"
+    for tp in since:
+        assert [f.start_offset for f in per_partition[tp]] == [1_990, 1_995]
+        assert [f.start_offset for f in full[tp]] == [1_985, 1_990, 1_995]  # with the one below the offset
 
 
 def test_odd_keys_come_back_exactly_and_parse(lister: S3Lister, landed: dict[str, int]) -> None:

@@ -1,0 +1,228 @@
+"""The ``adopt`` part of ``scripts/bench``: an archive older than Lakegate, committed from nothing.
+
+All real but the sink's past: Kafka holds ``partitions`` x ``files`` records; the archive holds one
+plain Parquet file per record (the sink's Aiven prefix naming, zero-padded), written into the
+bucket by this bench as the sink would have; the connector's consumer group is set to the log end
+before Connect starts it (the sink had written all of it), so nothing new arrives. Then a fresh
+service (auth and fencing on) and one sidecar attach, and the bench measures:
+
+- the catch-up: seconds from the sidecar's start until the table's offsets equal Connect's, files
+  per second over it, the rounds (each at most ``commit.max_files``), the service's peak RSS (its
+  process tree: gunicorn's worker and Spark's JVM) and the sidecar's;
+- the steady-state listing: one round's listing (:class:`sidecar.listing.ListingPlan`, each
+  partition from its committed offset) with the archive in the bucket, against the same listing
+  of an empty bucket, and against a full listing of the topic's prefix (what each round cost
+  before).
+
+The S3 server is SeaweedFS (``--adopt-store seaweedfs``, built by ``scripts/install-seaweedfs``),
+or moto (``moto``), which answers one request at a time: its figures say little of a real store.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from lakegate_bench.service_commit import PeakRss
+
+TOPIC, CONNECTOR, BUCKET, EMPTY_BUCKET, PREFIX = "adopt", "adopt-sink", "adopt", "adopt-empty", "landing/"
+TABLE = "adopt"
+
+
+def parquet_body(record_id: int, partition: int) -> bytes:
+    """One record as the sink writes it in plain Parquet (``format.output.fields=value``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    table = pa.table({"id": pa.array([record_id], pa.int64()), "p": pa.array([partition], pa.int64())})
+    pq.write_table(table, buf, compression="snappy")
+    return buf.getvalue()
+
+
+def produce(bootstrap: str, partitions: int, per_partition: int) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=20, batch_size=256 * 1024)
+    try:
+        for offset in range(per_partition):
+            for p in range(partitions):
+                record_id = p * per_partition + offset
+                producer.send(TOPIC, value=json.dumps({"id": record_id, "p": p}).encode(), partition=p)
+    finally:
+        producer.flush(120)
+        producer.close()
+
+
+def write_archive(client: Any, partitions: int, per_partition: int, threads: int = 32) -> float:
+    """Upload the archive (one file per record); returns seconds taken. Prints progress."""
+    total = partitions * per_partition
+    done = [0]
+    lock = threading.Lock()
+    started = time.monotonic()
+
+    def upload(p: int) -> None:
+        for offset in range(per_partition):
+            key = f"{PREFIX}{TOPIC}-{p}-{offset:020d}"
+            client.put_object(Bucket=BUCKET, Key=key, Body=parquet_body(p * per_partition + offset, p))
+            with lock:
+                done[0] += 1
+                if done[0] % 20_000 == 0:
+                    rate = done[0] / (time.monotonic() - started)
+                    print(f"  archive: {done[0]:,} of {total:,} files ({rate:,.0f}/s)", flush=True)
+
+    with ThreadPoolExecutor(min(threads, partitions)) as pool:
+        list(pool.map(upload, range(partitions)))
+    return time.monotonic() - started
+
+
+def set_group_offsets(bootstrap: str, partitions: int, offset: int) -> None:
+    """The connector's group at ``offset`` in every partition: the sink wrote everything below."""
+    from kafka import KafkaConsumer, OffsetAndMetadata
+    from kafka import TopicPartition as KafkaTP
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=f"connect-{CONNECTOR}", enable_auto_commit=False)
+    try:
+        consumer.commit({KafkaTP(TOPIC, p): OffsetAndMetadata(offset, "", -1) for p in range(partitions)})
+    finally:
+        consumer.close()
+
+
+def listing_seconds(lister: Any, pattern: Any, since: dict[Any, int], rounds: int = 5) -> tuple[float, int]:
+    """The median time of a steady round's listing (after the plan's first, full one) and the
+    listings it started per round."""
+    from sidecar.listing import ListingPlan
+
+    plan = ListingPlan(pattern)
+    plan.files(lister, since)  # the first round lists whole and learns the names
+    times = []
+    before = plan.requests
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        plan.files(lister, since)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), (plan.requests - before) // rounds
+
+
+def run(work: Path, partitions: int, per_partition: int, max_files: int, store: str) -> dict[str, Any]:
+    from lakegate_core.types import TopicPartition
+    from lakegate_stack import s3 as s3mod
+    from lakegate_stack.connect import ConnectWorker, s3_sink_config
+    from lakegate_stack.kafka import KafkaBroker, create_topic
+    from lakegate_stack.services import ServiceProcess, SidecarProcess, sidecar_config
+    from sidecar.storage import NamePattern, S3Lister, list_files
+
+    total = partitions * per_partition
+    work.mkdir(parents=True, exist_ok=True)
+    if store == "seaweedfs":
+        from lakegate_stack.seaweedfs import SeaweedS3Server
+
+        s3: Any = SeaweedS3Server(work / "s3").start()
+    else:
+        s3 = s3mod.S3Server(work / "s3").start()
+    kafka = KafkaBroker(work / "kafka").start()
+    worker = service = sidecar = None
+    env = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY}
+    try:
+        client = s3.client()
+        client.create_bucket(Bucket=BUCKET)
+        client.create_bucket(Bucket=EMPTY_BUCKET)
+        create_topic(kafka.bootstrap_servers, TOPIC, partitions)
+        print(f"producing {total:,} records over {partitions} partitions ...", flush=True)
+        produce(kafka.bootstrap_servers, partitions, per_partition)
+        print(f"writing the archive: {total:,} files on {store} ...", flush=True)
+        archive_s = write_archive(client, partitions, per_partition)
+        print(f"  written in {archive_s:.0f} s ({total / archive_s:,.0f} files/s)", flush=True)
+        set_group_offsets(kafka.bootstrap_servers, partitions, per_partition)
+        worker = ConnectWorker(work / "connect", kafka.bootstrap_servers, name="adopt-w1", group_id="adopt-connect")
+        worker.start()
+        sink = s3_sink_config([TOPIC], BUCKET, s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix=PREFIX, tasks=2)
+        worker.client().put_connector(CONNECTOR, sink)
+        worker.client().wait_running(CONNECTOR, tasks=2)
+        table = {
+            "name": TABLE,
+            "path": f"s3a://{BUCKET}/tables/{TABLE}",
+            "topics": [TOPIC],
+            "commit": {"interval_seconds": 10, "max_files": max_files},
+        }
+        s3_section = {"endpoint": s3.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY}
+        service = ServiceProcess(work, [table], [f"s3a://{BUCKET}/"], s3=s3_section, kafka=kafka.bootstrap_servers)
+        service.start()
+        assert service.process.pid is not None
+        storage = {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": s3.endpoint, "naming": "aiven"}
+        config = sidecar_config(worker, [CONNECTOR], kafka.bootstrap_servers, storage, service.url)
+        with PeakRss(service.process.pid) as service_rss:
+            started = time.monotonic()
+            sidecar = SidecarProcess(work, "adopt-sidecar", config, env=env).start()
+            assert sidecar.process.pid is not None
+            with PeakRss(sidecar.process.pid) as sidecar_rss:
+                caught_up_s = wait_caught_up(service, partitions, per_partition, started, total)
+        commits = service.call("GET", f"/v1/commits?table={TABLE}&limit=1000").json()["commits"]
+        os.environ.update(env)
+        lister = S3Lister(BUCKET, endpoint=s3.endpoint, region=s3mod.REGION)
+        empty = S3Lister(EMPTY_BUCKET, endpoint=s3.endpoint, region=s3mod.REGION)
+        pattern = NamePattern("aiven", PREFIX)
+        since = {TopicPartition(TOPIC, p): per_partition for p in range(partitions)}
+        steady_s, steady_requests = listing_seconds(lister, pattern, since)
+        empty_s, _ = listing_seconds(empty, pattern, since)
+        t0 = time.perf_counter()
+        list_files(lister, pattern, [TOPIC], since)
+        full_s = time.perf_counter() - t0
+    finally:
+        for proc in (sidecar, service, worker):
+            if proc is not None:
+                proc.stop()
+        kafka.stop()
+        s3.stop()
+    rounds = [c["files"] for c in commits]
+    result = {
+        "store": store,
+        "partitions": partitions,
+        "files": total,
+        "records_per_file": 1,
+        "max_files": max_files,
+        "archive_write_s": round(archive_s, 1),
+        "caught_up_s": round(caught_up_s, 1),
+        "files_per_s": round(total / caught_up_s),
+        "rounds": len(rounds),
+        "largest_round_files": max(rounds, default=0),
+        "service_peak_rss_mib": round(service_rss.peak_mib),
+        "service_jvm_peak_mib": round(service_rss.peak_by_kind.get("java", 0)),
+        "sidecar_peak_rss_mib": round(sidecar_rss.peak_mib),
+        "steady_listing_s": round(steady_s, 3),
+        "steady_listing_requests": steady_requests,
+        "empty_bucket_listing_s": round(empty_s, 3),
+        "steady_vs_empty": round(steady_s / empty_s, 2) if empty_s else None,
+        "full_listing_s": round(full_s, 3),
+    }
+    print(json.dumps(result, indent=2), flush=True)
+    return result
+
+
+def wait_caught_up(service: Any, partitions: int, per_partition: int, started: float, total: int) -> float:
+    """Seconds until every partition's table offset is ``per_partition``; prints progress."""
+    deadline = started + 6 * 3600
+    last = 0.0
+    while time.monotonic() < deadline:
+        offsets = service.call("GET", f"/v1/tables/{TABLE}/offsets").json().get(TOPIC, {})
+        done = sum(offsets.values())
+        if len(offsets) == partitions and all(v == per_partition for v in offsets.values()):
+            return time.monotonic() - started
+        if time.monotonic() - last >= 15:
+            last = time.monotonic()
+            elapsed = last - started
+            rate = done / elapsed if elapsed else 0
+            left = (total - done) / rate if rate else float("nan")
+            print(
+                f"  caught up {done:,} of {total:,} records in {elapsed:.0f} s ({rate:,.0f}/s, ~{left:.0f} s left)",
+                flush=True,
+            )
+        time.sleep(1)
+    raise AssertionError("the archive was not caught up in 6 hours")
