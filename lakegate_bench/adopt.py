@@ -9,10 +9,11 @@ service (auth and fencing on) and one sidecar attach, and the bench measures:
 - the catch-up: seconds from the sidecar's start until the table's offsets equal Connect's, files
   per second over it, the rounds (each at most ``commit.max_files``), the service's peak RSS (its
   process tree: gunicorn's worker and Spark's JVM) and the sidecar's;
-- the steady-state listing: one round's listing (:class:`sidecar.listing.ListingPlan`, each
-  partition from its committed offset) with the archive in the bucket, against the same listing
-  of an empty bucket, and against a full listing of the topic's prefix (what each round cost
-  before).
+- the steady-state listing: once caught up, records trickle into the archive's topic and into a
+  topic of as many partitions with no archive (``fresh``, its own connector), and the sidecar's
+  own metrics (``lakegate_sidecar_listing_seconds`` / ``_requests`` by topic) give each topic's
+  listing time per round: the archive's against the empty prefix's, in the same rounds; and a
+  full listing of the archive's prefix timed here, which is what each round cost before.
 
 The S3 server is SeaweedFS (``--adopt-store seaweedfs``, built by ``scripts/install-seaweedfs``),
 or moto (``moto``), which answers one request at a time: its figures say little of a real store.
@@ -22,8 +23,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -32,8 +31,10 @@ from typing import Any
 
 from lakegate_bench.service_commit import PeakRss
 
-TOPIC, CONNECTOR, BUCKET, EMPTY_BUCKET, PREFIX = "adopt", "adopt-sink", "adopt", "adopt-empty", "landing/"
+TOPIC, CONNECTOR, BUCKET, PREFIX = "adopt", "adopt-sink", "adopt", "landing/"
+FRESH, FRESH_CONNECTOR = "fresh", "fresh-sink"  # as many partitions, no archive: the steady baseline
 TABLE = "adopt"
+STEADY_SECONDS = 30
 
 
 def parquet_body(record_id: int, partition: int) -> bytes:
@@ -95,29 +96,56 @@ def set_group_offsets(bootstrap: str, partitions: int, offset: int) -> None:
         consumer.close()
 
 
-def listing_seconds(lister: Any, pattern: Any, since: dict[Any, int], rounds: int = 5) -> tuple[float, int]:
-    """The median time of a steady round's listing (after the plan's first, full one) and the
-    listings it started per round."""
-    from sidecar.listing import ListingPlan
+def sidecar_listing(url: str) -> dict[str, tuple[float, float]]:
+    """The sidecar's listing counters by topic: (seconds, requests); and its rounds under ``""``."""
+    import re
 
-    plan = ListingPlan(pattern)
-    plan.files(lister, since)  # the first round lists whole and learns the names
-    times = []
-    before = plan.requests
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        plan.files(lister, since)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), (plan.requests - before) // rounds
+    import requests
+
+    text = requests.get(f"{url}/metrics", timeout=10).text
+    out: dict[str, tuple[float, float]] = {}
+    for name, index in (("lakegate_sidecar_listing_seconds_total", 0), ("lakegate_sidecar_listing_requests_total", 1)):
+        for topic, value in re.findall(rf'^{name}{{topic="([^"]+)"}} (\S+)$', text, re.M):
+            pair = list(out.get(topic, (0.0, 0.0)))
+            pair[index] = float(value)
+            out[topic] = (pair[0], pair[1])
+    rounds = re.search(r"^lakegate_sidecar_rounds_total (\S+)$", text, re.M)
+    out[""] = (float(rounds.group(1)) if rounds else 0.0, 0.0)
+    return out
+
+
+def trickle(bootstrap: str, partitions: int, seconds: float, first_id: int) -> None:
+    """One record a second into each partition of both topics, for ``seconds``."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5)
+    try:
+        end = time.monotonic() + seconds
+        i = first_id
+        while time.monotonic() < end:
+            for topic in (TOPIC, FRESH):
+                for p in range(partitions):
+                    producer.send(topic, value=json.dumps({"id": i, "p": p}).encode(), partition=p)
+                    i += 1
+            producer.flush(30)
+            time.sleep(1)
+    finally:
+        producer.close()
+
+
+def full_listing_seconds(client: Any) -> tuple[float, int]:
+    """A full listing of the archive's prefix (every round's cost before): seconds and keys."""
+    started, keys = time.perf_counter(), 0
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=f"{PREFIX}{TOPIC}-"):
+        keys += len(page.get("Contents", []))
+    return time.perf_counter() - started, keys
 
 
 def run(work: Path, partitions: int, per_partition: int, max_files: int, store: str) -> dict[str, Any]:
-    from lakegate_core.types import TopicPartition
     from lakegate_stack import s3 as s3mod
     from lakegate_stack.connect import ConnectWorker, s3_sink_config
     from lakegate_stack.kafka import KafkaBroker, create_topic
     from lakegate_stack.services import ServiceProcess, SidecarProcess, sidecar_config
-    from sidecar.storage import NamePattern, S3Lister, list_files
 
     total = partitions * per_partition
     work.mkdir(parents=True, exist_ok=True)
@@ -133,8 +161,8 @@ def run(work: Path, partitions: int, per_partition: int, max_files: int, store: 
     try:
         client = s3.client()
         client.create_bucket(Bucket=BUCKET)
-        client.create_bucket(Bucket=EMPTY_BUCKET)
-        create_topic(kafka.bootstrap_servers, TOPIC, partitions)
+        for topic in (TOPIC, FRESH):
+            create_topic(kafka.bootstrap_servers, topic, partitions)
         print(f"producing {total:,} records over {partitions} partitions ...", flush=True)
         produce(kafka.bootstrap_servers, partitions, per_partition)
         print(f"writing the archive: {total:,} files on {store} ...", flush=True)
@@ -143,13 +171,16 @@ def run(work: Path, partitions: int, per_partition: int, max_files: int, store: 
         set_group_offsets(kafka.bootstrap_servers, partitions, per_partition)
         worker = ConnectWorker(work / "connect", kafka.bootstrap_servers, name="adopt-w1", group_id="adopt-connect")
         worker.start()
-        sink = s3_sink_config([TOPIC], BUCKET, s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix=PREFIX, tasks=2)
-        worker.client().put_connector(CONNECTOR, sink)
-        worker.client().wait_running(CONNECTOR, tasks=2)
+        for name, topic in ((CONNECTOR, TOPIC), (FRESH_CONNECTOR, FRESH)):
+            sink = s3_sink_config(
+                [topic], BUCKET, s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix=PREFIX, tasks=2
+            )
+            worker.client().put_connector(name, sink)
+            worker.client().wait_running(name, tasks=2)
         table = {
             "name": TABLE,
             "path": f"s3a://{BUCKET}/tables/{TABLE}",
-            "topics": [TOPIC],
+            "topics": [TOPIC, FRESH],
             "commit": {"interval_seconds": 10, "max_files": max_files},
         }
         s3_section = {"endpoint": s3.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY}
@@ -157,7 +188,7 @@ def run(work: Path, partitions: int, per_partition: int, max_files: int, store: 
         service.start()
         assert service.process.pid is not None
         storage = {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": s3.endpoint, "naming": "aiven"}
-        config = sidecar_config(worker, [CONNECTOR], kafka.bootstrap_servers, storage, service.url)
+        config = sidecar_config(worker, [CONNECTOR, FRESH_CONNECTOR], kafka.bootstrap_servers, storage, service.url)
         with PeakRss(service.process.pid) as service_rss:
             started = time.monotonic()
             sidecar = SidecarProcess(work, "adopt-sidecar", config, env=env).start()
@@ -165,23 +196,30 @@ def run(work: Path, partitions: int, per_partition: int, max_files: int, store: 
             with PeakRss(sidecar.process.pid) as sidecar_rss:
                 caught_up_s = wait_caught_up(service, partitions, per_partition, started, total)
         commits = service.call("GET", f"/v1/commits?table={TABLE}&limit=1000").json()["commits"]
-        os.environ.update(env)
-        lister = S3Lister(BUCKET, endpoint=s3.endpoint, region=s3mod.REGION)
-        empty = S3Lister(EMPTY_BUCKET, endpoint=s3.endpoint, region=s3mod.REGION)
-        pattern = NamePattern("aiven", PREFIX)
-        since = {TopicPartition(TOPIC, p): per_partition for p in range(partitions)}
-        steady_s, steady_requests = listing_seconds(lister, pattern, since)
-        empty_s, _ = listing_seconds(empty, pattern, since)
-        t0 = time.perf_counter()
-        list_files(lister, pattern, [TOPIC], since)
-        full_s = time.perf_counter() - t0
+        metrics_url = f"http://127.0.0.1:{sidecar.port}"
+        print(f"steady state: records trickling into {TOPIC} and {FRESH} for {STEADY_SECONDS} s ...", flush=True)
+        before = sidecar_listing(metrics_url)
+        trickle(kafka.bootstrap_servers, partitions, STEADY_SECONDS, total)
+        after = sidecar_listing(metrics_url)
+        full_s, keys = full_listing_seconds(client)
     finally:
         for proc in (sidecar, service, worker):
             if proc is not None:
                 proc.stop()
         kafka.stop()
         s3.stop()
-    rounds = [c["files"] for c in commits]
+    rounds = after[""][0] - before[""][0]
+    steady = {
+        topic: {
+            "listing_ms_per_round": round(1000 * (after[topic][0] - before.get(topic, (0, 0))[0]) / rounds, 2),
+            "requests_per_round": round((after[topic][1] - before.get(topic, (0, 0))[1]) / rounds, 1),
+        }
+        for topic in (TOPIC, FRESH)
+        if topic in after
+    }
+    archive_ms = steady.get(TOPIC, {}).get("listing_ms_per_round", 0.0)
+    fresh_ms = steady.get(FRESH, {}).get("listing_ms_per_round", 0.0)
+    files_per_round = [c["files"] for c in commits if c.get("left") or c["files"] >= max_files]
     result = {
         "store": store,
         "partitions": partitions,
@@ -191,16 +229,17 @@ def run(work: Path, partitions: int, per_partition: int, max_files: int, store: 
         "archive_write_s": round(archive_s, 1),
         "caught_up_s": round(caught_up_s, 1),
         "files_per_s": round(total / caught_up_s),
-        "rounds": len(rounds),
-        "largest_round_files": max(rounds, default=0),
+        "rounds": len(commits),
+        "largest_round_files": max((c["files"] for c in commits), default=0),
+        "bounded_rounds": len(files_per_round),
         "service_peak_rss_mib": round(service_rss.peak_mib),
         "service_jvm_peak_mib": round(service_rss.peak_by_kind.get("java", 0)),
         "sidecar_peak_rss_mib": round(sidecar_rss.peak_mib),
-        "steady_listing_s": round(steady_s, 3),
-        "steady_listing_requests": steady_requests,
-        "empty_bucket_listing_s": round(empty_s, 3),
-        "steady_vs_empty": round(steady_s / empty_s, 2) if empty_s else None,
+        "steady_rounds": rounds,
+        "steady": steady,
+        "steady_archive_over_fresh": round(archive_ms / fresh_ms, 2) if fresh_ms else None,
         "full_listing_s": round(full_s, 3),
+        "full_listing_keys": keys,
     }
     print(json.dumps(result, indent=2), flush=True)
     return result

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 ACTIONS = ["Admin", "Read", "Write", "List", "Tagging"]
 COMPONENTS = ("s3", "master", "volume", "filer")
+PROBE_BUCKET = "lakegate-write-probe"  # made and removed again by start()
 
 
 def weed_binary() -> Path:
@@ -99,18 +101,48 @@ class SeaweedS3Server:
         return [str(binary), "server", *(f"-{k}={v}" for k, v in flags.items())]
 
     def start(self, timeout: float = 60.0) -> SeaweedS3Server:
+        """Start ``weed server`` and wait until it lists buckets, then until it takes a write.
+
+        A fresh SeaweedFS answers S3 within ~3 s, but holds its first write ~9 s more (the new
+        master defers volume allocation, the filer joins the lock ring); the write probe (a
+        bucket of its own, removed again) takes that wait here, not in the first timed request."""
         binary = weed_binary()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         cmd = self.command(binary, self.write_identities())
         self.process = ManagedProcess("seaweedfs", cmd, self.log_path, cwd=self.data_dir.parent).start()
+        deadline = time.monotonic() + timeout
         probe = self.client(connect_timeout=2, read_timeout=5, max_attempts=1)
         self.process.wait_ready(lambda: probe.list_buckets() is not None, timeout, "serving S3")
+        writer = self.client(connect_timeout=2, read_timeout=max(5.0, deadline - time.monotonic()), max_attempts=1)
+        self.process.wait_ready(
+            lambda: self._write_probe(writer), max(1.0, deadline - time.monotonic()), "taking writes"
+        )
         logger.info("seaweedfs s3 server ready at %s", self.endpoint)
         return self
 
-    def stop(self) -> None:
+    @staticmethod
+    def _write_probe(client: Any) -> bool:
+        buckets = {b["Name"] for b in client.list_buckets().get("Buckets", [])}
+        if PROBE_BUCKET not in buckets:
+            client.create_bucket(Bucket=PROBE_BUCKET)
+        client.put_object(Bucket=PROBE_BUCKET, Key="probe", Body=b"ok")
+        client.delete_object(Bucket=PROBE_BUCKET, Key="probe")
+        client.delete_bucket(Bucket=PROBE_BUCKET)
+        return True
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """SIGTERM, SIGKILL after ``timeout``. A clean stop takes ~15 s: the filer retries its last
+        metadata-log flush for that long after the volume server in the same process has stopped."""
         if self.process:
-            self.process.stop()
+            self.process.stop(timeout)
+        for path in self.socket_paths():
+            path.unlink(missing_ok=True)
+
+    def socket_paths(self) -> list[Path]:
+        """The Unix sockets SeaweedFS opens beside its TCP ports (in /tmp, named by port)."""
+        grpc = [Path(f"/tmp/seaweedfs-{name}-grpc-{port}.sock") for name, port in self.grpc_ports.items()]
+        local = [Path(f"/tmp/seaweedfs-{name}-{self.ports[name]}.sock") for name in ("filer", "s3")]
+        return grpc + local
 
     def client(self, *, connect_timeout: float = 10, read_timeout: float = 60, max_attempts: int = 3) -> Any:
         """A boto3 client with path-style addressing (as Hadoop's s3a) and room for concurrent requests."""

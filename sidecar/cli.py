@@ -26,7 +26,7 @@ from sidecar.connect import ConnectRest
 from sidecar.errors import SidecarConfigError, SidecarError
 from sidecar.loop import SidecarLoop
 from sidecar.metrics import SidecarMetrics, serve
-from sidecar.preflight import preflight
+from sidecar.preflight import preflight, report_connectors
 from sidecar.storage import LocalLister, NamePattern, S3Lister
 
 logger = logging.getLogger("sidecar")
@@ -58,14 +58,17 @@ def build_loop(config: SidecarConfig, metrics: SidecarMetrics) -> SidecarLoop:
         else LocalLister(Path(st.directory or "."))
     )
     settings = config.loop_settings()
+    connect = ConnectRest(config.connect.url)
+    service = ServiceClient(config.service.url, config.service.token)
     return SidecarLoop(
         settings,
-        connect=ConnectRest(config.connect.url),
+        connect=connect,
         groups=GroupReader(config.kafka.admin_factory(f"lakegate-sidecar-{settings.worker_id}")),
         lister=lister,
         pattern=pattern,
-        service=ServiceClient(config.service.url, config.service.token),
+        service=service,
         metrics=metrics,
+        on_health_change=lambda names: report_connectors(config, connect, service, names),
     )
 
 

@@ -34,6 +34,12 @@ class ConnectorView:
     output_format: FileFormat | None = FileFormat.PARQUET  # None: a format the service cannot commit
     format_source: str = ""  # which config key said so (for logs)
     csv: CsvLayout | None = None  # how its CSV lines are laid out (sent with each CSV file)
+    failed_tasks: tuple[int, ...] = ()  # its tasks in state FAILED, on any worker
+
+    @property
+    def health(self) -> tuple[str, tuple[int, ...]]:
+        """What says whether it runs: its state and its failed tasks (a change is reported)."""
+        return self.state, self.failed_tasks
 
 
 class ConnectRest:
@@ -77,7 +83,8 @@ class ConnectRest:
             if fmt is FileFormat.CSV:
                 fmt, source = None, f"format.output.fields: {exc.reason}"
             layout = None
-        return ConnectorView(name, state, mine, topics, fmt, source, layout)
+        failed = tuple(sorted(int(t["id"]) for t in status.get("tasks", []) if t.get("state") == "FAILED"))
+        return ConnectorView(name, state, mine, topics, fmt, source, layout, failed)
 
     def spec(self, name: str) -> ConnectorSpec:
         """The connector as the doctor reads it: the keys of its config it checks, its state."""

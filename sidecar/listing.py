@@ -17,14 +17,18 @@ partition is listed whole again, which learns both anew.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Container, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from lakegate_core.types import TopicPartition
 from sidecar.storage import Lister, NamePattern, StoredFile, list_files
 
 PAGE = 1000  # keys per ListObjectsV2 answer
 FULL_EVERY = 100  # rounds between full listings of a topic listed per partition
+LIST_THREADS = 8  # partitions listed at once
 
 UNSORTED = 0  # a partition's names do not sort by offset
 
@@ -42,9 +46,13 @@ class _TopicShape:
 class ListingPlan:
     """Per topic, whether to list it whole or per partition; state between rounds of one loop."""
 
-    def __init__(self, pattern: NamePattern, full_every: int = FULL_EVERY) -> None:
+    def __init__(
+        self, pattern: NamePattern, full_every: int = FULL_EVERY, threads: int = LIST_THREADS, metrics: Any = None
+    ) -> None:
         self.pattern = pattern
         self.full_every = full_every
+        self.threads = threads
+        self.metrics = metrics  # a SidecarMetrics: seconds and listings per topic
         self._topics: dict[str, _TopicShape] = {}
         self.requests = 0  # listings started (a whole topic or one partition), for tests and benches
 
@@ -59,21 +67,35 @@ class ListingPlan:
             by_topic.setdefault(tp.topic, []).append(tp)
         whole = {t for t, tps in by_topic.items() if not self._per_partition(t, tps)}
         out: dict[TopicPartition, list[StoredFile]] = {}
-        if whole:
-            counts: dict[str, int] = {}
-            self.requests += len(whole)
-            wanted = {tp: offset for tp, offset in since.items() if tp.topic in whole}
-            listed = list_files(lister, self.pattern, whole, wanted, spans, counts)
-            self._learn(whole, listed, counts)
+        for topic in sorted(whole):  # one streaming listing per topic
+            started, counts = time.perf_counter(), dict[str, int]()
+            wanted = {tp: offset for tp, offset in since.items() if tp.topic == topic}
+            listed = list_files(lister, self.pattern, [topic], wanted, spans, counts)
+            self._learn({topic}, listed, counts)
             out.update(listed)
-        for topic in set(by_topic) - whole:
+            self._count(topic, 1, time.perf_counter() - started)
+        per_partition = sorted(set(by_topic) - whole)
+        for topic in per_partition:
             self._topics[topic].rounds += 1
-            for tp in by_topic[topic]:
-                self.requests += 1
-                files = self._list_partition(lister, tp, since[tp])
+        tps = [tp for topic in per_partition for tp in by_topic[topic]]
+        if tps:  # one request each, a few at a time: the store answers them side by side
+            started = time.perf_counter()
+            with ThreadPoolExecutor(min(self.threads, len(tps))) as pool:
+                found = list(pool.map(lambda tp: self._list_partition(lister, tp, since[tp]), tps))
+            took = time.perf_counter() - started
+            for tp, files in zip(tps, found, strict=True):
                 if files:
                     out[tp] = files
+            for topic in per_partition:
+                n = len(by_topic[topic])
+                self._count(topic, n, took * n / len(tps))
         return out
+
+    def _count(self, topic: str, requests: int, seconds: float) -> None:
+        self.requests += requests
+        if self.metrics is not None:
+            self.metrics.listings.labels(topic).inc(requests)
+            self.metrics.listing_seconds.labels(topic).inc(seconds)
 
     def _per_partition(self, topic: str, tps: list[TopicPartition]) -> bool:
         shape = self._topics.get(topic)

@@ -170,6 +170,7 @@ class SidecarLoop:
         service: CommitService,
         metrics: SidecarMetrics,
         clock: Callable[[], float] = time.monotonic,
+        on_health_change: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.settings = settings
         self.connect = connect
@@ -190,7 +191,11 @@ class SidecarLoop:
         self._catch_up: dict[TopicPartition, CatchUp] = {}  # partitions whose table's round catches up
         self._service_ahead = 0.0  # the service's clock (s) minus ours, from the last lease answer
         self._last_round: float | None = None  # when the last full round started (clock())
-        self._listing = ListingPlan(pattern)  # whole topics, or partitions from their offsets
+        self._listing = ListingPlan(pattern, metrics=metrics)  # whole topics, or partitions from their offsets
+        # each followed connector's state and failed tasks as last seen: a change is reported to the
+        # service's doctor (on_health_change), so a task failing after the start shows there
+        self._health: dict[str, tuple[str, tuple[int, ...]]] = {}
+        self.on_health_change = on_health_change
 
     @property
     def worker_id(self) -> str:
@@ -233,8 +238,12 @@ class SidecarLoop:
         self._last_round = self.clock()
         report = RoundReport()
         s = self.settings
+        changed: list[str] = []
         for name in self.connect.followed(s.connectors, s.connectors_regex):
             view = self.connect.view(name, s.worker_id)
+            if self._health.get(name, ("RUNNING", ())) != view.health:
+                changed.append(name)
+            self._health[name] = view.health
             if view.state == "MISSING":
                 logger.info("connector %s is gone; nothing to follow", name)
                 continue
@@ -262,6 +271,7 @@ class SidecarLoop:
                 if part.connector == name and tp in committed:
                     part.connect_committed, part.read_at_ms = committed[tp], read_at_ms
             self._read_log_ends(name, read_at_ms, report)
+        self._report_health(changed)
         for tp in set(self._catch_up) - set(report.partitions):
             del self._catch_up[tp]  # no longer ours
         self.metrics.owned.set(len(report.partitions))
@@ -273,11 +283,39 @@ class SidecarLoop:
             logger.info("sent %d file(s): %s", len(report.sent), report.statuses)
         return report
 
+    def _report_health(self, changed: list[str]) -> None:
+        """Connectors whose state or failed tasks changed since the last round (or that do not run
+        when first seen): logged, and reported to the service's doctor, whose report, status page
+        and metrics then show what stopped. A failed report is logged and tried again next round."""
+        if not changed:
+            return
+        for name in changed:
+            state, failed = self._health[name]
+            if state == "RUNNING" and not failed:
+                logger.info("connector %s runs again", name)
+            else:
+                logger.warning(
+                    "connector %s is %s%s: its partitions get no new files until it runs again",
+                    name,
+                    state,
+                    f", tasks {list(failed)} FAILED" if failed else "",
+                )
+        if self.on_health_change is None:
+            return
+        try:
+            self.on_health_change(changed)
+        except Exception as exc:  # the service or Connect unreachable: the next round reports it again
+            logger.warning("cannot report connector state to the service's doctor: %s", exc)
+            for name in changed:
+                self._health.pop(name, None)
+
     def _report_files(self, report: RoundReport) -> None:
         """Send every complete file of the owned partitions that the service does not hold and that
         was not sent recently; note watermarks."""
         table_next = self.service.table_offsets()
-        since = {tp: table_next.get(tp, 0) for tp in report.partitions}
+        since = {
+            tp: table_next.get(tp, 0) for tp, part in report.partitions.items() if self._new_files(tp, part, table_next)
+        }
         listed = self._listing.files(self.lister, since, self._holds)
         now = self.clock()
         due: list[CompleteFile] = []
@@ -313,6 +351,16 @@ class SidecarLoop:
             for tp, part in report.partitions.items()
             if part.connect_committed is not None and not part.rejected
         }
+
+    @staticmethod
+    def _new_files(tp: TopicPartition, part: PartitionRound, table_next: PartitionOffsets) -> bool:
+        """Whether ``tp`` may have a complete file the service does not hold: not when Connect's
+        committed offset is at or below what the service holds (``held_next``, else the table's
+        offset), so a caught-up partition costs no listing. A partition the table has no offset of
+        is listed (its first file decides where its ledger begins)."""
+        if tp not in table_next or part.connect_committed is None:
+            return True
+        return part.connect_committed > max(table_next[tp], part.held_next or 0)
 
     def _read_log_ends(self, connector: str, read_at_ms: int, report: RoundReport) -> None:
         """Read the log end of each of ``connector``'s partitions whose round came due by

@@ -38,6 +38,18 @@ class SidecarMetrics:
             ["topic", "partition"],
             registry=self.registry,
         )
+        self.listing_seconds = Counter(
+            "lakegate_sidecar_listing_seconds",
+            "Seconds spent listing the sink's files, by topic (a round lists a topic whole or its partitions)",
+            ["topic"],
+            registry=self.registry,
+        )
+        self.listings = Counter(
+            "lakegate_sidecar_listing_requests",
+            "Listings started (one per topic listed whole, one per partition listed from its offset)",
+            ["topic"],
+            registry=self.registry,
+        )
         self.stale_after = stale_after
         self.last_success = time.monotonic()
 

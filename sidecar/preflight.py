@@ -85,3 +85,17 @@ def preflight(config: SidecarConfig, connect: ConnectorConfigs, service: DoctorS
     )
     logger.log(logging.ERROR if blocking else logging.INFO, "preflight: %s", reason)
     return PreflightResult(not blocking or mode is not PreflightMode.REQUIRE, report, reason)
+
+
+def report_connectors(
+    config: SidecarConfig, connect: ConnectorConfigs, service: DoctorService, names: list[str]
+) -> None:
+    """Send ``names`` (connectors whose state changed) to the service's doctor, which remembers
+    them for its report, the status page and the metrics; its findings on them are logged. Errors
+    propagate (the loop logs them and reports again next round)."""
+    report = service.doctor(
+        DoctorRequest(tuple(connect.spec(n) for n in names), listing_of(config), config.loop_settings().sidecar_id)
+    )
+    for f in report.findings:
+        if f.check.value == "connector_state":
+            logger.warning("doctor %s %s: %s (%s)", f.severity.value, f.connector, f.message, f.why)

@@ -183,7 +183,7 @@ def _minio_client(endpoint: str | None, region: str, path_style: bool) -> Any:
     http = urllib3.PoolManager(
         timeout=urllib3.Timeout(connect=10, read=60),
         retries=urllib3.Retry(total=3, backoff_factor=0.5, status_forcelist=[500, 502, 503, 504]),
-        maxsize=4,
+        maxsize=8,  # the listing plan lists up to 8 partitions at once (sidecar.listing)
         ca_certs=ca_certs,
     )
     lookups = urllib3.PoolManager(timeout=urllib3.Timeout(connect=2, read=10), retries=1, ca_certs=ca_certs)

@@ -100,6 +100,9 @@ def create_app(
     formats = {t.name: t.format.value for t in config.tables}
     coordinator.listener = CommitListeners(metrics, SparkUiCommits(spark, formats))
     rt = ServiceRuntime(config, coordinator, metrics, spark)
+    metrics.watch_connectors(
+        lambda: [(c.verdict.name, c.blocking, c.warnings) for c in (rt.doctor.last() if rt.doctor is not None else [])]
+    )
     ends = LogEnds.for_kafka(config.kafka) if config.kafka is not None else None
     rt.lag = LagSampler(coordinator.summaries, ends, rt.lag_history)
     rt.init_app(app)

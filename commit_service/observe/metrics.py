@@ -7,7 +7,7 @@ read from the coordinator at scrape time, so they are never stale.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -17,6 +17,8 @@ from commit_service.errors import CommitError
 from lakegate_core.status import CommitRecord, TableSummary
 
 Summaries = Callable[[], list[TableSummary]]
+# per connector the doctor checked: its name, the checks with a blocking finding, those with a warning
+ConnectorChecks = Callable[[], Iterable[tuple[str, tuple[str, ...], tuple[str, ...]]]]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -42,6 +44,12 @@ class ServiceMetrics:
             "lakegate_manifest_files_rejected", "Manifest files rejected, by reason", ["reason"], registry=self.registry
         )
         self.registry.register(_StateCollector(summaries))
+
+    def watch_connectors(self, checks: ConnectorChecks) -> None:
+        """Export the doctor's last check of each connector (read at scrape time): whether it is
+        blocked, and whether it is stopped (its connector or a task not running, as the sidecars
+        report each change)."""
+        self.registry.register(_ConnectorCollector(checks))
 
     def committed(self, record: CommitRecord) -> None:
         self.commits.labels(record.table, "ok").inc()
@@ -91,3 +99,23 @@ class _StateCollector(Collector):
             for tp, value in s.offsets.items():
                 offset.add_metric([s.table, tp.topic, str(tp.partition)], value)
         yield from (pending_files, pending_bytes, version, info, dead, offset)
+
+
+class _ConnectorCollector(Collector):
+    def __init__(self, checks: ConnectorChecks) -> None:
+        self._checks = checks
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        blocked = GaugeMetricFamily(
+            "lakegate_connector_blocked", "1 if the doctor's last check of the connector found a blocking finding",
+            labels=["connector"],
+        )  # fmt: skip
+        stopped = GaugeMetricFamily(
+            "lakegate_connector_stopped",
+            "1 if the connector or one of its tasks does not run (FAILED, PAUSED, missing), as last reported",
+            labels=["connector"],
+        )
+        for name, blocking, warnings in self._checks():
+            blocked.add_metric([name], 1 if blocking else 0)
+            stopped.add_metric([name], 1 if "connector_state" in (*blocking, *warnings) else 0)
+        yield from (blocked, stopped)

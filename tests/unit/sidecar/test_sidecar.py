@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -643,3 +644,53 @@ def test_a_watermark_carries_the_first_file_while_the_table_has_no_offset(tmp_pa
     loop.run_once()
     marks = {w.tp: w.first_file for w in service.claims[-1].watermarks}
     assert marks[("orders", 0)] is None, "the table has its offset: nothing to decide"
+
+
+def test_a_task_failing_after_the_start_is_reported_once_and_its_recovery_too(tmp_path: Path) -> None:
+    """The doctor's connector_state was read only at the sidecar's start: a task that failed later
+    showed nowhere. Each round compares the connector's state and failed tasks with the last seen."""
+    loop, _ = make_loop(tmp_path, {("orders", 0)}, {("orders", 0): 0})
+    reported: list[list[str]] = []
+    loop.on_health_change = reported.append
+    connect = loop.connect
+    assert isinstance(connect, FakeConnect)
+    loop.run_once()
+    assert reported == [], "running as at the preflight: nothing to report"
+    running = connect.views["snk"]
+    connect.views["snk"] = replace(running, my_tasks=frozenset(), failed_tasks=(0,))
+    loop.run_once()
+    loop.run_once()
+    assert reported == [["snk"]], "reported once, when it changed"
+    connect.views["snk"] = running
+    loop.run_once()
+    assert reported == [["snk"], ["snk"]], "and again when it runs again"
+
+    def unreachable(names: list[str]) -> None:
+        raise RuntimeError("service down")
+
+    loop.on_health_change = unreachable
+    connect.views["snk"] = replace(running, state="PAUSED", my_tasks=frozenset())
+    loop.run_once()  # logged, not raised
+    loop.on_health_change = reported.append
+    loop.run_once()
+    assert reported[-1] == ["snk"], "a report that failed is made again the next round"
+
+
+def test_a_caught_up_partition_costs_no_listing(tmp_path: Path) -> None:
+    """Connect's committed offset at or below what the service holds: no complete file can be
+    new, so the partition is not listed (an idle archive costs nothing per round)."""
+    touch(tmp_path, "orders-0-0", "orders-1-0", "orders-1-10")
+    owned = {("orders", 0), ("orders", 1), ("orders", 2)}
+    loop, service = make_loop(tmp_path, owned, {("orders", 0): 20, ("orders", 1): 30, ("orders", 2): 5})
+    service.offsets = {("orders", 0): 20, ("orders", 1): 10}  # orders-2: no offset in the table yet
+    asked: list[set[TopicPartition]] = []
+    files = loop._listing.files
+
+    def spy(lister: Any, since: Any, spans: Any = ()) -> Any:
+        asked.append(set(since))
+        return files(lister, since, spans)
+
+    loop._listing.files = spy  # type: ignore[method-assign]
+    report = loop.run_once()
+    assert asked == [{TopicPartition("orders", 1), TopicPartition("orders", 2)}]
+    assert [c.file.key for c in report.sent] == ["orders-1-10"]

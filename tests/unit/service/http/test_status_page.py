@@ -280,3 +280,14 @@ def test_the_plot_draws_lag_as_a_line_broken_where_unknown_and_ticks_commits() -
 def test_the_plot_says_so_when_nothing_was_measured() -> None:
     svg = str(freshness_svg([LagSample(5, None, 0)], [], 10, 100, "t"))
     assert "no lag measured yet" in svg and "<polyline" not in svg
+
+
+def test_the_doctors_last_checks_are_metrics() -> None:
+    from commit_service.observe.metrics import ServiceMetrics
+
+    metrics = ServiceMetrics(list)
+    metrics.watch_connectors(lambda: [("good", (), ()), ("failed", (), ("connector_state",)), ("bad", ("format",), ())])
+    text = metrics.render().decode()
+    assert 'lakegate_connector_stopped{connector="failed"} 1.0' in text
+    assert 'lakegate_connector_stopped{connector="good"} 0.0' in text
+    assert 'lakegate_connector_blocked{connector="bad"} 1.0' in text
