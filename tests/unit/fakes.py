@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flask.testing import FlaskClient
@@ -72,16 +72,8 @@ class FakeCommitter:
         self.version += 1
         self.offsets.update(plan.offsets)
         self.commits.append(plan)
-        return CommitRecord(
-            "orders",
-            self.version,
-            f"c{self.version}",
-            len(plan.files),
-            plan.records,
-            plan.offsets,
-            vtts=None if plan.vtts is None else int(plan.vtts * 1000),
-            duration_ms=5,
-        )
+        record = plan.record("orders", self.version, f"c{self.version}", 0)  # as the real committers do
+        return replace(record, committed_at_ms=None, duration_ms=5)
 
 
 CONFIG = {

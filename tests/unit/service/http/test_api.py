@@ -341,3 +341,30 @@ def test_a_checkpoint_still_being_written_makes_the_next_one_skip_not_queue(comm
     gate.set()
     coordinator.stop()  # waits for the checkpoint being written
     assert calls == [2] and committer.version == 6
+
+
+def test_a_watermarks_first_file_decides_where_a_partitions_ledger_begins(
+    client: FlaskClient, committer: FakeCommitter
+) -> None:
+    """Over HTTP: files from 500 wait until a watermark carries where the sink's first file is;
+    the table's summary says where the ledger began and why, and the first commit records it."""
+    assert client.post("/v1/manifests", json=manifest("m1", 500, 599), headers=h()).status_code == 202
+    assert client.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is False  # type: ignore[index]
+    body = {
+        "sidecar": {"id": "sc-1", "worker": "w:8083"},
+        "connector": "snk",
+        "tasks": [0],
+        "partitions": [{"topic": "orders", "partition": 0}],
+        "watermarks": [{"topic": "orders", "partition": 0, "connect_offset": 600, "read_at_ms": 1, "first_file": 500}],
+    }
+    assert client.post("/v1/leases", json=body, headers=h()).status_code == 200
+    summary = client.get("/v1/tables/orders", headers=h()).json
+    assert summary["starts"]["orders-0"]["offset"] == 500  # type: ignore[index]
+    assert summary["starts"]["orders-0"]["reason"] == "first_file"  # type: ignore[index]
+    r = client.post("/v1/tables/orders/commit", headers=h(ADMIN))
+    assert r.json["committed"] is True and r.json["offsets"] == {"orders": {"0": 600}}  # type: ignore[index]
+    [record] = client.get("/v1/commits?table=orders", headers=h()).json["commits"]  # type: ignore[index]
+    assert record["begins"] == {"orders": {"0": 500}} and record["begin_reasons"] == {"orders-0": "first_file"}
+    assert record["starts"] == {"orders": {"0": 500}}
+    bad = {**body, "watermarks": [{**body["watermarks"][0], "first_file": -1}]}  # type: ignore[dict-item]
+    assert client.post("/v1/leases", json=bad, headers=h()).status_code == 400
