@@ -22,6 +22,20 @@ SECRET_KEY = "lakegate-secret"
 REGION = "us-east-1"
 
 
+def s3_client(endpoint: str, config: Any = None) -> Any:
+    """A boto3 S3 client for a local server at ``endpoint``, with the stack's credentials."""
+    import boto3
+
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        config=config,
+    )
+
+
 class S3Server:
     """A moto S3 server process; owns ``workdir/s3.log``. Data lives in its memory only."""
 
@@ -49,15 +63,7 @@ class S3Server:
             self.process.stop()
 
     def client(self) -> Any:
-        import boto3
-
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            region_name=REGION,
-            aws_access_key_id=ACCESS_KEY,
-            aws_secret_access_key=SECRET_KEY,
-        )
+        return s3_client(self.endpoint)
 
     def create_bucket(self, name: str) -> None:
         self.client().create_bucket(Bucket=name)

@@ -22,7 +22,7 @@ from typing import Any
 from lakegate_core.cache import default_cache_dir
 from lakegate_stack.errors import StackError
 from lakegate_stack.process import ManagedProcess, free_port
-from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY
+from lakegate_stack.s3 import ACCESS_KEY, SECRET_KEY, s3_client
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +146,6 @@ class SeaweedS3Server:
 
     def client(self, *, connect_timeout: float = 10, read_timeout: float = 60, max_attempts: int = 3) -> Any:
         """A boto3 client with path-style addressing (as Hadoop's s3a) and room for concurrent requests."""
-        import boto3
         from botocore.config import Config
 
         config = Config(
@@ -156,14 +155,7 @@ class SeaweedS3Server:
             read_timeout=read_timeout,
             retries={"max_attempts": max_attempts, "mode": "standard"},
         )
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            region_name=REGION,
-            aws_access_key_id=ACCESS_KEY,
-            aws_secret_access_key=SECRET_KEY,
-            config=config,
-        )
+        return s3_client(self.endpoint, config)
 
     def create_bucket(self, name: str) -> None:
         self.client().create_bucket(Bucket=name)
