@@ -31,9 +31,9 @@ from typing import Any
 
 from lakegate_bench.service_commit import PeakRss
 
-TOPIC, CONNECTOR, BUCKET, PREFIX = "adopt", "adopt-sink", "adopt", "landing/"
+TOPIC, CONNECTOR, BUCKET, TABLE = "adopt", "adopt-sink", "adopt", "adopt"
+PREFIX = f"{TABLE}/landing/"  # inside the table's root: Parquet is added in place (placement: in_place)
 FRESH, FRESH_CONNECTOR = "fresh", "fresh-sink"  # as many partitions, no archive: the steady baseline
-TABLE = "adopt"
 STEADY_SECONDS = 30
 
 
@@ -179,7 +179,7 @@ def run(work: Path, partitions: int, per_partition: int, max_files: int, store: 
             worker.client().wait_running(name, tasks=2)
         table = {
             "name": TABLE,
-            "path": f"s3a://{BUCKET}/tables/{TABLE}",
+            "path": f"s3a://{BUCKET}/{TABLE}",
             "topics": [TOPIC, FRESH],
             "commit": {"interval_seconds": 10, "max_files": max_files},
         }
