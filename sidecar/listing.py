@@ -108,8 +108,9 @@ class ListingPlan:
     def _learn(
         self, topics: set[str], listed: Mapping[TopicPartition, list[StoredFile]], counts: Mapping[str, int]
     ) -> None:
-        for topic in topics:
-            self._topics[topic] = _TopicShape(keys=counts.get(topic, 0))
+        for topic in topics:  # widths of partitions this listing kept no file of stay as known
+            known = self._topics.get(topic)
+            self._topics[topic] = _TopicShape(keys=counts.get(topic, 0), widths=dict(known.widths) if known else {})
         for tp, files in listed.items():
             widths = {f.digits for f in files}
             sorted_names = len(widths) == 1 and any(f.padded for f in files)
