@@ -10,9 +10,12 @@ Confluent's (``zeroPadOffsetWidth``, 10 by default). :class:`ListingPlan` learns
 a full listing keeps (:func:`~sidecar.storage.list_files`): a partition whose names all carry an
 offset of one width, at least one with a leading zero, is listed from its offset; any other (a
 custom regex, unpadded names, a width that changed) keeps its topic on the full listing. Per topic
-it takes the cheaper in requests: per partition once the topic's last full listing held more pages
-of keys than the loop owns partitions of it. Every ``full_every`` rounds a topic listed per
-partition is listed whole again, which learns both anew.
+it takes the cheaper: per partition once the topic's last full listing held more than
+``KEYS_PER_REQUEST`` keys per partition the loop owns of it (a request costs about what that many
+listed keys do). A partition whose offsets may reach a name of more digits than its width before
+the next round (Connect's committed offset has as many digits: Confluent pads to 10 and writes 11
+past 9,999,999,999) is listed whole, as such a name would sort before the ``StartAfter`` key.
+A sink reconfigured to pad otherwise is followed after the sidecar restarts.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ from typing import Any
 from lakegate_core.types import TopicPartition
 from sidecar.storage import Lister, NamePattern, StoredFile, list_files
 
-PAGE = 1000  # keys per ListObjectsV2 answer
-FULL_EVERY = 100  # rounds between full listings of a topic listed per partition
+# a listing request costs about what this many listed keys cost (measured on SeaweedFS: a request
+# 3-5 ms, a key 0.25-0.5 ms in a page of 1,000): a topic is listed per partition once its last
+# full listing held more keys than this many per partition owned
+KEYS_PER_REQUEST = 20
 LIST_THREADS = 8  # partitions listed at once
 
 UNSORTED = 0  # a partition's names do not sort by offset
@@ -40,28 +45,31 @@ class _TopicShape:
 
     keys: int = 0
     widths: dict[int, int] = field(default_factory=dict)
-    rounds: int = 0  # rounds listed per partition since that listing
 
 
 class ListingPlan:
     """Per topic, whether to list it whole or per partition; state between rounds of one loop."""
 
-    def __init__(
-        self, pattern: NamePattern, full_every: int = FULL_EVERY, threads: int = LIST_THREADS, metrics: Any = None
-    ) -> None:
+    def __init__(self, pattern: NamePattern, threads: int = LIST_THREADS, metrics: Any = None) -> None:
         self.pattern = pattern
-        self.full_every = full_every
         self.threads = threads
         self.metrics = metrics  # a SidecarMetrics: seconds and listings per topic
         self._topics: dict[str, _TopicShape] = {}
         self.requests = 0  # listings started (a whole topic or one partition), for tests and benches
 
     def files(
-        self, lister: Lister, since: Mapping[TopicPartition, int], spans: Container[tuple[str, int]] = ()
+        self,
+        lister: Lister,
+        since: Mapping[TopicPartition, int],
+        spans: Container[tuple[str, int]] = (),
+        upto: Mapping[TopicPartition, int] | None = None,
     ) -> dict[TopicPartition, list[StoredFile]]:
         """The files of ``since``'s partitions from each one's offset on, sorted, as
         :func:`~sidecar.storage.list_files` keeps them (with a topic listed whole, also the last
-        file starting below the offset, which may straddle it)."""
+        file starting below the offset, which may straddle it). ``upto``: each partition's
+        Connect committed offset, below which the files to find start (a partition without one is
+        listed from its start: a name of more digits might come)."""
+        upto = upto or {}
         by_topic: dict[str, list[TopicPartition]] = {}
         for tp in since:
             by_topic.setdefault(tp.topic, []).append(tp)
@@ -75,13 +83,11 @@ class ListingPlan:
             out.update(listed)
             self._count(topic, 1, time.perf_counter() - started)
         per_partition = sorted(set(by_topic) - whole)
-        for topic in per_partition:
-            self._topics[topic].rounds += 1
         tps = [tp for topic in per_partition for tp in by_topic[topic]]
         if tps:  # one request each, a few at a time: the store answers them side by side
             started = time.perf_counter()
             with ThreadPoolExecutor(min(self.threads, len(tps))) as pool:
-                found = list(pool.map(lambda tp: self._list_partition(lister, tp, since[tp]), tps))
+                found = list(pool.map(lambda tp: self._list_partition(lister, tp, since[tp], upto.get(tp)), tps))
             took = time.perf_counter() - started
             for tp, files in zip(tps, found, strict=True):
                 if files:
@@ -99,11 +105,11 @@ class ListingPlan:
 
     def _per_partition(self, topic: str, tps: list[TopicPartition]) -> bool:
         shape = self._topics.get(topic)
-        if shape is None or shape.rounds >= self.full_every or self.pattern.partition_prefix(tps[0]) is None:
+        if shape is None or self.pattern.partition_prefix(tps[0]) is None:
             return False
         if any(shape.widths.get(tp.partition) == UNSORTED for tp in tps):
             return False
-        return -(-shape.keys // PAGE) > len(tps)
+        return shape.keys > KEYS_PER_REQUEST * len(tps)
 
     def _learn(
         self, topics: set[str], listed: Mapping[TopicPartition, list[StoredFile]], counts: Mapping[str, int]
@@ -116,14 +122,15 @@ class ListingPlan:
             sorted_names = len(widths) == 1 and any(f.padded for f in files)
             self._topics[tp.topic].widths[tp.partition] = widths.pop() if sorted_names else UNSORTED
 
-    def _list_partition(self, lister: Lister, tp: TopicPartition, offset: int) -> list[StoredFile]:
+    def _list_partition(self, lister: Lister, tp: TopicPartition, offset: int, upto: int | None) -> list[StoredFile]:
         """``tp``'s files from ``offset`` on (all of them when its width is not known yet: it had
         no file)."""
         prefix = self.pattern.partition_prefix(tp)
         assert prefix is not None  # _per_partition checked the pattern has one
         shape = self._topics[tp.topic]
         width = shape.widths.get(tp.partition)
-        after = f"{prefix}{offset - 1:0{width}d}" if width and offset > 0 else None
+        wider = upto is None or len(str(upto)) >= width if width else True  # a longer name may come
+        after = f"{prefix}{offset - 1:0{width}d}" if width and offset > 0 and not wider else None
         files: list[StoredFile] = []
         for key, size in lister.list(prefix, start_after=after):
             f = self.pattern.parse(key, size)

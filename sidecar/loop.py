@@ -316,7 +316,8 @@ class SidecarLoop:
         since = {
             tp: table_next.get(tp, 0) for tp, part in report.partitions.items() if self._new_files(tp, part, table_next)
         }
-        listed = self._listing.files(self.lister, since, self._holds)
+        upto = {tp: p.connect_committed for tp, p in report.partitions.items() if p.connect_committed is not None}
+        listed = self._listing.files(self.lister, since, self._holds, upto)
         now = self.clock()
         due: list[CompleteFile] = []
         self.metrics.lag.clear()  # partitions that moved away must not keep a stale lag

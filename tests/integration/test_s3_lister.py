@@ -55,10 +55,10 @@ def test_a_partition_is_listed_from_its_offset_on_the_real_server(lister: S3List
     assert [k for k, _ in lister.list("landing/orders-1-", start_after=after)] == [
         f"landing/orders-1-{s:020d}" for s in range(1_505, 2_000, 5)
     ]
-    since = {TopicPartition("orders", 1): 1_990}  # 1,200 keys of the topic: 2 pages against 1 partition
+    since = {TopicPartition("orders", 1): 1_990}  # 1,200 keys of the topic: more than 20 per partition listed
     plan = ListingPlan(NamePattern("aiven", "landing/"))
-    full = plan.files(lister, since)
-    per_partition = plan.files(lister, since)
+    full = plan.files(lister, since, upto={TopicPartition("orders", 1): 2_000})
+    per_partition = plan.files(lister, since, upto={TopicPartition("orders", 1): 2_000})
     assert plan.requests == 2, "one full listing of the topic, then one of the partition"
     for tp in since:
         assert [f.start_offset for f in per_partition[tp]] == [1_990, 1_995]

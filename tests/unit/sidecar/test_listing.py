@@ -48,10 +48,11 @@ def test_a_steady_round_lists_only_the_files_past_the_offset() -> None:
     lister = CountingLister(archive)
     plan = ListingPlan(NamePattern("aiven", "landing/"))
     since = {TP0: 49_900, TP1: 49_950}
-    first = plan.files(lister, since)
+    upto = {TP0: 50_000, TP1: 50_000}
+    first = plan.files(lister, since, upto=upto)
     assert lister.answered == 10_000 and len(lister.calls) == 1, "the first round lists the topic whole"
     lister.answered, lister.calls = 0, []
-    again = plan.files(lister, since)
+    again = plan.files(lister, since, upto=upto)
     assert starts(again) == {TP0: list(range(49_900, 50_000, 10)), TP1: list(range(49_950, 50_000, 10))}
     from_offset = {tp: [s for s in ss if s >= since[tp]] for tp, ss in starts(first).items()}
     assert from_offset == starts(again), "the same files as the full listing, from the offset on"
@@ -74,32 +75,29 @@ def test_names_that_do_not_sort_keep_the_full_listing() -> None:
 
 
 def test_a_small_topic_stays_on_the_full_listing_and_a_width_change_falls_back() -> None:
-    small = CountingLister([aiven(TP0, i) for i in range(50)])
+    small = CountingLister([aiven(TP0, i) for i in range(15)])
     plan = ListingPlan(NamePattern("aiven", "landing/"))
     for _ in range(3):
-        plan.files(small, {TP0: 40})
-    assert len(small.calls) == 3 and all(after is None for _, after in small.calls), "one page: cheaper whole"
-    grown = CountingLister([aiven(TP0, i, width=10) for i in range(2_500)])
-    plan = ListingPlan(NamePattern("aiven", "landing/"), full_every=2)
-    plan.files(grown, {TP0: 2_400})
-    grown.keys.append(aiven(TP0, 2_500, width=11))  # a sink whose padding changed: it sorts before 2,400
-    grown.keys.sort()
-    for _ in range(2):  # missed until the topic's next full listing (a file missed delays, never loses)
-        plan.files(grown, {TP0: 2_400})
-    listed = plan.files(grown, {TP0: 2_400})  # the full listing: found, and the width seen changing
-    assert 2_500 in starts(listed)[TP0]
+        plan.files(small, {TP0: 10})
+    assert len(small.calls) == 3 and all(after is None for _, after in small.calls), "a few keys: cheaper whole"
+    grown = CountingLister([f"topics/orders/partition=0/orders+0+{i * 5:010d}" for i in range(2_500)])
+    plan = ListingPlan(NamePattern("confluent"))
+    plan.files(grown, {TP0: 12_000}, upto={TP0: 12_400})
     grown.calls = []
-    plan.files(grown, {TP0: 2_400})
-    assert grown.calls == [("landing/orders-", None)], "names of two widths: the topic stays listed whole"
+    plan.files(grown, {TP0: 12_000}, upto={TP0: 12_400})
+    assert grown.calls[0][1] is not None, "from the offset"
+    grown.calls = []
+    plan.files(grown, {TP0: 12_000}, upto={TP0: 10_000_000_000})  # Confluent writes 11 digits past 10**10 - 1
+    assert grown.calls == [("topics/orders/partition=0/orders+0+", None)], "a longer name may sort before: whole"
 
 
 def test_a_confluent_layout_is_listed_per_partition_directory() -> None:
     keys = [f"topics/orders/partition=0/orders+0+{i * 5:010d}.avro" for i in range(2_100)]
     lister = CountingLister(keys)
     plan = ListingPlan(NamePattern("confluent"))
-    plan.files(lister, {TP0: 10_000})
+    plan.files(lister, {TP0: 10_000}, upto={TP0: 10_500})
     lister.calls = []
-    listed = plan.files(lister, {TP0: 10_000})
+    listed = plan.files(lister, {TP0: 10_000}, upto={TP0: 10_500})
     prefix = "topics/orders/partition=0/orders+0+"
     assert lister.calls == [(prefix, f"{prefix}{9_999:010d}")]
     assert starts(listed)[TP0][0] == 10_000
@@ -121,7 +119,7 @@ def test_per_partition_listing_finds_every_file_a_full_listing_finds_from_the_of
     full = list_files(CountingLister(keys), pattern, ["orders"], since)
     plan = ListingPlan(pattern)
     for _ in range(rounds):
-        listed = plan.files(CountingLister(keys), since)
+        listed = plan.files(CountingLister(keys), since, upto={tp: 5_100 for tp in since})
         for tp in since:
             want = [f.start_offset for f in full.get(tp, []) if f.start_offset >= since[tp]]
             got = [f.start_offset for f in listed.get(tp, []) if f.start_offset >= since[tp]]

@@ -686,9 +686,9 @@ def test_a_caught_up_partition_costs_no_listing(tmp_path: Path) -> None:
     asked: list[set[TopicPartition]] = []
     files = loop._listing.files
 
-    def spy(lister: Any, since: Any, spans: Any = ()) -> Any:
+    def spy(lister: Any, since: Any, spans: Any = (), upto: Any = None) -> Any:
         asked.append(set(since))
-        return files(lister, since, spans)
+        return files(lister, since, spans, upto)
 
     loop._listing.files = spy  # type: ignore[method-assign]
     report = loop.run_once()
