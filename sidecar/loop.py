@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 # a lease claim's size, estimated, at most: half the service's default request limit
 # (server.max_request_bytes, 1 MiB), which a claim of 10,000 partitions with their watermarks passed
 CLAIM_BYTES = 512 * 1024
+HEALTH_RETRY_SECONDS = 30.0  # a connector state report that failed is sent again no sooner
 
 
 def claim_batches(partitions: list[TopicPartition]) -> Iterator[tuple[TopicPartition, ...]]:
@@ -196,6 +197,8 @@ class SidecarLoop:
         # service's doctor (on_health_change), so a task failing after the start shows there
         self._health: dict[str, tuple[str, tuple[int, ...]]] = {}
         self.on_health_change = on_health_change
+        self._health_unsent: set[str] = set()  # changes a failed report did not carry
+        self._health_retry_at = 0.0
 
     @property
     def worker_id(self) -> str:
@@ -287,7 +290,7 @@ class SidecarLoop:
         """Connectors whose state or failed tasks changed since the last round (or that do not run
         when first seen): logged, and reported to the service's doctor, whose report, status page
         and metrics then show what stopped. A failed report is logged and tried again next round."""
-        if not changed:
+        if not changed and not self._health_unsent:
             return
         for name in changed:
             state, failed = self._health[name]
@@ -302,12 +305,17 @@ class SidecarLoop:
                 )
         if self.on_health_change is None:
             return
+        names = sorted(set(changed) | self._health_unsent)
+        if not changed and self.clock() < self._health_retry_at:
+            return  # a failed report is tried again at most every HEALTH_RETRY_SECONDS
         try:
-            self.on_health_change(changed)
-        except Exception as exc:  # the service or Connect unreachable: the next round reports it again
+            self.on_health_change(names)
+        except Exception as exc:  # the service or Connect unreachable (a restart): tried again later
             logger.warning("cannot report connector state to the service's doctor: %s", exc)
-            for name in changed:
-                self._health.pop(name, None)
+            self._health_unsent = set(names)
+            self._health_retry_at = self.clock() + HEALTH_RETRY_SECONDS
+            return
+        self._health_unsent = set()
 
     def _report_files(self, report: RoundReport) -> None:
         """Send every complete file of the owned partitions that the service does not hold and that
