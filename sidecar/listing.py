@@ -79,7 +79,7 @@ class ListingPlan:
             started, counts = time.perf_counter(), dict[str, int]()
             wanted = {tp: offset for tp, offset in since.items() if tp.topic == topic}
             listed = list_files(lister, self.pattern, [topic], wanted, spans, counts)
-            self._learn({topic}, listed, counts)
+            self._learn(topic, listed, counts.get(topic, 0))
             out.update(listed)
             self._count(topic, 1, time.perf_counter() - started)
         per_partition = sorted(set(by_topic) - whole)
@@ -89,7 +89,8 @@ class ListingPlan:
             with ThreadPoolExecutor(min(self.threads, len(tps))) as pool:
                 found = list(pool.map(lambda tp: self._list_partition(lister, tp, since[tp], upto.get(tp)), tps))
             took = time.perf_counter() - started
-            for tp, files in zip(tps, found, strict=True):
+            for tp, files in zip(tps, found, strict=True):  # learnt here, not on the pool's threads
+                self._learn_partition(tp, files)
                 if files:
                     out[tp] = files
             for topic in per_partition:
@@ -111,12 +112,11 @@ class ListingPlan:
             return False
         return shape.keys > KEYS_PER_REQUEST * len(tps)
 
-    def _learn(
-        self, topics: set[str], listed: Mapping[TopicPartition, list[StoredFile]], counts: Mapping[str, int]
-    ) -> None:
-        for topic in topics:  # widths of partitions this listing kept no file of stay as known
-            known = self._topics.get(topic)
-            self._topics[topic] = _TopicShape(keys=counts.get(topic, 0), widths=dict(known.widths) if known else {})
+    def _learn(self, topic: str, listed: Mapping[TopicPartition, list[StoredFile]], keys: int) -> None:
+        """What a full listing of ``topic`` said: its keys, and its partitions' name widths (those it
+        kept no file of stay as known)."""
+        known = self._topics.get(topic)
+        self._topics[topic] = _TopicShape(keys=keys, widths=dict(known.widths) if known else {})
         for tp, files in listed.items():
             widths = {f.digits for f in files}
             sorted_names = len(widths) == 1 and any(f.padded for f in files)
@@ -127,20 +127,22 @@ class ListingPlan:
         no file)."""
         prefix = self.pattern.partition_prefix(tp)
         assert prefix is not None  # _per_partition checked the pattern has one
-        shape = self._topics[tp.topic]
-        width = shape.widths.get(tp.partition)
-        wider = upto is None or len(str(upto)) >= width if width else True  # a longer name may come
-        after = f"{prefix}{offset - 1:0{width}d}" if width and offset > 0 and not wider else None
-        files: list[StoredFile] = []
-        for key, size in lister.list(prefix, start_after=after):
-            f = self.pattern.parse(key, size)
-            if f is None or f.tp != tp:
-                continue
-            files.append(f)
-        widths = {f.digits for f in files} | ({width} if width else set())
-        if len(widths) > 1 or (files and width is None and not any(f.padded for f in files)):
-            shape.widths[tp.partition] = UNSORTED  # the topic is listed whole from the next round
-        elif files and width is None:
-            shape.widths[tp.partition] = files[0].digits
+        width = self._topics[tp.topic].widths.get(tp.partition)
+        after = None
+        if width and offset > 0 and upto is not None and len(str(upto)) < width:  # no longer name can come
+            after = f"{prefix}{offset - 1:0{width}d}"
+        files = [f for key, size in lister.list(prefix, start_after=after) if (f := self.pattern.parse(key, size))]
+        files = [f for f in files if f.tp == tp]
         files.sort(key=lambda f: f.start_offset)
         return files
+
+    def _learn_partition(self, tp: TopicPartition, files: list[StoredFile]) -> None:
+        """A partition listing's names: a width seen the first time, or ``UNSORTED`` (its topic is
+        listed whole from the next round) when they disagree with it or are not padded."""
+        shape = self._topics[tp.topic]
+        width = shape.widths.get(tp.partition)
+        widths = {f.digits for f in files} | ({width} if width else set())
+        if len(widths) > 1 or (files and width is None and not any(f.padded for f in files)):
+            shape.widths[tp.partition] = UNSORTED
+        elif files and width is None:
+            shape.widths[tp.partition] = files[0].digits

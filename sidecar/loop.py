@@ -289,7 +289,8 @@ class SidecarLoop:
     def _report_health(self, changed: list[str]) -> None:
         """Connectors whose state or failed tasks changed since the last round (or that do not run
         when first seen): logged, and reported to the service's doctor, whose report, status page
-        and metrics then show what stopped. A failed report is logged and tried again next round."""
+        and metrics then show what stopped. A failed report is logged and tried again after
+        ``HEALTH_RETRY_SECONDS`` (or with the next change)."""
         if not changed and not self._health_unsent:
             return
         for name in changed:
