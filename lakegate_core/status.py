@@ -22,7 +22,7 @@ from typing import Any
 from lakegate_core.errors import LakegateError, ProtocolError
 from lakegate_core.protocol import DataFile
 from lakegate_core.types import PartitionOffsets
-from lakegate_core.wire import WireModel, read_count, read_list, read_object, read_text
+from lakegate_core.wire import WireModel, read, read_count, read_list, read_object, read_text
 
 KEEP_NULL = {"keep_null": True}  # field metadata: answer ``null`` rather than leave the key out
 
@@ -125,6 +125,9 @@ class TableSummary(WireModel):
     # per partition whose ledger start this process decided (tables[].start): "<topic>-<partition>"
     # -> {offset, reason: first_file | connect_offset | configured, why}
     starts: dict[str, dict[str, Any]] | None = None
+    # per topic made again since the table began: its ledger epoch (POST /v1/tables/{table}/epochs);
+    # None while every topic is in its first
+    epochs: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -261,6 +264,24 @@ class DeadLetter(WireModel):
             state=state,
             resolved_at_ms=read_count(d, "resolved_at_ms", "", required=False),
         )
+
+
+@dataclass(frozen=True)
+class EpochRequest(WireModel):
+    """``POST /v1/tables/{table}/epochs``: ``topic`` was deleted and made again, so its partitions
+    begin a new ledger epoch; ``force`` passes the check that it looks made again (Kafka holds
+    less of each partition than the table committed)."""
+
+    topic: str
+    force: bool = False
+
+    @classmethod
+    def from_dict(cls, d: Any) -> EpochRequest:
+        d = read_object(d, "body")
+        unknown = sorted(set(d) - {"topic", "force"})
+        if unknown:
+            raise ProtocolError(unknown[0], "is not a field of this request (send topic and, optionally, force)")
+        return cls(read_text(d, "topic", "", max_len=249), bool(read(d, "force", "", bool, required=False)))
 
 
 @dataclass(frozen=True)

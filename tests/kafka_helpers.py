@@ -10,7 +10,7 @@ from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
 
 from lakegate_stack.kafka import create_topic
 
-__all__ = ["committed_offsets", "create_topic", "end_offsets", "produce_json", "wait_committed"]
+__all__ = ["committed_offsets", "create_topic", "end_offsets", "make_again", "produce_json", "wait_committed"]
 
 
 def produce_json(bootstrap: str, topic: str, records: Iterable[tuple[int, str, dict[str, object]]]) -> int:
@@ -56,3 +56,25 @@ def end_offsets(bootstrap: str, partitions: list[TopicPartition]) -> dict[TopicP
         return {tp: int(getattr(v, "offset", v)) for tp, v in result.items()}
     finally:
         admin.close()
+
+
+def make_again(bootstrap: str, topic: str, partitions: int, timeout: float = 120) -> None:
+    """Delete ``topic`` and create it anew, empty (a recreated cluster, for one topic)."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.delete_topics([topic])
+        deadline = time.monotonic() + timeout
+        while topic in admin.list_topics():
+            assert time.monotonic() < deadline, f"{topic} was not deleted within {timeout:.0f}s"
+            time.sleep(0.5)
+    finally:
+        admin.close()
+    deadline = time.monotonic() + timeout
+    while True:  # the deletion may still be under way on the broker: retry on "already exists"
+        try:
+            create_topic(bootstrap, topic, partitions)
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from commit_service.audit.values import KafkaRecord
+from commit_service.domain.epochs import Epochs
 from lakegate_core.connect_group import KafkaSettings
 from lakegate_core.types import TopicPartition
 
@@ -29,6 +30,9 @@ class KafkaLog:
 
     def __init__(self, settings: KafkaSettings, timeout_ms: int = TIMEOUT_MS) -> None:
         self.timeout_ms = timeout_ms
+        # set by the audit: partitions are then asked by a table's ledger keys (domain.epochs),
+        # each read as the Kafka partition its current epoch stands for
+        self.epochs = Epochs()
         try:
             self._consumer: Any = settings.consumer("lakegate-audit", timeout_ms)
         except Exception as exc:
@@ -44,7 +48,8 @@ class KafkaLog:
         """Per partition, Kafka's log start (the oldest offset it keeps) and log end (the next offset)."""
         from kafka import TopicPartition as KafkaPartition
 
-        wanted = [KafkaPartition(tp.topic, tp.partition) for tp in sorted(set(partitions))]
+        keys = {key: tp for key in set(partitions) if (tp := self.epochs.kafka(key)) is not None}
+        wanted = [KafkaPartition(tp.topic, tp.partition) for tp in sorted(set(keys.values()))]
         if not wanted:
             return {}
         try:
@@ -52,14 +57,26 @@ class KafkaLog:
             ends = self._consumer.end_offsets(wanted, timeout_ms=self.timeout_ms)
         except Exception as exc:
             raise KafkaReadError(f"cannot read the log bounds: {type(exc).__name__}: {exc}") from None
-        return {TopicPartition(k.topic, k.partition): (int(starts[k]), int(ends[k])) for k in wanted}
+        return {key: (int(starts[k]), int(ends[k])) for key, tp in keys.items() if (k := KafkaPartition(*tp)) in starts}
+
+    def topic_bounds(self, topic: str) -> dict[int, tuple[int, int]]:
+        """Per partition of ``topic``, its log start and end (empty: no such topic)."""
+        try:
+            partitions = self._consumer.partitions_for_topic(topic)
+        except Exception as exc:
+            raise KafkaReadError(f"cannot read topic {topic}'s partitions: {type(exc).__name__}: {exc}") from None
+        found = self.bounds(TopicPartition(topic, p) for p in partitions or ())
+        return {tp.partition: b for tp, b in found.items()}
 
     def records(self, tp: TopicPartition, offsets: Sequence[int], end: int) -> dict[int, KafkaRecord]:
         """The records of ``tp`` at ``offsets`` (sorted; each below ``end``, the log end) that Kafka
         holds: an offset that is no record (a transaction marker, a compacted record) is absent."""
         from kafka import TopicPartition as KafkaPartition
 
-        part = KafkaPartition(tp.topic, tp.partition)
+        kafka = self.epochs.kafka(tp)
+        if kafka is None:
+            return {}  # an epoch that is over: Kafka holds another topic's records at these offsets
+        part = KafkaPartition(kafka.topic, kafka.partition)
         self._consumer.assign([part])
         found: dict[int, KafkaRecord] = {}
         position: int | None = None

@@ -401,8 +401,17 @@ class Coordinator:
 
     def release_dead_letter(self, letter_id: str) -> CommitRecord:
         tc = self._letter_table(letter_id)
+        return self._told(tc, lambda: tc.release_dead_letter(letter_id))
+
+    def open_epoch(self, table: str, topic: str, starts: dict[int, int]) -> CommitRecord:
+        """``TableCoordinator.open_epoch`` of ``table``, told to the listener like any commit."""
+        tc = self._table(table)
+        return self._told(tc, lambda: tc.open_epoch(topic, starts))
+
+    def _told(self, tc: TableCoordinator, commit: Callable[[], CommitRecord]) -> CommitRecord:
+        """An admin's commit (``commit``) of ``tc``, its outcome told to the listener."""
         try:
-            record = tc.release_dead_letter(letter_id)
+            record = commit()
         except CommitError as exc:
             if self.listener:
                 self.listener.failed(tc.config.name, exc)

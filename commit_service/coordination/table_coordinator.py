@@ -19,10 +19,11 @@ from dataclasses import replace
 
 from commit_service.config import TableConfig
 from commit_service.coordination.quarantine import DeadLetters
+from commit_service.domain.epochs import Epochs, keyed, split
 from commit_service.domain.failures import FailureTracker
 from commit_service.domain.maintenance import MaintenanceClock, due
 from commit_service.domain.plan import CommitPlan, PendingFile
-from commit_service.domain.start import starts_json
+from commit_service.domain.start import PartitionStart, StartReason, starts_json
 from commit_service.domain.state import TableState
 from commit_service.errors import (
     CommitError,
@@ -75,6 +76,9 @@ class TableCoordinator:
         self._checkpointer: ThreadPoolExecutor | None = None  # one background thread, made on first use
         self._checkpoint_running: Future[None] | None = None
         self._state = TableState(config.name, policy=config.commit, now=clock(), start=config.start)
+        # the state, the committer and the ledger key partitions by ledger key (domain.epochs);
+        # everything this class answers or takes from outside is in Kafka's partitions
+        self._epochs = Epochs()
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()
         self.letters = DeadLetters(config.name, dead_letter_store, clock)
@@ -86,6 +90,7 @@ class TableCoordinator:
         table's dead letters from their store."""
         snap = self.committer.snapshot()
         with self._lock:
+            self._epochs.learn(snap.offsets)
             self._state.recovered(snap.offsets, snap.version)
         self.letters.load()
         self._maintenance_clock.started(self.clock())
@@ -106,6 +111,7 @@ class TableCoordinator:
                 return
         with self._lock:
             mismatch = {tp: v for tp, v in snap.offsets.items() if self._state.committed.get(tp, 0) < v}
+            self._epochs.learn(snap.offsets)
             self._state.recovered(snap.offsets, snap.version)
         if mismatch:
             logger.error("table %s: offsets read at start were behind the table's: %s", self.config.name, mismatch)
@@ -115,6 +121,7 @@ class TableCoordinator:
     def offer(self, files: list[PendingFile], manifest_id: str) -> list[tuple[FileStatus, str | None]]:
         now = self.clock()
         with self._lock:
+            files = [self._keyed(f) for f in files]
             verdicts = [self._state.offer(f, now) for f in files]
             self._state.settle_manifest(manifest_id, verdicts)
         accepted = [f.file for f, (status, _) in zip(files, verdicts, strict=True) if status is FileStatus.ACCEPTED]
@@ -127,7 +134,7 @@ class TableCoordinator:
         for; returns them."""
         expected = {tp for tp in leased if self.config.routes(tp.topic)}
         with self._lock:
-            self._state.set_expected(expected)
+            self._state.set_expected({self._epochs.ledger(tp) for tp in expected})
         return expected
 
     def claim(self, leased: set[TopicPartition], watermarks: Iterable[Watermark]) -> None:
@@ -137,13 +144,14 @@ class TableCoordinator:
         with self._lock:
             for w in watermarks:
                 if w.tp in expected:
-                    self._state.note_watermark(w.tp, w.connect_offset, w.read_at_ms / 1000, w.log_end, w.first_file)
+                    key = self._epochs.ledger(w.tp)
+                    self._state.note_watermark(key, w.connect_offset, w.read_at_ms / 1000, w.log_end, w.first_file)
 
     def held_next(self, tp: TopicPartition) -> int:
         """``TableState.buffered_through``: for the lease answer, which tells the sidecar what it
         need not send again."""
         with self._lock:
-            return self._state.buffered_through(tp)
+            return self._state.buffered_through(self._epochs.ledger(tp))
 
     def due_ms(self) -> int | None:
         """When the next round is due (epoch ms), for the lease answer (``LeaseGrant.due_ms``);
@@ -256,7 +264,15 @@ class TableCoordinator:
     def holds(self, f: DataFile) -> OffsetSpan | None:
         """The offsets ``f``'s content was found to hold (for its receipt), if known."""
         with self._lock:
-            return self._state.span_of(f)
+            return self._state.span_of(self._keyed(f).file)
+
+    def _keyed(self, p: PendingFile | DataFile) -> PendingFile:
+        """A file from a sidecar (Kafka's partition) as the state keys it (its ledger key); under the lock."""
+        pending = p if isinstance(p, PendingFile) else PendingFile(p, "", "")
+        epoch = self._epochs.of(pending.file.topic)
+        if epoch == 1:
+            return pending
+        return replace(pending, file=replace(pending.file, topic=keyed(pending.file.topic, epoch)))
 
     def _plan(self, now: float, force: bool) -> CommitPlan | None:
         """The state's plan, capped at Connect's committed offsets when fencing is on."""
@@ -265,7 +281,10 @@ class TableCoordinator:
         if plan is None or self.limits is None:
             return plan
         try:
-            limits = self.limits(plan.offsets)
+            with self._lock:
+                kafka = {key: tp for key in plan.offsets if (tp := self._epochs.kafka(key)) is not None}
+            read = self.limits(kafka.values())
+            limits = PartitionOffsets({key: read[tp] for key, tp in kafka.items() if tp in read})
         except GroupReadError as exc:
             err = ConnectCheckError(f"table {self.config.name}: cannot check Connect's offsets: {exc}")
             self._failed(err, None)
@@ -277,6 +296,7 @@ class TableCoordinator:
         """Account for a failed round: back off, and quarantine the file the failures condemn."""
         if isinstance(exc, OffsetsMovedError):
             with self._lock:
+                self._epochs.learn(exc.offsets)
                 self._state.recovered(exc.offsets, exc.version)
         decision = self._failures.failed(exc, plan, self.clock())
         self._last_error = exc.message
@@ -367,6 +387,52 @@ class TableCoordinator:
             self.letters.resolve(letter, DeadLetterState.RELEASED)
             return record
 
+    def topic_offsets(self, topic: str) -> dict[int, int]:
+        """Per partition, the committed offset of ``topic`` in its current epoch."""
+        with self._lock:
+            return {
+                tp.partition: v for tp, v in self._epochs.to_kafka(self._state.committed).items() if tp.topic == topic
+            }
+
+    def open_epoch(self, topic: str, starts: dict[int, int]) -> CommitRecord:
+        """Start a new ledger epoch of ``topic`` (it was deleted and made again; domain.epochs):
+        one commit, with no files, records each partition's first offset ``starts`` under the new
+        ledger key. The old epoch's offsets stay in the table; its buffered files are dropped."""
+        with self._commit_lock:
+            with self._lock:
+                epoch = self._epochs.of(topic) + 1
+                new = {TopicPartition(keyed(topic, epoch), p): at for p, at in sorted(starts.items())}
+            plan = CommitPlan(
+                files=(),
+                offsets=PartitionOffsets(new),
+                vtts=None,
+                reason="epoch",
+                release_from=PartitionOffsets(new),
+                begins=tuple((tp, at, StartReason.EPOCH.value) for tp, at in new.items()),
+            )
+            record = self._attempt(plan)
+            with self._lock:
+                self._epochs.learn(new)
+                over = [
+                    k for k in self._state.partitions() if split(k.topic)[0] == topic and self._epochs.kafka(k) is None
+                ]
+                dropped = self._state.forget(
+                    over, f"topic {topic} was made again: ledger epoch {epoch} began at version {record.version}"
+                )
+                for tp, at in new.items():
+                    self._state.starts[tp] = PartitionStart(at, StartReason.EPOCH)
+            logger.warning(
+                "table %s: topic %s begins ledger epoch %d at version %d (%s); %d buffered file(s) of the old "
+                "epoch dropped",
+                self.config.name,
+                topic,
+                epoch,
+                record.version,
+                ", ".join(f"{tp.partition}@{at}" for tp, at in new.items()),
+                dropped,
+            )
+            return record
+
     def check_capacity(self, files: int, size: int) -> None:
         """Refuse (429) ``files`` more files of ``size`` bytes if the buffer would pass its cap."""
         policy = self.config.commit
@@ -453,21 +519,23 @@ class TableCoordinator:
                 table=self.config.name,
                 path=self.config.path,
                 version=st.version,
-                offsets=PartitionOffsets(st.committed),
+                offsets=PartitionOffsets(self._epochs.to_kafka(st.committed)),
                 pending_files=st.pending_files(),
                 pending_bytes=st.pending_bytes(),
-                pending_offsets=st.pending_offsets(),
+                pending_offsets=PartitionOffsets(self._epochs.to_kafka(st.pending_offsets())),
                 last_error=self._last_error,
                 dead_letters=self.letters.count_quarantined(),
-                connect_offsets=PartitionOffsets(st.connect_at),
+                connect_offsets=PartitionOffsets(self._epochs.to_kafka(st.connect_at)),
                 oldest_pending_ms=None if (oldest := st.oldest_arrival()) is None else int(oldest * 1000),
                 format=self.config.format.value,
-                starts=starts_json(st.starts) or None,
+                starts=starts_json(self._epochs.to_kafka(st.starts)) or None,
+                epochs=dict(self._epochs.by_topic) or None,
             )
 
     def offsets(self) -> PartitionOffsets:
+        """The committed offsets of the topics' current epochs, by Kafka partition."""
         with self._lock:
-            return PartitionOffsets(self._state.committed)
+            return PartitionOffsets(self._epochs.to_kafka(self._state.committed))
 
     def manifest(self, manifest_id: str) -> tuple[ManifestState, int | None, str | None] | None:
         with self._lock:

@@ -217,8 +217,8 @@ def offsets_backwards(f: ConnectorFacts) -> list[DoctorFinding]:
                         "the topic was deleted and made again (or the cluster replaced): new records at "
                         "offsets the table already holds are taken for duplicates and dropped",
                         key="lakegate.offsets",
-                        fix="land the new topic in a new table (or reset the table's offsets for it); "
-                        "never reuse a table across a recreated topic",
+                        fix="begin a new ledger epoch of the topic: POST /v1/tables/{table}/epochs "
+                        "(docs/operations.md, 'A topic deleted and made again')",
                         topic=tp.topic,
                     )
                 )

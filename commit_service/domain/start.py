@@ -32,6 +32,7 @@ class StartReason(str, Enum):
     FIRST_FILE = "first_file"  # the sink's first file of the partition begins there
     CONNECT = "connect_offset"  # the sink wrote no file below Connect's committed offset
     CONFIGURED = "configured"  # tables[].start.offsets, at the first file at or after it
+    EPOCH = "epoch"  # a new ledger epoch of a recreated topic, at Kafka's log start (domain.epochs)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class PartitionStart:
     def describe(self) -> str:
         if self.reason is StartReason.CONNECT:
             return f"offset {self.offset}: Connect's committed offset, the sink held no file below it"
+        if self.reason is StartReason.EPOCH:
+            return f"offset {self.offset}: a new ledger epoch of a recreated topic, at Kafka's log start"
         if self.reason is StartReason.CONFIGURED:
             return f"offset {self.offset}: the first file at or after the configured start {self.requested}"
         return f"offset {self.offset}: the sink's first file of the partition"

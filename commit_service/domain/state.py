@@ -480,6 +480,27 @@ class TableState:
         self.round_started = now
         self.catch_up.clear()
 
+    def partitions(self) -> set[TopicPartition]:
+        """Every partition the state knows of: committed, buffered, expected or reported."""
+        return {*self.committed, *self._rows, *self.expected, *self.connect_at, *self.starts}
+
+    def forget(self, partitions: Iterable[TopicPartition], reason: str) -> int:
+        """A new ledger epoch superseded ``partitions`` (domain.epochs): drop their buffered files
+        (their manifests are rejected with ``reason``) and what sidecars reported of them; their
+        committed offsets stay, the ledger of an epoch that is over. Returns the files dropped."""
+        dropped = 0
+        for tp in set(partitions):
+            for pending in self.buffered(tp):
+                if self.drop_file(pending.file.path, reason) is not None:
+                    dropped += 1
+            self.starts.pop(tp, None)
+            self.spans.pop(tp, None)
+            self.connect_at.pop(tp, None)
+            self.catch_up.pop(tp, None)
+            self.reported_at.pop(tp, None)
+            self.expected.discard(tp)
+        return dropped
+
     def recovered(self, committed: Mapping[TopicPartition, int], version: int) -> None:
         """Adopt offsets read back from the table (at start, or after a concurrent writer)."""
         for tp, offset in committed.items():

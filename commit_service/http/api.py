@@ -32,6 +32,7 @@ from commit_service.errors import (
 )
 from commit_service.http.audit import MAX_AUDIT_SAMPLE, audit_table
 from commit_service.http.doctor import examine
+from commit_service.http.epochs import open_epoch
 from commit_service.http.openapi import document
 from commit_service.http.runtime import ServiceRuntime, runtime
 from commit_service.observe.metrics import CONTENT_TYPE
@@ -42,6 +43,7 @@ from lakegate_core.status import (
     CommitOutcome,
     DeadLetterList,
     DeadLetterState,
+    EpochRequest,
     ErrorBody,
     ErrorInfo,
     MaintenanceKind,
@@ -317,6 +319,14 @@ def post_dead_letter_retry(letter_id: str) -> Response:
 def post_dead_letter_release(letter_id: str) -> Response:
     _caller().require(Role.ADMIN)
     record = _coordinator().release_dead_letter(letter_id)
+    return jsonify(CommitOutcome(True, record.table, commit=record).to_dict())
+
+
+@bp.post("/v1/tables/<table>/epochs")
+def post_table_epoch(table: str) -> Response:
+    """The topic named was deleted and made again: its partitions begin a new ledger epoch."""
+    _caller().require(Role.ADMIN)
+    record = open_epoch(runtime(), table, EpochRequest.from_dict(_json_body()))
     return jsonify(CommitOutcome(True, record.table, commit=record).to_dict())
 
 

@@ -43,6 +43,7 @@ MODELS: tuple[type, ...] = (
     status.MaintenanceList,
     status.DeadLetter,
     status.DeadLetterList,
+    status.EpochRequest,
     audit.Finding,
     audit.AuditCounts,
     audit.AuditReport,
@@ -352,6 +353,22 @@ def document() -> dict[str, Any]:
                         {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
                     ],
                     "responses": {"200": _resp("Commits, newest first", _ref("CommitList")), **_errors()},
+                }
+            },
+            "/v1/tables/{table}/epochs": {
+                "post": {
+                    "summary": "A topic was deleted and made again: its partitions begin a new ledger epoch (admin)",
+                    "description": "One commit with no files records, under the keys <topic>~<epoch>, where each "
+                    "partition of the new topic begins (Kafka's log start). 409 unless the topic looks made again "
+                    "(every partition the table holds ends below the table's offset in Kafka) or force is set "
+                    '(docs/operations.md, "A topic deleted and made again").',
+                    "security": secured,
+                    "parameters": [table_param],
+                    "requestBody": _body(status.EpochRequest),
+                    "responses": {
+                        "200": _resp("The commit that began the epoch", _ref("CommitOutcome")),
+                        **_errors(409),
+                    },
                 }
             },
             "/v1/dead-letters": {

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from lakegate_stack.services import (
     SidecarProcess,
     sidecar_config,
 )
-from tests.kafka_helpers import create_topic
+from tests.kafka_helpers import create_topic, make_again
 from tests.pipeline_helpers import FIELDS, S3_ENV, produce, wait_committed
 
 BUCKET = "lake-doctor"
@@ -84,28 +83,6 @@ def keep_for(bootstrap: str, topic: str, ms: int) -> None:
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, {"retention.ms": str(ms)})])
     finally:
         admin.close()
-
-
-def make_again(bootstrap: str, topic: str, partitions: int, timeout: float = 120) -> None:
-    """Delete ``topic`` and create it anew, empty (a recreated cluster, for one topic)."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.delete_topics([topic])
-        deadline = time.monotonic() + timeout
-        while topic in admin.list_topics():
-            assert time.monotonic() < deadline, f"{topic} was not deleted within {timeout:.0f}s"
-            time.sleep(0.5)
-    finally:
-        admin.close()
-    deadline = time.monotonic() + timeout
-    while True:  # the deletion may still be under way on the broker: retry on "already exists"
-        try:
-            create_topic(bootstrap, topic, partitions)
-            return
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(1)
 
 
 def test_the_doctor_passes_a_right_connector_and_flags_each_wrong_one(

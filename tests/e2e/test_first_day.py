@@ -12,9 +12,15 @@ sinks have run, one table fed by three topics:
   partition 0's first three files removed by a lifecycle rule; the table's rounds are bounded at
   500 files.
 
+Once all of that is committed, ``retained`` is deleted and made again, as docs/operations.md
+says to recover: its connector removed, the topic made again, a new ledger epoch begun
+(``POST /v1/tables/{table}/epochs``), a new connector writing to a new prefix with a sidecar of
+its own. The new topic's records (offsets from 0 again) must land beside the old ones.
+
 The table must hold, once, every record the sinks wrote (every field compared with Kafka's
-record), each partition's offset equal to Connect's; every round holds at most 500 files; each
-partition's first commit records where its ledger began and why; the audit finds no breach."""
+record, read before the topic was deleted for the old one), each partition's offset equal to
+Connect's; every round holds at most 500 files; each partition's first commit records where its
+ledger began and why; the audit finds no breach, before the topic is made again and after."""
 
 from __future__ import annotations
 
@@ -33,11 +39,13 @@ from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import KafkaBroker, create_topic
 from lakegate_stack.s3 import S3Server
-from lakegate_stack.services import READ_TOKEN, ServiceProcess, SidecarProcess, sidecar_config
-from tests.kafka_helpers import committed_offsets, end_offsets
+from lakegate_stack.services import ADMIN_TOKEN, READ_TOKEN, ServiceProcess, SidecarProcess, sidecar_config
+from tests.kafka_helpers import committed_offsets, end_offsets, make_again
 
 BUCKET, TABLE = "first-day", "first_day"
 PREFIX = "lake/landing/"  # inside the table's root (s3a://first-day/lake): Parquet is added in place
+PREFIX2 = "lake/landing-2/"  # where the recreated topic's new connector writes (docs/operations.md)
+RECREATED = range(5_000, 5_300)  # the ids produced to the recreated topic
 RETAINED, LATEST, ARCHIVE = "fd-retained", "fd-latest", "fd-archive"
 PARTITIONS = {RETAINED: 2, LATEST: 2, ARCHIVE: 4}
 ARCHIVE_FILES, MAX_FILES, REMOVED = 2_000, 500, 3
@@ -58,6 +66,15 @@ def produce(bootstrap: str, topic: str, ids: range) -> None:
     finally:
         producer.flush(60)
         producer.close()
+
+
+def first_files(s3: S3Server, prefix: str, topic: str) -> dict[int, int]:
+    """Per partition, where the sink's first file of ``topic`` under ``prefix`` begins."""
+    starts: dict[int, int] = {}
+    for key in listed(s3, f"{prefix}{topic}-"):
+        partition, start = key[len(f"{prefix}{topic}-") :].split("-")[:2]
+        starts[int(partition)] = min(starts.get(int(partition), 1 << 62), int(start.split(".")[0]))
+    return starts
 
 
 def listed(s3: S3Server, prefix: str) -> list[str]:
@@ -108,11 +125,7 @@ def kafka_values(bootstrap: str, tp: KafkaTP, start: int, end: int) -> list[dict
 
 
 def first_file_starts(s3: S3Server, topic: str) -> dict[int, int]:
-    starts: dict[int, int] = {}
-    for key in listed(s3, f"{PREFIX}{topic}-"):
-        partition, start = key[len(f"{PREFIX}{topic}-") :].split("-")[:2]
-        starts[int(partition)] = min(starts.get(int(partition), 1 << 62), int(start.split(".")[0]))
-    return starts
+    return first_files(s3, PREFIX, topic)
 
 
 def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
@@ -127,10 +140,11 @@ def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
     ).start()
     service: ServiceProcess | None = None
     sidecar: SidecarProcess | None = None
+    sidecar2: SidecarProcess | None = None
 
-    def sink(topic: str, **overrides: str) -> dict[str, str]:
+    def sink(topic: str, prefix: str = PREFIX, **overrides: str) -> dict[str, str]:
         config = s3_sink_config(
-            [topic], BUCKET, s3_server.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix=PREFIX, tasks=1
+            [topic], BUCKET, s3_server.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, prefix=prefix, tasks=1
         )
         return {**config, **overrides}
 
@@ -196,30 +210,52 @@ def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
 
         ends = end_offsets(bootstrap, [KafkaTP(t, p) for t, n in PARTITIONS.items() for p in range(n)])
         assert sum(ends[KafkaTP(ARCHIVE, p)] for p in range(4)) == archived
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            offsets = service.call("GET", f"/v1/tables/{TABLE}/offsets").json()
-            if all(offsets.get(tp.topic, {}).get(str(tp.partition)) == end for tp, end in ends.items()):
-                break
-            time.sleep(2)
-        else:
-            raise AssertionError(f"the tables' offsets {offsets} never reached the log ends {ends}")
+        wait_offsets(service, ends)
         summary = service.call("GET", f"/v1/tables/{TABLE}").json()
-        commits = service.call("GET", "/v1/commits?limit=1000").json()["commits"]
         audit = service.call("GET", f"/v1/tables/{TABLE}/audit?sample=500&seed=3", READ_TOKEN)
+        connect = {
+            **committed_offsets(bootstrap, "connect-fd-archive-sink"),
+            **committed_offsets(bootstrap, "connect-fd-retained-sink"),
+            **committed_offsets(bootstrap, "connect-fd-latest-sink"),
+        }
+        expected_starts = {RETAINED: first_file_starts(s3_server, RETAINED)}
+        old = {
+            p: kafka_values(bootstrap, KafkaTP(RETAINED, p), expected_starts[RETAINED][p], ends[KafkaTP(RETAINED, p)])
+            for p in range(2)
+        }
+
+        # the retained topic is deleted and made again, and recovered as docs/operations.md says
+        worker.client().delete_connector("fd-retained-sink")
+        make_again(bootstrap, RETAINED, PARTITIONS[RETAINED])
+        refused = service.call("POST", f"/v1/tables/{TABLE}/epochs", ADMIN_TOKEN, json={"topic": LATEST})
+        assert refused.status_code == 409 and "does not look made again" in refused.text, refused.text
+        opened = service.call("POST", f"/v1/tables/{TABLE}/epochs", ADMIN_TOKEN, json={"topic": RETAINED})
+        assert opened.status_code == 200, opened.text
+        assert opened.json()["offsets"] == {f"{RETAINED}~2": {"0": 0, "1": 0}}, opened.text
+        produce(bootstrap, RETAINED, RECREATED)
+        worker.client().put_connector("fd-retained-sink-2", sink(RETAINED, PREFIX2))
+        worker.client().wait_running("fd-retained-sink-2", tasks=1)
+        sidecar2 = SidecarProcess(
+            tmp_path,
+            "fd-sidecar-2",
+            sidecar_config(worker, ["fd-retained-sink-2"], bootstrap, {**storage, "prefix": PREFIX2}, service.url),
+            env=S3_ENV,
+        ).start()
+        wait_connect(bootstrap, "fd-retained-sink-2", RETAINED)
+        new_ends = end_offsets(bootstrap, [KafkaTP(RETAINED, p) for p in range(2)])
+        assert sum(new_ends.values()) == len(RECREATED)
+        wait_offsets(service, {**ends, **new_ends})
+        new_connect = committed_offsets(bootstrap, "connect-fd-retained-sink-2")
+        new = {p: kafka_values(bootstrap, KafkaTP(RETAINED, p), 0, new_ends[KafkaTP(RETAINED, p)]) for p in range(2)}
+        after = service.call("GET", f"/v1/tables/{TABLE}").json()
+        commits = service.call("GET", "/v1/commits?limit=1000").json()["commits"]
+        audit_after = service.call("GET", f"/v1/tables/{TABLE}/audit?sample=500&seed=5", READ_TOKEN)
     finally:
-        if sidecar is not None:
-            sidecar.stop()
-        if service is not None:
-            service.stop()
+        for process in (sidecar2, sidecar, service):
+            if process is not None:
+                process.stop()
         worker.stop()
 
-    connect = {
-        **committed_offsets(bootstrap, "connect-fd-archive-sink"),
-        **committed_offsets(bootstrap, "connect-fd-retained-sink"),
-        **committed_offsets(bootstrap, "connect-fd-latest-sink"),
-    }
-    expected_starts = {RETAINED: first_file_starts(s3_server, RETAINED)}
     assert expected_starts[RETAINED] == {0: 250, 1: 250}, "retention removed 0..249 before the sink started"
     archive_firsts = first_file_starts(s3_server, ARCHIVE)
     assert archive_firsts[0] > 0 and all(archive_firsts[p] == 0 for p in (1, 2, 3))
@@ -245,12 +281,24 @@ def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
             assert delta.transaction_version(f"lakegate-{TABLE}-{topic}-{p}") == connect[tp]
             assert begins.get(p) == start, f"{tp}: the first commit records where its ledger began: {begins}"
             assert summary["starts"][f"{topic}-{p}"]["offset"] == start
-            want += kafka_values(bootstrap, tp, start, ends[tp])
+            want += old[p] if topic == RETAINED else kafka_values(bootstrap, tp, start, ends[tp])
+        if topic == RETAINED:  # and the topic made again, from 0 in its second ledger epoch
+            for p in range(n):
+                tp = KafkaTP(topic, p)
+                assert new_connect[tp] == new_ends[tp] and new_ends[tp] > 0
+                assert delta.transaction_version(f"lakegate-{TABLE}-{topic}~2-{p}") == new_connect[tp]
+                assert after["offsets"][topic][str(p)] == new_ends[tp]
+                want += new[p]
+            assert after["epochs"] == {RETAINED: 2}
+            assert {r["id"] for r in want} >= set(RECREATED)
         key = lambda r: (r["id"], r["src"])  # noqa: E731
         assert sorted(rows, key=key) == sorted(want, key=key), f"{topic}: every field of every record, once"
         expected_rows += len(want)
     assert len(everything) == expected_rows, "no row but those of the three topics' records"
     assert audit.status_code == 200 and audit.json()["ok"], audit.text
+    assert audit_after.status_code == 200 and audit_after.json()["ok"], audit_after.text
+    assert any("earlier ledger epoch" in f["message"] for f in audit_after.json()["findings"]), audit_after.text
+    assert audit_after.json()["counts"]["matched"] > 0
 
     reasons: dict[str, str] = {}
     for c in commits:
@@ -260,6 +308,17 @@ def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
     assert len(commits) >= (ARCHIVE_FILES - REMOVED) // MAX_FILES
     assert max(c["files"] for c in commits) <= MAX_FILES, [c["files"] for c in commits]
     assert any(c.get("left") for c in commits), "the archive waited for rounds bounded by max_files"
+
+
+def wait_offsets(service: ServiceProcess, ends: dict[KafkaTP, int], timeout: float = 600) -> None:
+    """Until the table's offsets (of each topic's current ledger epoch) reach ``ends``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        offsets = service.call("GET", f"/v1/tables/{TABLE}/offsets").json()
+        if all(offsets.get(tp.topic, {}).get(str(tp.partition)) == end for tp, end in ends.items()):
+            return
+        time.sleep(2)
+    raise AssertionError(f"the table's offsets {offsets} never reached the log ends {ends}")
 
 
 def wait_connect(bootstrap: str, connector: str, topic: str, timeout: float = 180) -> None:

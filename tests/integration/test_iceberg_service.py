@@ -10,11 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog import Catalog, load_catalog
 
+from lakegate_stack.datafiles import manifest_entry
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
+from lakegate_stack.services import ADMIN_TOKEN
 from tests.service_helpers import ServiceProcess, manifest, race_commits, write_parquet
 
 TOPIC, TABLE = "orders", "sales.orders"
@@ -96,6 +99,51 @@ def test_manifests_commit_into_an_iceberg_table_and_a_restart_reads_the_offsets_
     finally:
         again.stop()
     assert len(assert_holds_once(rest_catalog, layout["files"])) == 1
+
+
+def test_a_recreated_topic_begins_a_new_ledger_epoch_in_an_iceberg_table(
+    tmp_path: Path, layout: dict[str, Any], rest_catalog: IcebergRestCatalog
+) -> None:
+    """After the topic is made again, its offsets 0.. land beside the old ones (keys ``orders~2``
+    in ``lakegate.offsets``, files under ``data/orders~2/``), and a restart reads the epoch back."""
+    table = layout["tables"][0]["name"] = TABLE + "_epoch"
+    svc = service(tmp_path, layout, "svc-epoch").start()
+    new = tmp_path / "landing-2" / f"{TOPIC}-0-0"
+    new.parent.mkdir(parents=True)
+    rows = [{"id": f"e2-{o}", "offset": o, "amount": o * 0.75} for o in range(50)]
+    pq.write_table(pa.Table.from_pylist(rows), new)
+    entry = {**manifest_entry(new, TOPIC, 0, 0, 50, "parquet"), "record_count": 50}
+    try:
+        assert svc.call("POST", "/v1/manifests", json=manifest("m1", layout["files"])).status_code == 202
+        assert svc.commit_now(table)["committed"]
+        assert svc.call("POST", "/v1/manifests", json=manifest("m2", [entry])).json()["files"][0]["status"] == (
+            "already_committed"
+        )
+        opened = svc.call("POST", f"/v1/tables/{table}/epochs", ADMIN_TOKEN, json={"topic": TOPIC, "force": True})
+        assert opened.status_code == 200 and opened.json()["offsets"] == {f"{TOPIC}~2": {"0": 0, "1": 0, "2": 0}}
+        assert svc.call("POST", "/v1/manifests", json=manifest("m3", [entry])).json()["files"][0]["status"] == (
+            "accepted"
+        )
+        assert svc.commit_now(table)["offsets"] == {f"{TOPIC}~2": {"0": 50}}
+    finally:
+        svc.stop()
+    loaded = reader(rest_catalog).load_table(table)
+    got = loaded.scan().to_arrow().to_pylist()
+    assert sorted(got, key=lambda r: r["id"]) == sorted(
+        [*written(layout["files"]).values(), *rows], key=lambda r: r["id"]
+    )
+    summary = loaded.current_snapshot().summary
+    assert json.loads(summary["lakegate.offsets"]) == {
+        TOPIC: {"0": 200, "1": 200, "2": 200},
+        f"{TOPIC}~2": {"0": 50, "1": 0, "2": 0},
+    }
+    assert any(f"/data/{TOPIC}~2/0/" in t.file.file_path for t in loaded.scan().plan_files())
+    again = service(tmp_path, layout, "svc-epoch-2").start()
+    try:
+        assert again.call("GET", f"/v1/tables/{table}/offsets").json() == {TOPIC: {"0": 50, "1": 0, "2": 0}}
+        assert again.call("GET", f"/v1/tables/{table}").json()["epochs"] == {TOPIC: 2}
+    finally:
+        again.stop()
 
 
 def test_two_services_racing_on_one_iceberg_table_never_duplicate(

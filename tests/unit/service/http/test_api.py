@@ -368,3 +368,34 @@ def test_a_watermarks_first_file_decides_where_a_partitions_ledger_begins(
     assert record["starts"] == {"orders": {"0": 500}}
     bad = {**body, "watermarks": [{**body["watermarks"][0], "first_file": -1}]}  # type: ignore[dict-item]
     assert client.post("/v1/leases", json=bad, headers=h()).status_code == 400
+
+
+def test_a_recreated_topic_begins_a_new_ledger_epoch(client: FlaskClient, committer: FakeCommitter) -> None:
+    """POST /v1/tables/{table}/epochs: admin only, checked, and then the topic's offsets begin again
+    (this config has no kafka section: the check cannot be made, so it takes force)."""
+    client.post("/v1/manifests", json=manifest(), headers=h())
+    assert client.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is True  # type: ignore[index]
+    url = "/v1/tables/orders/epochs"
+    assert client.post(url, json={"topic": "orders"}, headers=h()).status_code == 403
+    for body, status, code in [
+        ({"topic": "payments"}, 400, "bad_request"),
+        ({"topic": "orders", "forse": True}, 400, "bad_request"),
+        (["orders"], 400, "bad_request"),
+        ({"topic": "orders"}, 409, "conflict"),  # no kafka section: cannot check, so not without force
+    ]:
+        r = client.post(url, json=body, headers=h(ADMIN))
+        assert (r.status_code, r.json["error"]["code"]) == (status, code), r.json  # type: ignore[index]
+    assert "no kafka section" in client.post(url, json={"topic": "orders"}, headers=h(ADMIN)).json["error"]["message"]  # type: ignore[index]
+    assert client.post("/v1/tables/nope/epochs", json={"topic": "orders"}, headers=h(ADMIN)).status_code == 404
+    r = client.post(url, json={"topic": "orders", "force": True}, headers=h(ADMIN))
+    assert r.status_code == 200, r.json
+    assert r.json["offsets"] == {"orders~2": {"0": 0}}  # type: ignore[index]
+    assert r.json["begin_reasons"] == {"orders~2-0": "epoch"}  # type: ignore[index]
+    conforms(document(), "CommitOutcome", r.json)
+    summary = client.get("/v1/tables/orders", headers=h()).json
+    assert summary["offsets"] == {"orders": {"0": 0}} and summary["epochs"] == {"orders": 2}  # type: ignore[index]
+    conforms(document(), "TableSummary", summary)
+    again = client.post("/v1/manifests", json=manifest("m2"), headers=h())
+    assert again.json["files"][0]["status"] == "accepted"  # type: ignore[index]
+    assert client.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["offsets"] == {"orders~2": {"0": 10}}  # type: ignore[index]
+    assert client.get("/v1/tables/orders/offsets", headers=h()).json == {"orders": {"0": 10}}
