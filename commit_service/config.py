@@ -424,6 +424,12 @@ class ServiceConfig:
         for t in self.tables:
             if t.format is TableFormat.ICEBERG:
                 self.catalog_of(t)  # raises when it has none
+        for t in self.tables:
+            if t.start.timestamp is not None and self.kafka is None:
+                raise ConfigError(
+                    f"tables[{t.name}].start.timestamp: finding where a time falls in each partition asks Kafka: "
+                    "add a kafka section (bootstrap_servers), or start at offsets instead"
+                )
         names = [t.name for t in self.tables]
         if len(set(names)) != len(names):
             raise ConfigError(f"tables: duplicate table names in {names}")

@@ -104,7 +104,7 @@ def build(cls: type[T], raw: Any, where: str = "") -> T:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where or 'config'}: must be a mapping, got {type(raw).__name__}")
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
     unknown = sorted(set(raw) - set(fields))
     if unknown:
         raise ConfigError(f"{_join(where, unknown[0])}: unknown key (known: {', '.join(sorted(fields))})")

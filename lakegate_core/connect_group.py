@@ -136,6 +136,23 @@ class GroupReader(LazyClient):
         ends = self._call("log ends", lambda a: a.list_partition_offsets(specs))
         return PartitionOffsets((TopicPartition(k.topic, k.partition), int(v.offset)) for k, v in ends.items())
 
+    def offsets_at(self, partitions: Iterable[TopicPartition], at_ms: int) -> PartitionOffsets:
+        """Per partition, the offset of its first record whose timestamp is ``at_ms`` or later
+        (``ListOffsets`` by timestamp); its log end when every record it keeps is older."""
+        from kafka import TopicPartition as KafkaPartition
+        from kafka.admin import OffsetSpec
+
+        specs = {KafkaPartition(tp.topic, tp.partition): at_ms for tp in partitions}
+        if not specs:
+            return PartitionOffsets()
+        found = self._call("offsets by time", lambda a: a.list_partition_offsets(specs))
+        later = {k: OffsetSpec.LATEST for k, v in found.items() if v.offset is None or v.offset < 0}
+        ends = self._call("log ends", lambda a: a.list_partition_offsets(later)) if later else {}
+        return PartitionOffsets(
+            (TopicPartition(k.topic, k.partition), int(ends[k].offset if k in later else v.offset))
+            for k, v in found.items()
+        )
+
     def committed(self, connector: str) -> PartitionOffsets:
         """The group's committed offsets: per partition, the next offset its task will consume."""
         group = f"connect-{connector}"

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from commit_service.config import ServiceConfig, TableConfig
 from commit_service.coordination.fencing import Fencing
-from commit_service.coordination.table_coordinator import TableCoordinator
+from commit_service.coordination.table_coordinator import TableCoordinator, TimeOffsets
 from commit_service.domain.paths import UnsafePathError, is_under, normalize_uri
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import MAX_TRACKED_MANIFESTS
@@ -98,12 +98,14 @@ class Coordinator:
         clock: Callable[[], float] = time.time,
         groups: ConnectGroups | None = None,
         dead_letters: Callable[[TableConfig], DeadLetterStore] | None = None,
+        time_offsets: TimeOffsets | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
         self.listener = listener
         self._factory = committer_factory
         self._dead_letters = dead_letters
+        self._time_offsets = time_offsets  # where a table's start.timestamp falls (a kafka section)
         self._manifests: OrderedDict[str, int] = OrderedDict()  # manifest_id -> digest of its files
         self._manifests_lock = threading.Lock()
         self.fencing = Fencing(groups, clock, config.leases.ttl_seconds)  # checks Kafka with a kafka section
@@ -123,7 +125,7 @@ class Coordinator:
         limits = self.fencing.limits if self.fencing.enabled else None
         for table in self.config.tables:
             store = self._dead_letters(table) if self._dead_letters is not None else None
-            tc = TableCoordinator(table, self._factory(table), self.clock, limits, store)
+            tc = TableCoordinator(table, self._factory(table), self.clock, limits, store, self._time_offsets)
             tc.load()
             self.tables[table.name] = tc
         self.ready = True

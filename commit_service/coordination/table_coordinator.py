@@ -52,6 +52,8 @@ logger = logging.getLogger(__name__)
 
 HISTORY = 1000
 Limits = Callable[[Iterable[TopicPartition]], PartitionOffsets]
+# per partition, the offset of its first record at or after a time (epoch ms): GroupReader.offsets_at
+TimeOffsets = Callable[[Iterable[TopicPartition], int], PartitionOffsets]
 
 
 class TableCoordinator:
@@ -65,11 +67,13 @@ class TableCoordinator:
         clock: Callable[[], float],
         limits: Limits | None = None,
         dead_letter_store: DeadLetterStore | None = None,
+        time_offsets: TimeOffsets | None = None,
     ) -> None:
         self.config = config
         self.committer = committer
         self.clock = clock
         self.limits = limits  # Connect's committed offsets, when fencing is on
+        self.time_offsets = time_offsets  # where tables[].start.timestamp falls, with a kafka section
         self.history: deque[CommitRecord] = deque(maxlen=HISTORY)
         self.maintenance_runs: deque[MaintenanceRecord] = deque(maxlen=HISTORY)
         self._maintenance_clock = MaintenanceClock()
@@ -141,11 +145,39 @@ class TableCoordinator:
         """:meth:`expect` the leased partitions; each watermark of a granted partition counts as
         that partition's report."""
         expected = self.expect(leased)
+        self._find_time_floors(expected)
         with self._lock:
             for w in watermarks:
                 if w.tp in expected:
                     key = self._epochs.ledger(w.tp)
                     self._state.note_watermark(key, w.connect_offset, w.read_at_ms / 1000, w.log_end, w.first_file)
+
+    def _find_time_floors(self, partitions: set[TopicPartition]) -> None:
+        """Under ``tables[].start.timestamp``: ask Kafka where the time falls in each of
+        ``partitions`` that waits for it (``TableState.needs_time_floor``); asked again at the next
+        claim if Kafka cannot answer now."""
+        at_ms = self.config.start.at_ms
+        if at_ms is None or self.time_offsets is None:
+            return
+        with self._lock:
+            need = {key: tp for tp in partitions if self._state.needs_time_floor(key := self._epochs.ledger(tp))}
+        if not need:
+            return
+        try:
+            found = self.time_offsets(need.values(), at_ms)
+        except GroupReadError as exc:
+            logger.warning("table %s: cannot find where start.timestamp falls in Kafka yet: %s", self.config.name, exc)
+            return
+        with self._lock:
+            for key, tp in need.items():
+                if tp in found:
+                    self._state.set_time_floor(key, found[tp])
+        logger.info(
+            "table %s: start.timestamp %s falls at %s",
+            self.config.name,
+            self.config.start.timestamp,
+            ", ".join(f"{tp}@{found[tp]}" for tp in sorted(need.values()) if tp in found),
+        )
 
     def held_next(self, tp: TopicPartition) -> int:
         """``TableState.buffered_through``: for the lease answer, which tells the sidecar what it

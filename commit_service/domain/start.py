@@ -7,7 +7,11 @@ its first file is not known to be at 0, so the table cannot wait for offset 0. T
 - ``earliest`` (the default): the ledger begins where the sink's first file of the partition
   begins, or at Connect's committed offset when the sink holds no file below it;
 - ``offsets``: per partition, an offset; the ledger begins at the first file that starts at or
-  after it (a file straddling it is not split: its records count as before the table).
+  after it (a file straddling it is not split: its records count as before the table);
+- ``timestamp``: for every partition ``offsets`` does not name, the offset of its first record
+  written at or after that time (Kafka's ``ListOffsets`` by timestamp; the log end when every
+  record is older), then as an offset. The table coordinator asks Kafka once per partition
+  (:meth:`~commit_service.domain.state.TableState.set_time_floor`); until then the partition waits.
 
 The decision is made once per partition, by :class:`~commit_service.domain.state.TableState`, from
 a sidecar's watermark that carries the start of the sink's first file of the partition as its
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import Enum
 
 from lakegate_core.types import TopicPartition
@@ -32,6 +37,7 @@ class StartReason(str, Enum):
     FIRST_FILE = "first_file"  # the sink's first file of the partition begins there
     CONNECT = "connect_offset"  # the sink wrote no file below Connect's committed offset
     CONFIGURED = "configured"  # tables[].start.offsets, at the first file at or after it
+    TIMESTAMP = "timestamp"  # tables[].start.timestamp: the first file at or after its first record since
     EPOCH = "epoch"  # a new ledger epoch of a recreated topic, at Kafka's log start (domain.epochs)
 
 
@@ -48,6 +54,11 @@ class PartitionStart:
             return f"offset {self.offset}: Connect's committed offset, the sink held no file below it"
         if self.reason is StartReason.EPOCH:
             return f"offset {self.offset}: a new ledger epoch of a recreated topic, at Kafka's log start"
+        if self.reason is StartReason.TIMESTAMP:
+            return (
+                f"offset {self.offset}: the first file at or after offset {self.requested}, the first record "
+                "at or after the configured start timestamp"
+            )
         if self.reason is StartReason.CONFIGURED:
             return f"offset {self.offset}: the first file at or after the configured start {self.requested}"
         return f"offset {self.offset}: the sink's first file of the partition"
@@ -61,8 +72,24 @@ class TableStart:
     ``earliest``. Read by the config loader; its values arrive as strings and are checked here."""
 
     offsets: Mapping[str, int] = field(default_factory=dict)
+    timestamp: str | None = None  # ISO 8601 with a zone, e.g. 2026-11-01T00:00:00Z
+    at_ms: int | None = field(default=None, init=False, compare=False)  # timestamp in epoch ms, set from it
 
     def __post_init__(self) -> None:
+        at_ms = None
+        if self.timestamp is not None:
+            try:
+                when = datetime.fromisoformat(str(self.timestamp))
+            except ValueError:
+                raise ValueError(
+                    f"start.timestamp: {self.timestamp!r} is not an ISO 8601 time (e.g. 2026-11-01T00:00:00Z)"
+                ) from None
+            if when.tzinfo is None:
+                raise ValueError(f"start.timestamp: {self.timestamp!r} needs a zone (Z or +hh:mm)")
+            at_ms = int(when.timestamp() * 1000)
+            if at_ms < 0:
+                raise ValueError(f"start.timestamp: {self.timestamp!r} is before 1970")
+        object.__setattr__(self, "at_ms", at_ms)
         parsed: dict[TopicPartition, int] = {}
         for name, raw in self.offsets.items():
             topic, sep, partition = str(name).rpartition("-")
@@ -79,10 +106,20 @@ class TableStart:
 
     @classmethod
     def from_text(cls, text: str) -> TableStart:
-        """``start: earliest``: the one-word form of the default."""
-        if text != "earliest":
-            raise ValueError(f"must be earliest or {{offsets: {{<topic>-<partition>: <offset>}}}}, got {text!r}")
-        return cls()
+        """``start: earliest`` (the default) or ``start: <ISO 8601 time>`` (``timestamp``)."""
+        if text == "earliest":
+            return cls()
+        if text[:1].isdigit():
+            return cls(timestamp=text)
+        raise ValueError(
+            "must be earliest, an ISO 8601 time, {offsets: {<topic>-<partition>: <offset>}} or "
+            f"{{timestamp: <ISO 8601 time>}}, got {text!r}"
+        )
+
+    def by_time(self, tp: TopicPartition) -> bool:
+        """Whether ``tp``'s floor comes from ``timestamp`` (it is set and ``offsets`` does not name ``tp``)."""
+        floors: dict[TopicPartition, int] = self._floors  # type: ignore[attr-defined]
+        return self.at_ms is not None and tp not in floors
 
     def floor(self, tp: TopicPartition) -> int:
         """The offset below which ``tp``'s records are before the table (0 under ``earliest``)."""
@@ -90,24 +127,28 @@ class TableStart:
         return floors.get(tp, 0)
 
     def decide(
-        self, tp: TopicPartition, first_file: int, connect_offset: int, around: tuple[int, int] | None
+        self,
+        tp: TopicPartition,
+        floor: int,
+        first_file: int,
+        connect_offset: int,
+        around: tuple[int, int] | None,
     ) -> PartitionStart | None:
         """Where ``tp``'s ledger begins, from what a sidecar's listing said: ``first_file``, the
         start of the sink's first file of ``tp`` (Connect's committed offset when it holds none
-        below it). Below a configured start, ``around`` is the buffered file holding it (its first
-        and last offset), if any: the ledger begins at the start if that file begins there, else
+        below it). ``floor`` is the partition's start offset (:meth:`floor`, or the one its
+        ``timestamp`` was found at). Below it, ``around`` is the buffered file holding it (its first
+        and last offset), if any: the ledger begins at the floor if that file begins there, else
         right after it. None while that file is not buffered (it waits, as at a gap)."""
-        floor = self.floor(tp)
         requested = floor if floor else None
+        chosen = StartReason.TIMESTAMP if self.by_time(tp) else StartReason.CONFIGURED
         if first_file >= floor:
             reason = StartReason.CONNECT if first_file >= connect_offset else StartReason.FIRST_FILE
-            return PartitionStart(
-                first_file, StartReason.CONFIGURED if floor and first_file == floor else reason, requested
-            )
+            return PartitionStart(first_file, chosen if floor and first_file == floor else reason, requested)
         if around is None:
             return None
         first, last = around
-        return PartitionStart(floor if first == floor else last + 1, StartReason.CONFIGURED, requested)
+        return PartitionStart(floor if first == floor else last + 1, chosen, requested)
 
 
 def starts_json(starts: Mapping[TopicPartition, PartitionStart]) -> dict[str, dict[str, object]]:

@@ -71,6 +71,9 @@ class TableState:
         # where the ledger of each partition with no committed offset yet begins, once decided
         # (start.TableStart.decide); its first commit records it (CommitPlan.begins)
         self.starts: dict[TopicPartition, PartitionStart] = {}
+        # under tables[].start.timestamp: per partition, the offset of its first record at or
+        # after it, as Kafka answered (set_time_floor); a partition without one waits
+        self.time_floors: dict[TopicPartition, int] = {}
         # per partition, start offset -> the buffered file (see Row); changed by _add/_remove only
         self._rows: dict[TopicPartition, dict[int, Row]] = {}
         self._starts: dict[TopicPartition, list[int]] = {}  # each partition's buffered starts, sorted
@@ -110,17 +113,39 @@ class TableState:
         """Whether ``tp`` has neither a committed offset nor a decided start."""
         return tp not in self.committed and tp not in self.starts
 
+    def floor(self, tp: TopicPartition) -> int:
+        """The offset below which ``tp``'s records are before the table: configured, or found by
+        the start's timestamp (0 while not found, and under ``earliest``)."""
+        return self.time_floors.get(tp, 0) if self.start.by_time(tp) else self.start.floor(tp)
+
+    def needs_time_floor(self, tp: TopicPartition) -> bool:
+        """Whether ``tp`` waits for Kafka's offset at the start's timestamp (``set_time_floor``)."""
+        return self.start.by_time(tp) and tp not in self.time_floors and self.undecided(tp)
+
+    def set_time_floor(self, tp: TopicPartition, offset: int) -> None:
+        """Kafka's answer for ``tp``: its first record at or after the start's timestamp is at
+        ``offset`` (its log end when every record is older); buffered files ending below it go."""
+        if not self.needs_time_floor(tp):
+            return
+        self.time_floors[tp] = offset
+        for begin in [s for s in self._starts.get(tp, []) if self._rows[tp][s][ROW_END] < offset]:
+            self.drop_file(
+                self._rows[tp][begin][ROW_PATH], f"before the table's start: {tp} begins at or after {offset}"
+            )
+
     def _decide_start(self, tp: TopicPartition, first_file: int, connect_offset: int) -> None:
         """A watermark carried where the sink's first file of ``tp`` begins: decide where its
         ledger begins (``TableStart.decide``) and drop what is buffered before it."""
-        floor, around = self.start.floor(tp), None
+        if self.needs_time_floor(tp):
+            return  # Kafka has not yet said where the start's timestamp falls
+        floor, around = self.floor(tp), None
         if floor:
             starts = self._starts.get(tp, [])
             i = bisect.bisect_right(starts, floor)
             if i:
                 row = self._rows[tp][starts[i - 1]]
                 around = (starts[i - 1], row[ROW_END]) if row[ROW_END] >= floor else None
-        decided = self.start.decide(tp, first_file, connect_offset, around)
+        decided = self.start.decide(tp, floor, first_file, connect_offset, around)
         if decided is None:
             return
         self.starts[tp] = decided
@@ -136,10 +161,10 @@ class TableState:
         base = self.next_offset(tp)
         if f.end_offset < base:
             return FileStatus.ALREADY_COMMITTED, None
-        if f.end_offset < self.start.floor(tp) and self.undecided(tp):
+        if f.end_offset < self.floor(tp) and self.undecided(tp):
             return (
                 FileStatus.ALREADY_COMMITTED,
-                f"before the table's start offset {self.start.floor(tp)} (tables[].start)",
+                f"before the table's start offset {self.floor(tp)} (tables[].start)",
             )
         if f.start_offset < base:
             return FileStatus.REJECTED, (
@@ -351,7 +376,7 @@ class TableState:
         ``limits``, ending at or below the limit: Connect's own committed offset)."""
         run: list[PendingFile] = []
         for tp in sorted(self._rows):
-            if self.undecided(tp) and self.start.floor(tp):
+            if self.undecided(tp) and (self.floor(tp) or self.needs_time_floor(tp)):
                 continue  # where a configured start falls between files is not known yet
             cursor, files = self.next_offset(tp), self._rows[tp]
             limit = None if limits is None else limits.get(tp, 0)
@@ -494,6 +519,7 @@ class TableState:
                 if self.drop_file(pending.file.path, reason) is not None:
                     dropped += 1
             self.starts.pop(tp, None)
+            self.time_floors.pop(tp, None)
             self.spans.pop(tp, None)
             self.connect_at.pop(tp, None)
             self.catch_up.pop(tp, None)

@@ -90,11 +90,13 @@ def create_app(
         storage = service_storage(config)
         committer_factory = format_committer_factory(config, spark, storage)
         dead_letters = dead_letter_stores(storage)
+    groups = groups if groups is not None else kafka_groups(config)
     coordinator = Coordinator(
         config,
         committer_factory,
-        groups=groups if groups is not None else kafka_groups(config),
+        groups=groups,
         dead_letters=dead_letters,
+        time_offsets=groups.offsets_at if isinstance(groups, GroupReader) else None,
     )
     metrics = ServiceMetrics(coordinator.summaries)
     formats = {t.name: t.format.value for t in config.tables}

@@ -10,7 +10,9 @@ sinks have run, one table fed by three topics:
   that already held records;
 - ``archive``: an archive of at least 2,000 files written before the service's first start, and
   partition 0's first three files removed by a lifecycle rule; the table's rounds are bounded at
-  500 files.
+  500 files;
+- and a second table whose ``start`` is a time between two batches of ``timed``'s records: it
+  begins at the first file of the second batch.
 
 Once all of that is committed, ``retained`` is deleted and made again, as docs/operations.md
 says to recover: its connector removed, the topic made again, a new ledger epoch begun
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +50,9 @@ PREFIX = "lake/landing/"  # inside the table's root (s3a://first-day/lake): Parq
 PREFIX2 = "lake/landing-2/"  # where the recreated topic's new connector writes (docs/operations.md)
 RECREATED = range(5_000, 5_300)  # the ids produced to the recreated topic
 RETAINED, LATEST, ARCHIVE = "fd-retained", "fd-latest", "fd-archive"
-PARTITIONS = {RETAINED: 2, LATEST: 2, ARCHIVE: 4}
+TIMED, TIMED_TABLE = "fd-timed", "first_day_timed"  # a second table, begun at a time
+TOPICS = {RETAINED: 2, LATEST: 2, ARCHIVE: 4}  # the first table's
+PARTITIONS = {**TOPICS, TIMED: 1}
 ARCHIVE_FILES, MAX_FILES, REMOVED = 2_000, 500, 3
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
 
@@ -184,16 +189,34 @@ def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
         produce(bootstrap, RETAINED, range(1_000, 1_400))
         for name, topic in (("fd-retained-sink", RETAINED), ("fd-latest-sink", LATEST)):
             wait_connect(bootstrap, name, topic)
+        # a topic whose second batch the second table begins at, by time
+        worker.client().put_connector("fd-timed-sink", sink(TIMED))
+        worker.client().wait_running("fd-timed-sink", tasks=1)
+        produce(bootstrap, TIMED, range(300))
+        wait_connect(bootstrap, "fd-timed-sink", TIMED)  # its files end at 299: the next begins at 300
+        time.sleep(0.05)
+        since = datetime.now(timezone.utc).isoformat()
+        time.sleep(0.05)
+        produce(bootstrap, TIMED, range(300, 600))
+        wait_connect(bootstrap, "fd-timed-sink", TIMED)
+        timed = {
+            "name": TIMED_TABLE,
+            "path": f"s3a://{BUCKET}/timed",
+            "topics": [TIMED],
+            "placement": "copy_into_table",
+            "start": since,
+            "commit": {"interval_seconds": 2},
+        }
 
         table = {
             "name": TABLE,
             "path": f"s3a://{BUCKET}/lake",
-            "topics": list(PARTITIONS),
+            "topics": list(TOPICS),
             "commit": {"interval_seconds": 2, "max_files": MAX_FILES},
         }
         service = ServiceProcess(
             tmp_path,
-            [table],
+            [table, timed],
             [f"s3a://{BUCKET}/"],
             s3={"endpoint": s3_server.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
             kafka=bootstrap,
@@ -203,14 +226,20 @@ def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
             tmp_path,
             "fd-sidecar",
             sidecar_config(
-                worker, ["fd-archive-sink", "fd-retained-sink", "fd-latest-sink"], bootstrap, storage, service.url
+                worker,
+                ["fd-archive-sink", "fd-retained-sink", "fd-latest-sink", "fd-timed-sink"],
+                bootstrap,
+                storage,
+                service.url,
             ),
             env=S3_ENV,
         ).start()
 
-        ends = end_offsets(bootstrap, [KafkaTP(t, p) for t, n in PARTITIONS.items() for p in range(n)])
+        ends = end_offsets(bootstrap, [KafkaTP(t, p) for t, n in TOPICS.items() for p in range(n)])
         assert sum(ends[KafkaTP(ARCHIVE, p)] for p in range(4)) == archived
         wait_offsets(service, ends)
+        wait_offsets(service, {KafkaTP(TIMED, 0): 600}, TIMED_TABLE)
+        timed_commits = service.call("GET", f"/v1/commits?table={TIMED_TABLE}&limit=100").json()["commits"]
         summary = service.call("GET", f"/v1/tables/{TABLE}").json()
         audit = service.call("GET", f"/v1/tables/{TABLE}/audit?sample=500&seed=3", READ_TOKEN)
         connect = {
@@ -248,7 +277,7 @@ def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
         new_connect = committed_offsets(bootstrap, "connect-fd-retained-sink-2")
         new = {p: kafka_values(bootstrap, KafkaTP(RETAINED, p), 0, new_ends[KafkaTP(RETAINED, p)]) for p in range(2)}
         after = service.call("GET", f"/v1/tables/{TABLE}").json()
-        commits = service.call("GET", "/v1/commits?limit=1000").json()["commits"]
+        commits = service.call("GET", f"/v1/commits?table={TABLE}&limit=1000").json()["commits"]
         audit_after = service.call("GET", f"/v1/tables/{TABLE}/audit?sample=500&seed=5", READ_TOKEN)
     finally:
         for process in (sidecar2, sidecar, service):
@@ -267,7 +296,7 @@ def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
     delta = DeltaTable(f"s3://{BUCKET}/lake", storage_options=options)
     everything = delta.to_pyarrow_table(columns=["id", "src", "amount", "note"]).to_pylist()
     expected_rows = 0
-    for topic, n in PARTITIONS.items():
+    for topic, n in TOPICS.items():
         begins: dict[int, int] = {}
         for c in commits:
             if c.get("begins") and topic in c["begins"]:
@@ -309,12 +338,17 @@ def test_topics_and_an_archive_older_than_lakegate_commit_once_and_whole(
     assert max(c["files"] for c in commits) <= MAX_FILES, [c["files"] for c in commits]
     assert any(c.get("left") for c in commits), "the archive waited for rounds bounded by max_files"
 
+    first = min(timed_commits, key=lambda c: c["version"])
+    assert first["begins"] == {TIMED: {"0": 300}} and first["begin_reasons"] == {f"{TIMED}-0": "timestamp"}
+    rows = DeltaTable(f"s3://{BUCKET}/timed", storage_options=options).to_pyarrow_table(columns=list(value(TIMED, 0)))
+    assert sorted(rows.to_pylist(), key=lambda r: r["id"]) == kafka_values(bootstrap, KafkaTP(TIMED, 0), 300, 600)
 
-def wait_offsets(service: ServiceProcess, ends: dict[KafkaTP, int], timeout: float = 600) -> None:
-    """Until the table's offsets (of each topic's current ledger epoch) reach ``ends``."""
+
+def wait_offsets(service: ServiceProcess, ends: dict[KafkaTP, int], table: str = TABLE, timeout: float = 600) -> None:
+    """Until ``table``'s offsets (of each topic's current ledger epoch) reach ``ends``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        offsets = service.call("GET", f"/v1/tables/{TABLE}/offsets").json()
+        offsets = service.call("GET", f"/v1/tables/{table}/offsets").json()
         if all(offsets.get(tp.topic, {}).get(str(tp.partition)) == end for tp, end in ends.items()):
             return
         time.sleep(2)

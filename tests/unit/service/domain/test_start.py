@@ -132,6 +132,48 @@ def test_start_in_the_config_file() -> None:
         configfile.build(TableConfig, {**table, "start": "latest"}, "tables")
 
 
+def test_a_start_by_timestamp_waits_for_kafkas_offset_then_begins_as_a_configured_one() -> None:
+    start = TableStart(offsets={"orders-1": 0}, timestamp="2026-11-01T00:00:00+01:00")  # type: ignore[dict-item]
+    assert start.at_ms == 1_793_487_600_000 and start.by_time(TP0) and not start.by_time(TP1)
+    s = TableState("t", policy=CommitPolicy(interval_seconds=10, timeout_seconds=0), start=start)
+    files(s, [400, 500, 600])
+    s.note_watermark(TP0, 700, 50, first_file=400)
+    assert s.undecided(TP0) and s.needs_time_floor(TP0), "Kafka has not said where the time falls"
+    assert s.plan(now=100) is None
+    s.set_time_floor(TP0, 550)  # the first record at or after the time is at 550
+    assert s.find("s3a://landing/orders-0-400") is None, "a file ending before it is before the table"
+    assert not s.needs_time_floor(TP0) and s.undecided(TP0)
+    status, reason = s.offer(pf(300, 399), 0)
+    assert status is FileStatus.ALREADY_COMMITTED and "start offset 550" in (reason or "")
+    s.note_watermark(TP0, 700, 60, first_file=400)
+    assert s.starts[TP0].offset == 600 and s.starts[TP0].reason is StartReason.TIMESTAMP
+    assert "first record at or after the configured start timestamp" in s.starts[TP0].describe()
+    plan = s.plan(now=100)
+    assert plan is not None and [p.file.start_offset for p in plan.files] == [600]
+    assert plan.begins == ((TP0, 600, "timestamp"),)
+    s.set_time_floor(TP0, 0)  # asked once: a later answer changes nothing
+    assert s.floor(TP0) == 550
+
+
+def test_a_start_timestamp_needs_a_zone_and_a_kafka_section() -> None:
+    from commit_service.config import ServiceConfig
+    from lakegate_core import configfile
+
+    with pytest.raises(ValueError, match="needs a zone"):
+        TableStart(timestamp="2026-11-01T00:00:00")
+    with pytest.raises(ValueError, match="not an ISO 8601 time"):
+        TableStart(timestamp="yesterday")
+    assert TableStart.from_text("2026-11-01T00:00:00Z").at_ms == 1_793_491_200_000
+    table = {"name": "t", "path": "/tmp/t", "topics": ["orders"], "start": "2026-11-01T00:00:00Z"}
+    raw = {"tables": [table], "storage": {"allowed_roots": ["file:///tmp/"]}, "auth": {"enabled": False}}
+    with pytest.raises(ConfigError, match="start.timestamp: finding where a time falls in each partition asks Kafka"):
+        configfile.build(ServiceConfig, raw)
+    built = configfile.build(ServiceConfig, {**raw, "kafka": {"bootstrap_servers": "k:9092"}})
+    assert built.tables[0].start.timestamp == "2026-11-01T00:00:00Z"
+    with pytest.raises(ConfigError, match="unknown key"):
+        configfile.build(ServiceConfig, {**raw, "tables": [{**table, "start": {"at_ms": 5}}]})
+
+
 def test_an_archive_commits_in_bounded_rounds_without_starving_a_live_partition() -> None:
     policy = CommitPolicy(interval_seconds=10, max_files=1000, timeout_seconds=0)
     s = TableState("t", policy=policy)
