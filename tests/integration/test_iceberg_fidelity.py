@@ -2,7 +2,7 @@
 shapes, written as sinks write them (Parquet plain and enveloped, JSON lines, headerless CSV) and
 committed in random rounds by the IcebergCommitter into a JDBC catalog, come back whole from
 pyiceberg and from Spark, every field of every record. ``LAKEGATE_FIDELITY_EXAMPLES`` / 4 examples
-run (50 by default)."""
+run (15 by default)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from lakegate_stack.iceberg_read import jdbc_rows
 from tests.delta_helpers import commit_all
 from tests.fixtures import ICEBERG_CATALOG
 
-EXAMPLES = max(1, int(os.environ.get("LAKEGATE_FIDELITY_EXAMPLES", "200")) // 4)
+EXAMPLES = max(1, int(os.environ.get("LAKEGATE_FIDELITY_EXAMPLES", "60")) // 4)
 SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
 TABLES = itertools.count()
 
