@@ -7,12 +7,16 @@ the files wait in the buffer, and the table's :class:`~commit_service.delta.comm
 takes them at commit time (:meth:`FactsCache.get_all`): a commit reads only what is not ready yet,
 and never a footer a second time.
 
-The queue is read by *drains*: pool tasks that each take a share of the queued files, read them as
-one chunk, and loop until the queue is empty. There is one drain per :data:`FILES_PER_DRAIN`
-queued files, rounded up (up to ``threads`` drains): a second starts only past 8, so under a
-stream of one-file manifests one drain reads many files per wake-up instead of the HTTP thread
-paying a pool task and a future per file, and a burst (a 10,000-file manifest) is still read by
-every thread at once.
+The queue is read by *drains*: pool tasks that each take a share of the queued files (at most
+:data:`MAX_CHUNK`), read them as one chunk, and go on until the queue is empty. There is one drain
+per :data:`FILES_PER_DRAIN` queued files, rounded up (up to ``threads`` drains): a second starts
+only past 8, so under a stream of one-file manifests one drain reads many files per wake-up
+instead of the HTTP thread paying a pool task and a future per file, and a burst (a 10,000-file
+manifest) is still read by every thread at once. After each chunk a drain gives its thread back
+to the pool (it submits its next chunk anew): the pool is shared by every table and by the
+commits' own reads, so an archive's thousands of files queued ahead never keep another table's
+commit (or a bounded round's files) waiting for more than a chunk. A chunk is small for the same
+reason: a commit waiting for a file in flight waits for its chunk, not for the archive.
 
 Reading facts early is safe because a file is only ever sent once it is complete: Connect has
 committed an offset past its start, so the sink never writes that object again. (A file deleted
@@ -47,6 +51,7 @@ if TYPE_CHECKING:  # pyarrow is imported only where storage is really read
 THREADS = 16  # the shared pool, and a table's read-ahead on an object store (mostly waiting on it)
 CAPACITY = 200_000  # files; a FileFacts is well under 1 KiB
 FILES_PER_DRAIN = 8  # queued files per running drain before another drain starts
+MAX_CHUNK = 16  # files a drain reads as one chunk before it gives its thread back
 LINGER_SECONDS = 0.05  # how long the last drain waits for more files before it ends
 
 FactsKey = tuple[str, int]  # the file's canonical URI and the size its manifest gave
@@ -178,7 +183,7 @@ class FactsCache:
             while True:
                 with self._lock:
                     self._add_drains()
-                    share = -(-len(self._queue) // self._drains)
+                    share = min(MAX_CHUNK, -(-len(self._queue) // self._drains))
                     chunk = [self._queue.pop(key) for key in list(islice(self._queue, share))]
                     if not chunk and (lingered or self._drains > 1):
                         self._drains -= 1
@@ -198,10 +203,25 @@ class FactsCache:
                     future.set_exception(exc)
                     raise
                 self._settle(chunk, future)
+                if self._yielded():
+                    return
         except BaseException:  # not a read's error (those are kept per file): the drain is gone
             with self._lock:
                 self._drains -= 1
             raise
+
+    def _yielded(self) -> bool:
+        """After a chunk, with files still queued: go on as a new pool task, behind what others
+        submitted meanwhile (this drain's thread is given back). False when the pool takes no
+        more tasks (shut down): the drain goes on in this thread."""
+        with self._lock:
+            if not self._queue:
+                return False
+            try:
+                self._pool.submit(self._drain)
+            except RuntimeError:
+                return False
+            return True  # the drain goes on in its new task: the count of drains is unchanged
 
     def get_all(self, files: list[DataFile]) -> list[FileFacts]:
         """Each file's facts, in order: taken from the cache when read, waited for when being read,

@@ -16,6 +16,7 @@ from commit_service.errors import DataFileUnavailableError
 from commit_service.storage.facts import FileFacts
 from commit_service.storage.prefetch import (
     FILES_PER_DRAIN,
+    MAX_CHUNK,
     READ_FAILED,
     FactsCache,
     Queued,
@@ -249,3 +250,20 @@ def test_a_kept_error_holds_no_frames_along_its_chain() -> None:
     kept = _without_frames(caught.value)
     assert kept is caught.value and str(kept) == str(caught.value)
     assert kept.__traceback__ is None and kept.__cause__ is not None and kept.__cause__.__traceback__ is None
+
+
+def test_a_long_queue_does_not_keep_a_commits_own_read_waiting(reads: Reads) -> None:
+    """The pool is shared by every table: a commit's read of a file nobody prefetched (another
+    table's, say) runs after at most a chunk per drain, not after the whole queue of an archive."""
+    pool = ThreadPoolExecutor(2)
+    cache = FactsCache(reads, pool=pool, threads=2)
+    archive = [data_file(i * 10) for i in range(1_000)]
+    cache.prefetch(archive)
+    assert reads.started.wait(5)
+    other = DataFile("s3a://b/u/users-0-0", "users", 0, 0, 9, 100, FileFormat.PARQUET, 10)
+    [got] = cache.get_all([other])
+    assert got.modification_time_ms == 0
+    done = sum(reads.count.values())
+    assert done <= 4 * MAX_CHUNK * 2, f"the commit's read waited for {done} of the archive's reads"
+    read_ahead(cache, archive)
+    pool.shutdown(wait=True)
