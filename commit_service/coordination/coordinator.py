@@ -21,6 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from commit_service.config import ServiceConfig, TableConfig
@@ -63,6 +64,7 @@ from lakegate_core.types import PartitionOffsets, TopicPartition
 logger = logging.getLogger(__name__)
 
 TICK_SECONDS = 0.5  # the longest the loop sleeps (backoffs, maintenance, lease expiry)
+ROUND_THREADS = 4  # tables whose passes (rounds, maintenance) the background loop runs at once
 MIN_GAP_SECONDS = 0.02  # the shortest: under a stream of manifests the loop plans at most 50 times a second
 IDLE_DUTY = 0.25  # a pass that committed nothing is followed by a sleep of at least 3x its length
 
@@ -143,13 +145,28 @@ class Coordinator:
             tc.drain()
 
     def _run(self) -> None:
+        """The background loop: each table's pass (its round, then its maintenance) on a pool of
+        :data:`ROUND_THREADS`, so one table's long round (an archive's, a slow store's) does not
+        hold up another's. A table's next pass starts once its last one ended, at once if it
+        committed (what a bounded round left is due), else after :func:`pass_gap` of its length."""
         for tc in list(self.tables.values()):  # ready already; now what the first commits need
             tc.warm()
-        gap = MIN_GAP_SECONDS
-        while not self._pause(gap):
-            started = time.monotonic()
-            committed = self.tick()
-            gap = pass_gap(0.0 if committed else time.monotonic() - started)
+        running: dict[str, Future[tuple[bool, float]]] = {}
+        not_before: dict[str, float] = {}
+        workers = max(1, min(len(self.tables), ROUND_THREADS))
+        with ThreadPoolExecutor(workers, thread_name_prefix="lakegate-round") as pool:
+            while not self._pause():
+                now = time.monotonic()
+                for name, done in [(n, f) for n, f in running.items() if f.done()]:
+                    del running[name]
+                    committed, took = done.result()
+                    not_before[name] = now if committed else now + pass_gap(took)
+                live = self._by_table(self.fencing.live())
+                for name, tc in list(self.tables.items()):
+                    if name in running or now < not_before.get(name, 0.0):
+                        continue
+                    running[name] = pool.submit(self._pass, tc, live.get(name, set()))
+                    running[name].add_done_callback(lambda _: self._wake.set())
 
     def _pause(self, gap: float = MIN_GAP_SECONDS) -> bool:
         """Sleep ``gap``, then until the earliest table's next round is due, intake wakes the
@@ -174,19 +191,28 @@ class Coordinator:
         live = self._by_table(self.fencing.live())  # leases not renewed within the TTL stop holding rounds back
         committed = False
         for name, tc in list(self.tables.items()):
-            tc.expect(live.get(name, set()))
-            try:
-                committed = self._round(tc, force=False) is not None or committed
-            except CommitError:
-                continue  # reported to the listener; retried with backoff
-            except Exception:  # never let one table's surprise stop the loop
-                logger.exception("unexpected error in the commit round of %s", tc.config.name)
-                continue
-            try:
-                tc.maybe_maintain()
-            except Exception as exc:  # logged; the next run waits its interval
-                logger.warning("maintenance of table %s failed: %s", tc.config.name, exc)
+            committed = self._pass(tc, live.get(name, set()))[0] or committed
         return committed
+
+    def _pass(self, tc: TableCoordinator, live: set[TopicPartition]) -> tuple[bool, float]:
+        """One table's pass: its round if a trigger fired, then its maintenance if due. Returns
+        whether it committed and how long the pass took; never raises (a table's surprise must
+        not stop the loop)."""
+        started = time.monotonic()
+        committed = False
+        tc.expect(live)
+        try:
+            committed = self._round(tc, force=False) is not None
+        except CommitError:
+            return False, time.monotonic() - started  # reported to the listener; retried with backoff
+        except Exception:
+            logger.exception("unexpected error in the commit round of %s", tc.config.name)
+            return False, time.monotonic() - started
+        try:
+            tc.maybe_maintain()
+        except Exception as exc:  # logged; the next run waits its interval
+            logger.warning("maintenance of table %s failed: %s", tc.config.name, exc)
+        return committed, time.monotonic() - started
 
     def _round(self, tc: TableCoordinator, *, force: bool) -> CommitRecord | None:
         try:

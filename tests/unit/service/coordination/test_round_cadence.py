@@ -3,16 +3,19 @@ sleeps until the next round is due, or until intake brings what a due round wait
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field
 
 from commit_service.config import ServiceConfig
 from commit_service.coordination.coordinator import MIN_GAP_SECONDS, TICK_SECONDS, Coordinator, pass_gap
-from commit_service.domain.plan import CommitPolicy
+from commit_service.domain.plan import CommitPlan, CommitPolicy
 from commit_service.domain.state import TableState
 from lakegate_core.configfile import build
 from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest, SidecarInfo, Watermark
+from lakegate_core.status import CommitRecord
 from lakegate_core.types import TopicPartition
-from tests.unit.fakes import Clock, PoisonCommitter, pf
+from tests.unit.fakes import Clock, FakeCommitter, PoisonCommitter, pf
 
 TP0 = TopicPartition("orders", 0)
 SIDECAR = SidecarInfo("sc-1", "w:1")
@@ -130,3 +133,52 @@ def test_a_pass_that_commits_nothing_bounds_how_soon_the_next_one_runs() -> None
     assert pass_gap(0.0) == MIN_GAP_SECONDS  # after a commit, or a cheap pass: at once
     assert abs(pass_gap(0.05) - 0.15) < 1e-9  # a 50 ms pass over a big buffer: 150 ms of rest
     assert pass_gap(10.0) == TICK_SECONDS  # never longer than the tick
+
+
+class HeldCommitter(FakeCommitter):
+    """A committer whose commits wait at a gate (a round that takes long: an archive's, a slow store's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate, self.entered = threading.Event(), threading.Event()
+
+    def commit(self, plan: CommitPlan) -> CommitRecord:
+        self.entered.set()
+        assert self.gate.wait(30), "the held round was never let go"
+        return super().commit(plan)
+
+
+def test_one_tables_long_round_does_not_hold_up_another_tables() -> None:
+    """The background loop runs each table's pass on its own thread: a table whose round is held
+    (minutes on a slow store) does not keep a second table's round from committing meanwhile."""
+    tables = [
+        {
+            "name": n,
+            "path": f"s3a://lake/{n}",
+            "topics": [n],
+            "placement": "copy_into_table",
+            "commit": {"interval_seconds": 0.05},
+        }
+        for n in ("archive", "small")
+    ]
+    cfg = build(
+        ServiceConfig, {"auth": {"enabled": False}, "storage": {"allowed_roots": ["s3a://landing/"]}, "tables": tables}
+    )
+    held, small = HeldCommitter(), FakeCommitter()
+    c = Coordinator(cfg, lambda t: held if t.name == "archive" else small)
+    c.load()
+    c.start()
+    try:
+        for topic in ("archive", "small"):
+            f = DataFile(f"s3a://landing/{topic}-0-0", topic, 0, 0, 9, 100, FileFormat.PARQUET)
+            c.submit(Manifest(f"m-{topic}", SIDECAR, (f,)))
+        assert held.entered.wait(10), "the archive's round never started"
+        deadline = time.monotonic() + 10
+        while not small.commits:
+            assert time.monotonic() < deadline, "the small table waited behind the archive's round"
+            time.sleep(0.02)
+        assert not held.commits, "the archive's round is still held"
+    finally:
+        held.gate.set()
+        c.stop()
+    assert len(held.commits) == 1 and len(small.commits) == 1

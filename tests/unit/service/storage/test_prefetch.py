@@ -255,15 +255,30 @@ def test_a_kept_error_holds_no_frames_along_its_chain() -> None:
 def test_a_long_queue_does_not_keep_a_commits_own_read_waiting(reads: Reads) -> None:
     """The pool is shared by every table: a commit's read of a file nobody prefetched (another
     table's, say) runs after at most a chunk per drain, not after the whole queue of an archive."""
+    before: list[int] = []  # how many of the archive's files were read when the commit's file was
+
+    def read(f: DataFile) -> FileFacts:
+        if f.topic == "users":
+            before.append(sum(reads.count.values()))
+        return reads(f)
+
     pool = ThreadPoolExecutor(2)
-    cache = FactsCache(reads, pool=pool, threads=2)
+    cache = FactsCache(read, pool=pool, threads=2)
+    reads.gate.clear()  # both drains hold their first chunk at the gate
     archive = [data_file(i * 10) for i in range(1_000)]
     cache.prefetch(archive)
     assert reads.started.wait(5)
     other = DataFile("s3a://b/u/users-0-0", "users", 0, 0, 9, 100, FileFormat.PARQUET, 10)
-    [got] = cache.get_all([other])
-    assert got.modification_time_ms == 0
-    done = sum(reads.count.values())
-    assert done <= 4 * MAX_CHUNK * 2, f"the commit's read waited for {done} of the archive's reads"
+    got: list[FileFacts] = []
+    commit = threading.Thread(target=lambda: got.extend(cache.get_all([other])))
+    commit.start()
+    deadline = time.monotonic() + 10
+    while not isinstance(cache._entries.get(key_of(other)), Reading):  # its read is on the pool's queue
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    reads.gate.set()
+    commit.join(10)
+    assert got and got[0].modification_time_ms == 0
+    assert before[0] <= 4 * MAX_CHUNK * 2, f"the commit's read waited for {before[0]} of the archive's reads"
     read_ahead(cache, archive)
     pool.shutdown(wait=True)
