@@ -23,7 +23,7 @@ from commit_service.domain.epochs import Epochs, keyed, split
 from commit_service.domain.failures import FailureTracker
 from commit_service.domain.maintenance import MaintenanceClock, due
 from commit_service.domain.plan import CommitPlan, PendingFile
-from commit_service.domain.start import PartitionStart, StartReason, starts_json
+from commit_service.domain.start import StartReason, starts_json
 from commit_service.domain.state import TableState
 from commit_service.errors import (
     CommitError,
@@ -125,7 +125,7 @@ class TableCoordinator:
     def offer(self, files: list[PendingFile], manifest_id: str) -> list[tuple[FileStatus, str | None]]:
         now = self.clock()
         with self._lock:
-            files = [self._keyed(f) for f in files]
+            files = [replace(p, file=self._ledger_file(p.file)) for p in files]
             verdicts = [self._state.offer(f, now) for f in files]
             self._state.settle_manifest(manifest_id, verdicts)
         accepted = [f.file for f, (status, _) in zip(files, verdicts, strict=True) if status is FileStatus.ACCEPTED]
@@ -296,15 +296,12 @@ class TableCoordinator:
     def holds(self, f: DataFile) -> OffsetSpan | None:
         """The offsets ``f``'s content was found to hold (for its receipt), if known."""
         with self._lock:
-            return self._state.span_of(self._keyed(f).file)
+            return self._state.span_of(self._ledger_file(f))
 
-    def _keyed(self, p: PendingFile | DataFile) -> PendingFile:
+    def _ledger_file(self, f: DataFile) -> DataFile:
         """A file from a sidecar (Kafka's partition) as the state keys it (its ledger key); under the lock."""
-        pending = p if isinstance(p, PendingFile) else PendingFile(p, "", "")
-        epoch = self._epochs.of(pending.file.topic)
-        if epoch == 1:
-            return pending
-        return replace(pending, file=replace(pending.file, topic=keyed(pending.file.topic, epoch)))
+        epoch = self._epochs.of(f.topic)
+        return f if epoch == 1 else replace(f, topic=keyed(f.topic, epoch))
 
     def _plan(self, now: float, force: bool) -> CommitPlan | None:
         """The state's plan, capped at Connect's committed offsets when fencing is on."""
@@ -448,11 +445,9 @@ class TableCoordinator:
                 over = [
                     k for k in self._state.partitions() if split(k.topic)[0] == topic and self._epochs.kafka(k) is None
                 ]
-                dropped = self._state.forget(
-                    over, f"topic {topic} was made again: ledger epoch {epoch} began at version {record.version}"
+                dropped = self._state.begin_epoch(
+                    over, new, f"topic {topic} was made again: ledger epoch {epoch} began at version {record.version}"
                 )
-                for tp, at in new.items():
-                    self._state.starts[tp] = PartitionStart(at, StartReason.EPOCH)
             logger.warning(
                 "table %s: topic %s begins ledger epoch %d at version %d (%s); %d buffered file(s) of the old "
                 "epoch dropped",

@@ -509,12 +509,17 @@ class TableState:
         """Every partition the state knows of: committed, buffered, expected or reported."""
         return {*self.committed, *self._rows, *self.expected, *self.connect_at, *self.starts}
 
-    def forget(self, partitions: Iterable[TopicPartition], reason: str) -> int:
-        """A new ledger epoch superseded ``partitions`` (domain.epochs): drop their buffered files
-        (their manifests are rejected with ``reason``) and what sidecars reported of them; their
-        committed offsets stay, the ledger of an epoch that is over. Returns the files dropped."""
+    def begin_epoch(
+        self, superseded: Iterable[TopicPartition], begins: Mapping[TopicPartition, int], reason: str
+    ) -> int:
+        """A new ledger epoch (domain.epochs), committed with ``begins`` (each new partition key's
+        first offset), superseded the keys ``superseded``: drop their buffered files (their
+        manifests are rejected with ``reason``) and what sidecars reported of them; their committed
+        offsets stay, the ledger of an epoch that is over. Returns the files dropped."""
+        for tp, at in begins.items():
+            self.starts[tp] = PartitionStart(at, StartReason.EPOCH)
         dropped = 0
-        for tp in set(partitions):
+        for tp in set(superseded):
             for pending in self.buffered(tp):
                 if self.drop_file(pending.file.path, reason) is not None:
                     dropped += 1
