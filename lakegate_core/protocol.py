@@ -116,6 +116,9 @@ class DataFile(WireModel):
     record_count: int | None = None
     lease_epoch: int | None = None  # the sender's lease on this partition (required when fencing)
     csv: CsvLayout | None = None  # a CSV file's layout (None: Aiven's defaults)
+    # when the object was written (ms since the epoch), as the sender's listing gave it; with it the
+    # service reads a Parquet file's footer at size_bytes without a stat request of its own
+    modified_ms: int | None = None
 
     def __post_init__(self) -> None:
         if self.start_offset > self.end_offset:
@@ -150,6 +153,7 @@ class DataFile(WireModel):
                 record_count=read_count(d, "record_count", path, required=False),
                 lease_epoch=read_count(d, "lease_epoch", path, required=False),
                 csv=CsvLayout.from_dict(d["csv"], f"{path}csv.") if d.get("csv") is not None else None,
+                modified_ms=read_count(d, "modified_ms", path, required=False),
             )
         except ProtocolError as exc:
             if exc.field == "end_offset":  # raised by __post_init__ without the prefix

@@ -131,7 +131,7 @@ class ListingPlan:
         after = None
         if width and offset > 0 and upto is not None and len(str(upto)) < width:  # no longer name can come
             after = f"{prefix}{offset - 1:0{width}d}"
-        files = [f for key, size in lister.list(prefix, start_after=after) if (f := self.pattern.parse(key, size))]
+        files = [f for listed in lister.list(prefix, start_after=after) if (f := self.pattern.parse(*listed))]
         files = [f for f in files if f.tp == tp]
         files.sort(key=lambda f: f.start_offset)
         return files

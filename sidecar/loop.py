@@ -491,6 +491,7 @@ class SidecarLoop:
                 report.partitions[c.tp].format,
                 lease_epoch=report.partitions[c.tp].epoch,
                 csv=self._csv_layout(report.partitions[c.tp]),
+                modified_ms=c.file.modified_ms,
             )
             for c in batch
         )

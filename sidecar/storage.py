@@ -5,7 +5,7 @@ Read by the sidecar loop each round. A :class:`NamePattern` turns an object key 
 topics may contain ``-``; an extension such as ``.gz`` is allowed), the ``confluent`` preset
 (``<prefix>topics/<topic>/partition=<p>/<topic>+<p>+<start>.<ext>``) or a custom regex with named
 groups ``topic``, ``partition``, ``start_offset``. Listers return every key under the prefix with
-its size; S3 through MinIO's client (endpoint, region, path-style, credentials from the AWS
+its size and when it was written; S3 through MinIO's client (endpoint, region, path-style, credentials from the AWS
 environment), or a local directory.
 """
 
@@ -17,7 +17,7 @@ import re
 from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 from lakegate_core.sink_config import NAMING_PRESETS
@@ -41,6 +41,7 @@ class StoredFile:
     start_offset: int
     digits: int = 0  # how many digits its name gives the start offset
     padded: bool = False  # ... with leading zeros (names of one width then sort by offset)
+    modified_ms: int | None = None  # when it was written, as the listing says (None: not said)
 
     @property
     def tp(self) -> TopicPartition:
@@ -89,7 +90,7 @@ class NamePattern:
             return f"{self.prefix}topics/{tp.topic}/partition={tp.partition}/{tp.topic}+{tp.partition}+"
         return None
 
-    def parse(self, key: str, size: int) -> StoredFile | None:
+    def parse(self, key: str, size: int, modified_ms: int | None = None) -> StoredFile | None:
         """The file a key names, or None (logged) when it does not match the pattern."""
         if not key.startswith(self.prefix):
             return None
@@ -101,14 +102,23 @@ class NamePattern:
             return None
         digits = m["start_offset"]
         padded = len(digits) > 1 and digits[0] == "0"
-        return StoredFile(key, size, m["topic"], int(m["partition"]), int(digits), len(digits), padded)
+        return StoredFile(key, size, m["topic"], int(m["partition"]), int(digits), len(digits), padded, modified_ms)
+
+
+class Listed(NamedTuple):
+    """One object of a listing: its key, its size, and when it was written (ms since the epoch)."""
+
+    key: str
+    size: int
+    modified_ms: int | None = None
 
 
 class Lister(Protocol):
-    """Lists every key (with its size) under a prefix, in key order after ``start_after`` when given
-    (S3's ``StartAfter``); the loop's storage seam."""
+    """Lists every key (with its size and, where the store says, its modification time) under a
+    prefix, in key order after ``start_after`` when given (S3's ``StartAfter``); the loop's storage
+    seam. An item may be a bare ``(key, size)``: :meth:`NamePattern.parse` takes either."""
 
-    def list(self, prefix: str, start_after: str | None = None) -> Iterable[tuple[str, int]]: ...
+    def list(self, prefix: str, start_after: str | None = None) -> Iterable[Listed | tuple[str, int]]: ...
 
     def uri(self, key: str) -> str:
         """The key as a percent-encoded URI (the service decodes it exactly once)."""
@@ -139,10 +149,11 @@ class S3Lister:
         self.bucket = bucket
         self.client = client if client is not None else _minio_client(endpoint, region, path_style)
 
-    def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, int]]:
+    def list(self, prefix: str, start_after: str | None = None) -> Iterator[Listed]:
         try:
             for obj in self.client.list_objects(self.bucket, prefix=prefix, recursive=True, start_after=start_after):
-                yield obj.object_name, int(obj.size or 0)
+                when = obj.last_modified
+                yield Listed(obj.object_name, int(obj.size or 0), int(when.timestamp() * 1000) if when else None)
         except Exception as exc:  # S3, HTTP and credential errors alike; the loop retries next round
             raise SourceError(f"listing s3://{self.bucket}/{prefix}: {exc}") from exc
 
@@ -204,7 +215,7 @@ class LocalLister:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
 
-    def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, int]]:
+    def list(self, prefix: str, start_after: str | None = None) -> Iterator[Listed]:
         for dirpath, _, names in os.walk(self.root):
             for name in names:
                 full = Path(dirpath) / name
@@ -213,9 +224,10 @@ class LocalLister:
                     continue
                 if key.startswith(prefix) and not name.startswith("."):
                     try:
-                        yield key, full.stat().st_size
+                        st = full.stat()
                     except FileNotFoundError:
                         continue
+                    yield Listed(key, st.st_size, st.st_mtime_ns // 1_000_000)
 
     def uri(self, key: str) -> str:
         return f"file://{encode_key(str(self.root / key))}"
@@ -241,8 +253,8 @@ def list_files(
     last_below: dict[TopicPartition, StoredFile] = {}
     wanted = set(topics)
     for prefix in sorted({pattern.key_prefix(t) for t in wanted}):
-        for key, size in lister.list(prefix):
-            f = pattern.parse(key, size)
+        for listed in lister.list(prefix):
+            f = pattern.parse(*listed)
             if f is None or f.topic not in wanted:
                 continue
             if counts is not None:
@@ -250,7 +262,7 @@ def list_files(
             if since is not None:
                 if f.tp not in since:
                     continue  # another worker's partition
-                if f.start_offset < since[f.tp] and (key, size) not in spans:
+                if f.start_offset < since[f.tp] and (f.key, f.size) not in spans:
                     kept = last_below.get(f.tp)
                     if kept is None or f.start_offset > kept.start_offset:
                         last_below[f.tp] = f

@@ -63,6 +63,7 @@ NON_NEGATIVE = {
     "files",
     "records",
     "lease_epoch",
+    "modified_ms",
     "epoch",
     "connect_offset",
     "read_at_ms",

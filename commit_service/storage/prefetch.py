@@ -85,8 +85,12 @@ Entry: TypeAlias = "Queued | Reading | PackedFacts | EarlyReadFailed"
 
 
 def storage_facts(storage: StorageReader) -> ReadFacts:
-    """How the service reads a file's facts: stat it, and read its footer when it is Parquet."""
-    return lambda f: storage.facts(f.path, parquet=f.format is FileFormat.PARQUET)
+    """How the service reads a file's facts: stat it, and read its footer when it is Parquet (a
+    Parquet file whose manifest says when it was written is not stat'ed: its footer is read at
+    the manifest's size)."""
+    return lambda f: storage.facts(
+        f.path, parquet=f.format is FileFormat.PARQUET, size=f.size_bytes, modified_ms=f.modified_ms
+    )
 
 
 def threads_for(root: str) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyarrow._parquet import ParquetReader
@@ -81,8 +82,24 @@ class StorageReader:
         if self._local_roots and not any(real.startswith(r.rstrip("/") + "/") for r in self._local_roots):
             raise DataFileError(uri, "resolves (through a linked folder) to a place outside the allowed roots")
 
-    def facts(self, uri: str, *, parquet: bool) -> FileFacts:
+    def facts(self, uri: str, *, parquet: bool, size: int | None = None, modified_ms: int | None = None) -> FileFacts:
+        """A file's size, modification time and (``parquet``) footer facts.
+
+        Given the ``size`` and ``modified_ms`` a listing said (a manifest's), a Parquet object in
+        S3 is read with one request, its footer's tail at that size, instead of a stat, a second
+        stat by the opener and the read: the stat was two thirds of a small file's requests and
+        CPU. Any failure there (the object gone, or not that size: its bytes at that size are then
+        not a footer's) falls back to the stat and read, which say what is wrong.
+        """
         fs, path = self._resolve(uri)
+        if parquet and size is not None and modified_ms is not None and fs is not self._local:
+            meta: pq.FileMetaData | None
+            try:
+                meta = _footer_at(fs, path, size)
+            except Exception:  # the stat and read below say what is wrong
+                meta = None
+            if meta is not None and _fits(meta, size):
+                return _parquet_facts(size, modified_ms, meta)
         try:
             info = fs.get_file_info(path)
         except OSError as exc:
@@ -93,26 +110,18 @@ class StorageReader:
         if not parquet:
             return FileFacts(int(info.size or 0), mtime)
         try:
-            with fs.open_input_file(path) as handle:
-                meta = footer(handle)
+            if fs is self._local:
+                with fs.open_input_file(path) as handle:
+                    meta = footer(handle)
+            else:  # the stat's size: the opener's own stat is not made
+                meta = _footer_at(fs, path, int(info.size or 0))
         except OSError as exc:
             raise DataFileUnavailableError(uri, f"cannot read the Parquet footer: {exc}") from exc
         except Exception as exc:  # pyarrow raises ArrowInvalid etc. for a corrupt file
             kind = sniff(self.head(uri))
             what = "" if kind is Encoding.PARQUET else f" (its bytes are {kind.value}: is the sink's format jsonl?)"
             raise DataFileError(uri, f"is not a readable Parquet file{what}: {exc}") from exc
-        got = footer_facts(meta)
-        layout = got.layout
-        return FileFacts(
-            int(info.size or 0),
-            mtime,
-            got.num_rows,
-            got.stats_json,
-            layout.schema_key,
-            layout.columns,
-            got.coverage,
-            got.null_strings,
-        )
+        return _parquet_facts(int(info.size or 0), mtime, meta)
 
     def head(self, uri: str) -> bytes:
         """The first bytes of an object (enough to tell its encoding); empty if unreadable."""
@@ -212,6 +221,46 @@ def footer(handle: pa.NativeFile) -> pq.FileMetaData:
     reader = ParquetReader()
     reader.open(handle)
     return reader.metadata
+
+
+PARQUET = ds.ParquetFileFormat()
+FOOTER_TAIL = 8  # a Parquet file ends with its footer's length (4 bytes) and ``PAR1``
+
+
+def _footer_at(fs: pafs.FileSystem, path: str, size: int) -> pq.FileMetaData:
+    """The footer of the Parquet object at ``path`` taken to be ``size`` bytes long: one ranged
+    read of its tail (up to 64 KiB, the whole of a small file), no stat. Raises when the bytes
+    there are not a footer."""
+    return PARQUET.make_fragment(path, filesystem=fs, file_size=size).metadata
+
+
+def _fits(meta: pq.FileMetaData, size: int) -> bool:
+    """Whether the last row group's column chunks end below the footer of a file of ``size``
+    bytes: a footer read at a size a listing said, from an object since rewritten longer, would
+    have to pass this as well as the magic bytes and the footer's own parse."""
+    data_end = 4  # the leading ``PAR1``
+    if meta.num_row_groups:
+        group = meta.row_group(meta.num_row_groups - 1)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            first = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+            data_end = max(data_end, first + chunk.total_compressed_size)
+    return data_end + meta.serialized_size + FOOTER_TAIL <= size
+
+
+def _parquet_facts(size: int, modified_ms: int, meta: pq.FileMetaData) -> FileFacts:
+    got = footer_facts(meta)
+    layout = got.layout
+    return FileFacts(
+        size,
+        modified_ms,
+        got.num_rows,
+        got.stats_json,
+        layout.schema_key,
+        layout.columns,
+        got.coverage,
+        got.null_strings,
+    )
 
 
 def _local_copy(src: str, dst: str) -> None:

@@ -43,16 +43,24 @@ def landed(s3_server: S3Server) -> dict[str, int]:
     return keys
 
 
-def test_lists_every_page_with_sizes(lister: S3Lister, landed: dict[str, int]) -> None:
-    assert dict(lister.list("landing/")) == landed
-    assert dict(lister.list("landing/orders-1-")) == {k: v for k, v in landed.items() if "/orders-1-" in k}
+def test_lists_every_page_with_sizes_and_times(lister: S3Lister, landed: dict[str, int], s3_server: S3Server) -> None:
+    listed = list(lister.list("landing/"))
+    assert {k: size for k, size, _ in listed} == landed
+    assert {k: size for k, size, _ in lister.list("landing/orders-1-")} == {
+        k: v for k, v in landed.items() if "/orders-1-" in k
+    }
+    # each object's LastModified, as a HEAD gives it: the service takes it instead of a stat of its own
+    client = s3_server.client()
+    for key, _, modified_ms in listed[:: len(listed) // 5]:
+        head = client.head_object(Bucket=BUCKET, Key=key)
+        assert modified_ms == int(head["LastModified"].timestamp() * 1000)
 
 
 def test_a_partition_is_listed_from_its_offset_on_the_real_server(lister: S3Lister, landed: dict[str, int]) -> None:
     """S3's StartAfter through the sidecar's lister, and the listing plan using it: the second
     round lists each partition from its offset and finds what the full listing found there."""
     after = "landing/orders-1-" + f"{1_500:020d}"
-    assert [k for k, _ in lister.list("landing/orders-1-", start_after=after)] == [
+    assert [k for k, _, _ in lister.list("landing/orders-1-", start_after=after)] == [
         f"landing/orders-1-{s:020d}" for s in range(1_505, 2_000, 5)
     ]
     since = {TopicPartition("orders", 1): 1_990}  # 1,200 keys of the topic: more than 20 per partition listed

@@ -36,6 +36,11 @@ def test_round_trip_and_unknown_keys_ignored() -> None:
     m = Manifest.from_dict(raw)
     assert m.files[0] == DataFile("s3a://landing/orders-0-0", "orders", 0, 0, 99, 2048, FileFormat.PARQUET, 100)
     assert Manifest.from_dict(m.to_dict()) == m
+    assert "modified_ms" not in m.to_dict()["files"][0], "an unset time is not sent"
+    raw["files"][0]["modified_ms"] = 1_764_288_000_000
+    listed = Manifest.from_dict(raw)
+    assert listed.files[0].modified_ms == 1_764_288_000_000
+    assert Manifest.from_dict(listed.to_dict()) == listed
 
 
 @pytest.mark.parametrize(
@@ -52,6 +57,8 @@ def test_round_trip_and_unknown_keys_ignored() -> None:
         (lambda d: d["files"][0].update(start_offset=10, end_offset=5), "files[0].end_offset"),
         (lambda d: d["files"][0].update(format="avro2"), "files[0].format"),
         (lambda d: d["files"][0].update(path=""), "files[0].path"),
+        (lambda d: d["files"][0].update(modified_ms=-1), "files[0].modified_ms"),
+        (lambda d: d["files"][0].update(modified_ms="today"), "files[0].modified_ms"),
         (lambda d: d.update(schema_version=99), "schema_version"),
     ],
 )

@@ -247,6 +247,9 @@ def test_round_reports_only_owned_complete_files_once(tmp_path: Path) -> None:
         ("orders-0-0", 0, 9),
         ("orders-0-10", 10, 19),
     ]
+    assert [f.modified_ms for f in m.files] == [
+        (tmp_path / name).stat().st_mtime_ns // 1_000_000 for name in ("orders-0-0", "orders-0-10")
+    ], "each file's modification time, as listed, goes with it"
     assert report.statuses == {"accepted": 2}
     loop.run_once()
     assert len(service.manifests) == 1, "not resent before resend_after"
