@@ -16,24 +16,39 @@ listed keys do). A partition whose offsets may reach a name of more digits than 
 the next round (Connect's committed offset has as many digits: Confluent pads to 10 and writes 11
 past 9,999,999,999) is listed whole, as such a name would sort before the ``StartAfter`` key.
 A sink reconfigured to pad otherwise is followed after the sidecar restarts.
+
+A partition listed alone is listed a window at a time: at most ``WINDOW`` files a round, from
+its offset on (the loop gives the table's offset, or what the service already holds). A window
+cut short says where it stopped (:attr:`ListingPlan.cut`: the first file it left out), and the
+loop takes that start as the partition's bound for the round, as if Connect had committed only up
+to there: the last file in the window ends before it, and no file past it is reported or claimed.
+So an archive of a million files costs a round a page per partition, and the sidecar holds a
+window of each, not the archive. A topic never listed before is probed this way too (its first
+round would otherwise list the whole archive): a window is kept only where its names sort by
+offset (one width, zero-padded); elsewhere the partition is listed whole, and the next round
+lists its topic whole.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Container, Mapping
+from collections.abc import Container, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from lakegate_core.types import TopicPartition
-from sidecar.storage import Lister, NamePattern, StoredFile, list_files
+from sidecar.storage import Listed, Lister, NamePattern, StoredFile, list_files
 
 # a listing request costs about what this many listed keys cost (measured on SeaweedFS: a request
 # 3-5 ms, a key 0.25-0.5 ms in a page of 1,000): a topic is listed per partition once its last
 # full listing held more keys than this many per partition owned
 KEYS_PER_REQUEST = 20
 LIST_THREADS = 8  # partitions listed at once
+# files a round lists of a partition listed alone: a catch-up's rounds commit at most
+# commit.max_files (1,000 by default) of all partitions, so a window of 200 a partition keeps the
+# service's buffer ahead of them, and one request (a page holds 1,000 keys) lists it
+WINDOW = 200
 
 UNSORTED = 0  # a partition's names do not sort by offset
 
@@ -56,6 +71,8 @@ class ListingPlan:
         self.metrics = metrics  # a SidecarMetrics: seconds and listings per topic
         self._topics: dict[str, _TopicShape] = {}
         self.requests = 0  # listings started (a whole topic or one partition), for tests and benches
+        # the last call's partitions whose window was cut short: the start of the first file left out
+        self.cut: dict[TopicPartition, int] = {}
 
     def files(
         self,
@@ -70,6 +87,7 @@ class ListingPlan:
         Connect committed offset, below which the files to find start (a partition without one is
         listed from its start: a name of more digits might come)."""
         upto = upto or {}
+        self.cut = {}
         by_topic: dict[str, list[TopicPartition]] = {}
         for tp in since:
             by_topic.setdefault(tp.topic, []).append(tp)
@@ -83,17 +101,25 @@ class ListingPlan:
             out.update(listed)
             self._count(topic, 1, time.perf_counter() - started)
         per_partition = sorted(set(by_topic) - whole)
+        for topic in per_partition:
+            self._topics.setdefault(topic, _TopicShape())  # a first round's probe
         tps = [tp for topic in per_partition for tp in by_topic[topic]]
         if tps:  # one request each, a few at a time: the store answers them side by side
             started = time.perf_counter()
             with ThreadPoolExecutor(min(self.threads, len(tps))) as pool:
                 found = list(pool.map(lambda tp: self._list_partition(lister, tp, since[tp], upto.get(tp)), tps))
             took = time.perf_counter() - started
-            for tp, files in zip(tps, found, strict=True):  # learnt here, not on the pool's threads
+            met: dict[TopicPartition, int] = {}
+            for tp, (files, cut, met[tp]) in zip(tps, found, strict=True):  # learnt here, not on the pool's threads
                 self._learn_partition(tp, files)
+                if cut is not None:
+                    self.cut[tp] = cut
                 if files:
                     out[tp] = files
             for topic in per_partition:
+                shape = self._topics[topic]
+                if not shape.keys:  # probed: it holds at least the keys its windows met
+                    shape.keys = sum(met[tp] for tp in by_topic[topic])
                 n = len(by_topic[topic])
                 self._count(topic, n, took * n / len(tps))
         return out
@@ -105,9 +131,11 @@ class ListingPlan:
             self.metrics.listing_seconds.labels(topic).inc(seconds)
 
     def _per_partition(self, topic: str, tps: list[TopicPartition]) -> bool:
-        shape = self._topics.get(topic)
-        if shape is None or self.pattern.partition_prefix(tps[0]) is None:
+        if self.pattern.partition_prefix(tps[0]) is None:
             return False
+        shape = self._topics.get(topic)
+        if shape is None:
+            return True  # never listed: probed a window per partition
         if any(shape.widths.get(tp.partition) == UNSORTED for tp in tps):
             return False
         return shape.keys > KEYS_PER_REQUEST * len(tps)
@@ -122,19 +150,50 @@ class ListingPlan:
             sorted_names = len(widths) == 1 and any(f.padded for f in files)
             self._topics[tp.topic].widths[tp.partition] = widths.pop() if sorted_names else UNSORTED
 
-    def _list_partition(self, lister: Lister, tp: TopicPartition, offset: int, upto: int | None) -> list[StoredFile]:
-        """``tp``'s files from ``offset`` on (all of them when its width is not known yet: it had
-        no file)."""
+    def _list_partition(
+        self, lister: Lister, tp: TopicPartition, offset: int, upto: int | None
+    ) -> tuple[list[StoredFile], int | None, int]:
+        """``tp``'s files from ``offset`` on, at most a ``WINDOW`` of them where their names sort by
+        offset, where that window was cut (the first file left out's start; None when none was),
+        and how many of its keys the listing met. Listed from ``offset`` where the names' width is
+        known; else from the partition's first name, the files below ``offset`` passed over."""
         prefix = self.pattern.partition_prefix(tp)
         assert prefix is not None  # _per_partition checked the pattern has one
         width = self._topics[tp.topic].widths.get(tp.partition)
         after = None
         if width and offset > 0 and upto is not None and len(str(upto)) < width:  # no longer name can come
             after = f"{prefix}{offset - 1:0{width}d}"
-        files = [f for listed in lister.list(prefix, start_after=after) if (f := self.pattern.parse(*listed))]
-        files = [f for f in files if f.tp == tp]
+        listing = iter(lister.list(prefix, start_after=after))
+        files, met = self._take(listing, tp, offset, WINDOW + 1)
+        cut = None
+        if len(files) > WINDOW:
+            if _sorts(files) and width in (None, files[0].digits):
+                cut = files[WINDOW].start_offset
+                del files[WINDOW:]
+            else:  # a window in key order is not one in offset order: the partition whole
+                rest, more = self._take(listing, tp, offset, None)
+                files, met = files + rest, met + more
         files.sort(key=lambda f: f.start_offset)
-        return files
+        return files, cut, met
+
+    def _take(
+        self, listing: Iterator[Listed | tuple[str, int]], tp: TopicPartition, offset: int, n: int | None
+    ) -> tuple[list[StoredFile], int]:
+        """The next ``n`` (all, when None) files of ``tp`` starting at or above ``offset`` in
+        ``listing``, and how many of ``tp``'s keys were met; the listing stops there (a page not
+        yet fetched is not)."""
+        files: list[StoredFile] = []
+        met = 0
+        for listed in listing:
+            f = self.pattern.parse(*listed)
+            if f is None or f.tp != tp:
+                continue
+            met += 1
+            if f.start_offset >= offset:
+                files.append(f)
+                if n is not None and len(files) >= n:
+                    break
+        return files, met
 
     def _learn_partition(self, tp: TopicPartition, files: list[StoredFile]) -> None:
         """A partition listing's names: a width seen the first time, or ``UNSORTED`` (its topic is
@@ -146,3 +205,8 @@ class ListingPlan:
             shape.widths[tp.partition] = UNSORTED
         elif files and width is None:
             shape.widths[tp.partition] = files[0].digits
+
+
+def _sorts(files: list[StoredFile]) -> bool:
+    """Whether names in key order are in offset order: one width, zero-padded."""
+    return len({f.digits for f in files}) == 1 and any(f.padded for f in files)

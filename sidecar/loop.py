@@ -126,6 +126,26 @@ class PartitionRound:
     rejected: bool = False  # the service rejected one of its files this round
     held_next: int | None = None  # the service holds every file ending below this (None: it did not say)
     log_end: int | None = None  # the partition's log end, if read this round (its table's round came due)
+    # where this round's listing window of the partition was cut (below Connect's offset), if it was
+    listed_upto: int | None = None
+
+    @property
+    def complete_below(self) -> int | None:
+        """The offset below which this round reports every complete file, and claims so in its
+        watermark: Connect's committed offset, or where the listing's window stopped (the files
+        past it are listed in later rounds)."""
+        if self.connect_committed is None or self.listed_upto is None:
+            return self.connect_committed
+        return min(self.connect_committed, self.listed_upto)
+
+
+def _listed_from(tp: TopicPartition, part: PartitionRound, table_next: PartitionOffsets) -> int:
+    """Where a partition's listing starts: past what the service holds (it buffers every file
+    ending below ``held_next``, sent once), else the table's offset; a partition the table has no
+    offset of from its first file (that file decides where its ledger begins)."""
+    if tp not in table_next:
+        return 0
+    return max(table_next[tp], part.held_next or 0)
 
 
 @dataclass
@@ -323,10 +343,16 @@ class SidecarLoop:
         was not sent recently; note watermarks."""
         table_next = self.service.table_offsets()
         since = {
-            tp: table_next.get(tp, 0) for tp, part in report.partitions.items() if self._new_files(tp, part, table_next)
+            tp: _listed_from(tp, part, table_next)
+            for tp, part in report.partitions.items()
+            if self._new_files(tp, part, table_next)
         }
         upto = {tp: p.connect_committed for tp, p in report.partitions.items() if p.connect_committed is not None}
         listed = self._listing.files(self.lister, since, self._holds, upto)
+        for tp, cut in self._listing.cut.items():  # a window cut short: the round goes as far as it
+            part = report.partitions[tp]
+            if part.connect_committed is not None and cut < part.connect_committed:
+                part.listed_upto = cut
         now = self.clock()
         due: list[CompleteFile] = []
         self.metrics.lag.clear()  # partitions that moved away must not keep a stale lag
@@ -336,7 +362,7 @@ class SidecarLoop:
                 self.metrics.lag.labels(tp.topic, str(tp.partition)).set(
                     max(0, part.connect_committed - part.table_next)
                 )
-            for c in complete_files(listed.get(tp, []), part.connect_committed, part.table_next, self._holds):
+            for c in complete_files(listed.get(tp, []), part.complete_below, part.table_next, self._holds):
                 if part.held_next is not None and c.end_offset < part.held_next:
                     continue  # the service holds it: sent once, not again until it is dropped or restarts
                 sent_at = self._sent.get((c.file.key, c.end_offset))
@@ -353,13 +379,13 @@ class SidecarLoop:
             tp: Watermark(
                 tp.topic,
                 tp.partition,
-                part.connect_committed,
+                below,
                 part.read_at_ms,
                 self._log_end(tp, part),
                 first_file(listed.get(tp, []), part) if tp not in table_next else None,
             )
             for tp, part in report.partitions.items()
-            if part.connect_committed is not None and not part.rejected
+            if (below := part.complete_below) is not None and not part.rejected
         }
 
     @staticmethod
@@ -398,7 +424,7 @@ class SidecarLoop:
         time is the watermark's (None in any other round); notes whether Connect's committed
         offset has reached the partition's log end."""
         c = self._catch_up.get(tp)
-        if c is not None and c.log_end is not None and (part.connect_committed or 0) >= c.log_end:
+        if c is not None and c.log_end is not None and (part.complete_below or 0) >= c.log_end:
             c.reached = True
         return part.log_end
 

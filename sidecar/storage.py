@@ -216,18 +216,19 @@ class LocalLister:
         self.root = root.resolve()
 
     def list(self, prefix: str, start_after: str | None = None) -> Iterator[Listed]:
+        """In key order, as S3 lists (a listing window relies on it)."""
+        keys = []
         for dirpath, _, names in os.walk(self.root):
             for name in names:
-                full = Path(dirpath) / name
-                key = full.relative_to(self.root).as_posix()
-                if start_after is not None and key <= start_after:
-                    continue
-                if key.startswith(prefix) and not name.startswith("."):
-                    try:
-                        st = full.stat()
-                    except FileNotFoundError:
-                        continue
-                    yield Listed(key, st.st_size, st.st_mtime_ns // 1_000_000)
+                key = (Path(dirpath) / name).relative_to(self.root).as_posix()
+                if (start_after is None or key > start_after) and key.startswith(prefix) and not name.startswith("."):
+                    keys.append(key)
+        for key in sorted(keys):
+            try:
+                st = (self.root / key).stat()
+            except FileNotFoundError:
+                continue
+            yield Listed(key, st.st_size, st.st_mtime_ns // 1_000_000)
 
     def uri(self, key: str) -> str:
         return f"file://{encode_key(str(self.root / key))}"

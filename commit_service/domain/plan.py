@@ -7,10 +7,10 @@ Pure data, no I/O. Built by :class:`~commit_service.domain.state.TableState` (wh
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Final
+from typing import Final, TypeVar
 
 from lakegate_core.protocol import CsvLayout, DataFile, FileFormat
 from lakegate_core.status import CommitRecord
@@ -23,6 +23,7 @@ from lakegate_core.types import PartitionOffsets, TopicPartition
 Place = tuple[str, int, int]  # where a buffered file sits: (topic, partition, start offset)
 # A buffered file: PendingFile's fields, flat (PendingFile.row / PendingFile.from_row)
 Row = tuple[str, str, int, int, int, int, str, "int | None", "int | None", str, str, float, "str | None"]
+T = TypeVar("T")
 ROW_PATH: Final = 0
 ROW_END: Final = 4  # inclusive
 ROW_SIZE: Final = 5
@@ -116,29 +117,47 @@ class PendingFile:
 
 def bound_run(run: Iterable[PendingFile], max_files: int, max_bytes: int) -> list[PendingFile]:
     """At most ``max_files`` files and ``max_bytes`` bytes of ``run`` (per partition a contiguous run
-    from the committed offset, as :meth:`TableState.contiguous` gives), taken one file of each
-    partition at a time, oldest first: a partition backfilling an archive does not starve the live
-    ones, and what is left stays contiguous for the next round. One file is always taken (a file
-    larger than ``max_bytes`` commits alone). Kept in partition and offset order."""
+    from the committed offset, as :meth:`TableState.contiguous` gives), taken as
+    :func:`take_round_robin` takes them. Kept in partition and offset order."""
     runs: dict[TopicPartition, list[PendingFile]] = {}
     for p in run:
         runs.setdefault(p.tp, []).append(p)
-    taken: dict[TopicPartition, int] = dict.fromkeys(runs, 0)
-    count = size = depth = 0
-    full = False
-    while not full and any(depth < len(files) for files in runs.values()):
-        for tp, files in runs.items():
-            if depth >= len(files):
+    taken, _ = take_round_robin(
+        [iter(files) for files in runs.values()], lambda p: p.file.size_bytes, max_files, max_bytes
+    )
+    return [p for files in taken for p in files]
+
+
+def take_round_robin(
+    runs: list[Iterator[T]], size_of: Callable[[T], int], max_files: int, max_bytes: int
+) -> tuple[list[list[T]], T | None]:
+    """A round's files from each partition's run (an iterator, read no further than the round
+    needs): at most ``max_files`` files and ``max_bytes`` bytes, taken one file of each partition
+    at a time, oldest first, so a partition backfilling an archive does not starve the live ones,
+    and what is left stays contiguous for the next round. One file is always taken (a file larger
+    than ``max_bytes`` commits alone). Returns each run's prefix taken, and the first file that did
+    not fit (read from its run, so no longer in it), or None when every run was taken whole."""
+    taken: list[list[T]] = [[] for _ in runs]
+    live = list(range(len(runs)))
+    count = size = 0
+    while live:
+        still = []
+        for i in live:
+            item = next(runs[i], _END)
+            if item is _END:
                 continue
-            f = files[depth].file
-            if count >= max_files or (count and size + f.size_bytes > max_bytes):
-                full = True
-                break
-            taken[tp] += 1
+            n = size_of(item)  # type: ignore[arg-type]
+            if count >= max_files or (count and size + n > max_bytes):
+                return taken, item  # type: ignore[return-value]
+            taken[i].append(item)  # type: ignore[arg-type]
             count += 1
-            size += f.size_bytes
-        depth += 1
-    return [p for tp, files in runs.items() for p in files[: taken[tp]]]
+            size += n
+            still.append(i)
+        live = still
+    return taken, None
+
+
+_END = object()  # an exhausted run's marker for take_round_robin
 
 
 @dataclass(frozen=True)

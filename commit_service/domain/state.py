@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import chain, islice
 
 from commit_service.domain.plan import (
     ROW_ARRIVED,
@@ -33,8 +34,8 @@ from commit_service.domain.plan import (
     PendingFile,
     Place,
     Row,
-    bound_run,
     place,
+    take_round_robin,
 )
 from commit_service.domain.start import PartitionStart, StartReason, TableStart
 from lakegate_core.protocol import DataFile, FileStatus, OffsetSpan
@@ -371,19 +372,17 @@ class TableState:
 
     # -- decisions ------------------------------------------------------------------------
 
-    def contiguous(self, limits: Mapping[TopicPartition, int] | None = None) -> list[PendingFile]:
+    def contiguous(self, limits: Mapping[TopicPartition, int] | None = None) -> dict[TopicPartition, Iterator[Row]]:
         """Per partition, the run of buffered files starting at the committed offset (and, with
-        ``limits``, ending at or below the limit: Connect's own committed offset)."""
-        run: list[PendingFile] = []
+        ``limits``, ending at or below the limit: Connect's own committed offset), read lazily: a
+        round takes at most ``max_files`` of them, and a backfill's buffer (100,000 files) walked
+        and rebuilt whole took seconds of every round (the rows must not change while it is read)."""
+        runs: dict[TopicPartition, Iterator[Row]] = {}
         for tp in sorted(self._rows):
             if self.undecided(tp) and (self.floor(tp) or self.needs_time_floor(tp)):
                 continue  # where a configured start falls between files is not known yet
-            cursor, files = self.next_offset(tp), self._rows[tp]
-            limit = None if limits is None else limits.get(tp, 0)
-            while cursor in files and (limit is None or files[cursor][ROW_END] + 1 <= limit):
-                run.append(PendingFile.from_row(files[cursor]))
-                cursor = files[cursor][ROW_END] + 1
-        return run
+            runs[tp] = _walk(self._rows[tp], self.next_offset(tp), None if limits is None else limits.get(tp, 0))
+        return runs
 
     def plan(
         self, now: float, *, force: bool = False, limits: Mapping[TopicPartition, int] | None = None
@@ -395,19 +394,30 @@ class TableState:
         the answer comes without walking the buffer."""
         if not force and not self._trigger_possible(now):
             return None
-        run = self.contiguous(limits)
-        if not run:
+        runs = self.contiguous(limits)
+        policy = self.policy
+        taken, over = take_round_robin(list(runs.values()), _row_size, policy.max_files, policy.max_bytes)
+        count = sum(len(rows) for rows in taken)
+        if not count:
             return None
-        size = sum(p.file.size_bytes for p in run)
+        size = sum(row[ROW_SIZE] for rows in taken for row in rows)
+        # what the round's run holds, as far as the triggers ask: counted on past the round's
+        # bounds only until max_files is reached (a bounded round's run passes max_bytes)
+        run_files, run_size = count, size
+        if over is not None:
+            run_files += 1 + sum(
+                1 for _ in islice(chain.from_iterable(runs.values()), max(0, policy.max_files - count - 1))
+            )
+            run_size = size + over[ROW_SIZE]
         reason = (
             "forced"
             if force
             else "max_files"
-            if len(run) >= self.policy.max_files
+            if run_files >= policy.max_files
             else "max_bytes"
-            if size >= self.policy.max_bytes
+            if run_size >= policy.max_bytes
             else "interval"
-            if now - self.last_commit >= self.policy.interval_seconds
+            if now - self.last_commit >= policy.interval_seconds
             else None
         )
         if reason is None:
@@ -430,8 +440,9 @@ class TableState:
                 return None  # give lagging partitions until the timeout
             if self.expected and self.policy.on_timeout is OnTimeout.WAIT:
                 return None
-        bounded = bound_run(run, self.policy.max_files, self.policy.max_bytes)
-        left = len(run) - len(bounded)
+        bounded = [PendingFile.from_row(row) for rows in taken for row in rows]
+        # files the round's bounds left in the buffer (at least the one that did not fit)
+        left = 0 if over is None else max(1, self._pending_count - count)
         vtts = self.round_started if complete and not left else None  # a bounded round is not all that reported
         plan = CommitPlan.of(bounded, vtts, reason, planned_at, due, caught)
         begins = self._begins(plan)
@@ -572,3 +583,18 @@ class TableState:
         return PartitionOffsets(
             {tp: self._rows[tp][starts[-1]][ROW_END] + 1 for tp, starts in self._starts.items() if starts}
         )
+
+
+def _walk(files: Mapping[int, Row], cursor: int, limit: int | None) -> Iterator[Row]:
+    """A partition's buffered rows from ``cursor`` on while each starts where the last ended
+    (and, with ``limit``, ends below it)."""
+    while cursor in files:
+        row = files[cursor]
+        if limit is not None and row[ROW_END] + 1 > limit:
+            return
+        yield row
+        cursor = row[ROW_END] + 1
+
+
+def _row_size(row: Row) -> int:
+    return row[ROW_SIZE]

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakegate_core.types import TopicPartition
-from sidecar.listing import ListingPlan
+from sidecar.listing import WINDOW, ListingPlan
 from sidecar.storage import NamePattern, list_files
 
 TP0, TP1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
@@ -50,7 +50,10 @@ def test_a_steady_round_lists_only_the_files_past_the_offset() -> None:
     since = {TP0: 49_900, TP1: 49_950}
     upto = {TP0: 50_000, TP1: 50_000}
     first = plan.files(lister, since, upto=upto)
-    assert lister.answered == 10_000 and len(lister.calls) == 1, "the first round lists the topic whole"
+    assert lister.calls == [("landing/orders-0-", None), ("landing/orders-1-", None)], (
+        "the first round probes each partition from its first name (the names' width is not known yet)"
+    )
+    assert not plan.cut, "each partition's window holds what is past its offset: nothing was cut"
     lister.answered, lister.calls = 0, []
     again = plan.files(lister, since, upto=upto)
     assert starts(again) == {TP0: list(range(49_900, 50_000, 10)), TP1: list(range(49_950, 50_000, 10))}
@@ -66,7 +69,8 @@ def test_names_that_do_not_sort_keep_the_full_listing() -> None:
     plan = ListingPlan(NamePattern("aiven", "landing/"))
     for _ in range(3):
         plan.files(lister, {TP0: 29_000})
-    assert all(after is None and prefix == "landing/orders-" for prefix, after in lister.calls)
+    assert lister.calls[0] == ("landing/orders-0-", None), "the first round's probe of the partition"
+    assert all(after is None and prefix == "landing/orders-" for prefix, after in lister.calls[1:])
     custom = ListingPlan(NamePattern({"regex": r"(?P<topic>[a-z]+)/(?P<partition>\d+)/(?P<start_offset>\d+)"}))
     keys = CountingLister([f"orders/0/{i:010d}" for i in range(3_000)])
     for _ in range(3):
@@ -124,3 +128,33 @@ def test_per_partition_listing_finds_every_file_a_full_listing_finds_from_the_of
             want = [f.start_offset for f in full.get(tp, []) if f.start_offset >= since[tp]]
             got = [f.start_offset for f in listed.get(tp, []) if f.start_offset >= since[tp]]
             assert got == want
+
+
+def test_an_archive_is_listed_a_window_at_a_time() -> None:
+    """A partition of 1,000 files listed alone: a round lists its first WINDOW files (and one more,
+    which says where the window stops), not the archive; the next round, from where the service
+    holds files, the next window."""
+    archive = [aiven(tp, i * 10) for tp in (TP0, TP1) for i in range(1_000)]
+    lister = CountingLister(archive)
+    plan = ListingPlan(NamePattern("aiven", "landing/"))
+    upto = {TP0: 10_000, TP1: 10_000}
+    first = plan.files(lister, {TP0: 0, TP1: 0}, upto=upto)
+    assert starts(first) == {tp: [i * 10 for i in range(WINDOW)] for tp in (TP0, TP1)}
+    assert plan.cut == {TP0: WINDOW * 10, TP1: WINDOW * 10}
+    assert lister.answered == 2 * (WINDOW + 1), "the listing stops past the window"
+    lister.answered, lister.calls = 0, []
+    second = plan.files(lister, {TP0: WINDOW * 10, TP1: 5_000}, upto=upto)
+    assert starts(second)[TP0] == [i * 10 for i in range(WINDOW, 2 * WINDOW)]
+    assert starts(second)[TP1] == [i * 10 for i in range(500, 500 + WINDOW)]
+    assert lister.calls[0] == ("landing/orders-0-", "landing/orders-0-" + f"{WINDOW * 10 - 1:020d}")
+    last = plan.files(lister, {TP0: 9_000, TP1: 9_990}, upto=upto)
+    assert starts(last) == {TP0: [i * 10 for i in range(900, 1_000)], TP1: [9_990]} and not plan.cut
+
+
+def test_a_window_is_kept_only_where_names_sort_by_offset() -> None:
+    """Unpadded names: the first WINDOW names in key order are not the first WINDOW offsets (``-10``
+    sorts before ``-2``), so the partition is listed whole, and nothing is cut."""
+    lister = CountingLister([f"landing/orders-0-{i}" for i in range(WINDOW * 3)])
+    plan = ListingPlan(NamePattern("aiven", "landing/"))
+    listed = plan.files(lister, {TP0: 0}, upto={TP0: WINDOW * 3})
+    assert starts(listed) == {TP0: list(range(WINDOW * 3))} and not plan.cut

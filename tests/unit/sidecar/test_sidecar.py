@@ -35,6 +35,7 @@ from sidecar.client import ServiceClient
 from sidecar.config import LoopSettings, load_config
 from sidecar.connect import ConnectorView
 from sidecar.errors import ServiceError, SidecarConfigError
+from sidecar.listing import WINDOW
 from sidecar.loop import SidecarLoop
 from sidecar.metrics import SidecarMetrics
 from sidecar.storage import LocalLister, NamePattern, StoredFile, list_files
@@ -701,3 +702,32 @@ def test_a_caught_up_partition_costs_no_listing(tmp_path: Path) -> None:
     report = loop.run_once()
     assert asked == [{TopicPartition("orders", 1), TopicPartition("orders", 2)}]
     assert [c.file.key for c in report.sent] == ["orders-1-10"]
+
+
+def test_an_archive_is_sent_a_window_at_a_time_each_file_once_with_its_range(tmp_path: Path) -> None:
+    """500 files of a partition Connect has committed whole: a round sends the listing window's
+    files and claims only up to where the window stopped (the last file's end is the next file's
+    start, not Connect's offset); later rounds list from what the service holds, and every file
+    goes once, with the range it holds."""
+    touch(tmp_path, *(f"orders-0-{i * 10:020d}" for i in range(500)))
+    clock = [0.0]
+    loop, service = make_loop(tmp_path, {("orders", 0)}, {("orders", 0): 5_000}, clock=clock)
+    sent: list[tuple[int, int]] = []
+
+    def round_at(t: float) -> int:
+        clock[0] = t
+        before = len(service.manifests)
+        loop.run_once()
+        for m in service.manifests[before:]:
+            sent.extend((f.start_offset, f.end_offset) for f in m.files)
+        return loop._watermarks[TopicPartition("orders", 0)].connect_offset
+
+    assert round_at(0) == WINDOW * 10, "the round goes as far as its window: the next file's start"
+    assert sent == [(i * 10, i * 10 + 9) for i in range(WINDOW)]
+    service.held[("orders", 0)] = WINDOW * 10  # buffered; the table has no offset yet
+    assert round_at(31) == WINDOW * 10 and len(sent) == WINDOW, "the same window, held: nothing resent"
+    service.offsets[("orders", 0)] = 1_000  # a first commit
+    assert round_at(62) == 2 * WINDOW * 10, "listed from what the service holds"
+    service.held[("orders", 0)] = 2 * WINDOW * 10
+    assert round_at(93) == 5_000, "the last window reaches Connect's offset"
+    assert sent == [(i * 10, i * 10 + 9) for i in range(500)], "every file once, with its range"

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commit_service.domain.plan import CommitPolicy, bound_run
+from commit_service.domain.plan import CommitPolicy, PendingFile, bound_run
 from commit_service.domain.start import StartReason, TableStart
 from commit_service.domain.state import TableState
 from lakegate_core.errors import ConfigError
@@ -226,3 +226,21 @@ def test_bounded_runs_are_prefixes_within_bounds(runs: list[list[int]], max_file
         for j, m in enumerate(counts):
             assert n >= m - 1 or n == len(runs[i]), f"partition {i} took {n}, partition {j} took {m}"
     assert [p.file.partition for p in taken] == sorted(p.file.partition for p in taken)
+
+
+def test_a_round_reads_no_more_of_a_backfills_buffer_than_it_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """100 partitions of 500 buffered files each (a backfill's buffer): a round of at most 1,000
+    files rebuilds those 1,000 and walks little more. Rebuilding every buffered file each round
+    took seconds of every round at 100,000 files (the adopt benchmark)."""
+    s = TableState("t", policy=CommitPolicy(interval_seconds=10, max_files=1_000))
+    for p in range(100):
+        files(s, [i * 10 for i in range(500)], size=10, partition=p)
+        s.note_watermark(TopicPartition("orders", p), 5_000, 1, first_file=0)
+    built = []
+    real = PendingFile.from_row.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(PendingFile, "from_row", classmethod(lambda cls, row: built.append(row) or real(cls, row)))
+    plan = s.plan(now=1.0)
+    assert plan is not None and plan.reason == "max_files" and len(plan.files) == 1_000
+    assert len(built) == 1_000, "only the files the round takes are rebuilt"
+    assert plan.left == 49_000 and plan.vtts is None
+    assert all(plan.offsets[TopicPartition("orders", p)] == 100 for p in range(100)), "ten files of each partition"
