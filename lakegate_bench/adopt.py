@@ -12,7 +12,10 @@ service (auth and fencing on) and one sidecar attach, and the bench measures:
   service's peak RSS (its process tree: gunicorn's worker and Spark's JVM) and the sidecar's;
   and the sustained rate: the files of every round after the first over the time from the first
   round's commit to the last's (the first round also pays the table's creation and the warm-up of
-  Spark's commit jobs, a fixed cost that an archive of a million files makes small);
+  Spark's commit jobs, a fixed cost that an archive of a million files makes small); and the
+  CPU seconds each side used over the catch-up: Lakegate's (the service's process tree, Spark's
+  JVM in it, and the sidecar) per file, and the S3 server's, which shares this machine's cores
+  (its footer reads and listings are what a real store does on its own machines);
 - the steady-state listing: once caught up, records trickle into the archive's topic and into a
   topic of as many partitions with no archive (``fresh``, its own connector), and the sidecar's
   own metrics (``lakegate_sidecar_listing_seconds`` / ``_requests`` by topic) give each topic's
@@ -34,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from lakegate_bench.service_commit import PeakRss
+from lakegate_stack.procfs import tree_cpu_seconds
 
 TOPIC, CONNECTOR, BUCKET, TABLE = "adopt", "adopt-sink", "adopt", "adopt"
 PREFIX = f"{TABLE}/landing/"  # inside the table's root: Parquet is added in place (placement: in_place)
@@ -196,12 +200,16 @@ def run(work: Path, partitions: int, per_partition: int, max_files: int, store: 
         assert service.process.pid is not None
         storage = {"kind": "s3", "bucket": BUCKET, "prefix": PREFIX, "endpoint": s3.endpoint, "naming": "aiven"}
         config = sidecar_config(worker, [CONNECTOR, FRESH_CONNECTOR], kafka.bootstrap_servers, storage, service.url)
+        others = {"service": service.process.pid, "store": s3.process.pid}
         with PeakRss(service.process.pid) as service_rss:
+            cpu_before = {k: tree_cpu_seconds([pid]) for k, pid in others.items()}
             started = time.monotonic()
             sidecar = SidecarProcess(work, "adopt-sidecar", config, env=env).start()
             assert sidecar.process.pid is not None
             with PeakRss(sidecar.process.pid) as sidecar_rss:
                 caught_up_s = wait_caught_up(service, partitions, per_partition, started, total)
+            cpu = {k: tree_cpu_seconds([pid]) - cpu_before[k] for k, pid in others.items()}
+            cpu["sidecar"] = tree_cpu_seconds([sidecar.process.pid])  # since its start
         commits = service.call("GET", f"/v1/commits?table={TABLE}&limit=1000").json()["commits"]
         metrics_url = f"http://127.0.0.1:{sidecar.port}"
         print(f"steady state: records trickling into {TOPIC} and {FRESH} for {STEADY_SECONDS} s ...", flush=True)
@@ -246,6 +254,13 @@ def run(work: Path, partitions: int, per_partition: int, max_files: int, store: 
         "rounds": len(commits),
         "largest_round_files": max((c["files"] for c in commits), default=0),
         "bounded_rounds": len(files_per_round),
+        # CPU over the catch-up: Lakegate's (the service with Spark's JVM, and the sidecar) per
+        # file, and the S3 server's (on this machine it shares the two cores: its footer reads
+        # and listings are a real store's work, not Lakegate's)
+        "catch_up_cpu_s": {k: round(v, 1) for k, v in cpu.items()},
+        "lakegate_cpu_ms_per_file": round(1000 * (cpu["service"] + cpu["sidecar"]) / total, 3),
+        "store_cpu_ms_per_file": round(1000 * cpu["store"] / total, 3),
+        "files_per_lakegate_cpu_s": round(total / (cpu["service"] + cpu["sidecar"])),
         "service_peak_rss_mib": round(service_rss.peak_mib),
         "service_jvm_peak_mib": round(service_rss.peak_by_kind.get("java", 0)),
         "sidecar_peak_rss_mib": round(sidecar_rss.peak_mib),

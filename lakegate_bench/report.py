@@ -123,11 +123,14 @@ def report(out_dir: Path) -> str:
     if (d := load("adopt")) is not None:
         steady = " / ".join(f"{d['steady'][t]['listing_ms_per_round']:.1f} ms" for t in ("adopt", "fresh"))
         table(
-            ["archive", "caught up", "files/s", "rounds (largest)", "service peak RSS", "sidecar peak RSS"]
+            ["archive", "caught up", "files/s (sustained)", "CPU per file: Lakegate / S3 server"]
+            + ["rounds (largest)", "service peak RSS", "sidecar peak RSS"]
             + ["steady listing per round: archive / no archive", "a full listing of the archive"],
             [
                 [f"{d['files']:,} files, {d['partitions']} partitions ({d['store']})", f"{d['caught_up_s']:.0f} s"]
-                + [f"{d['files_per_s']:,}", f"{d['rounds']} ({d['largest_round_files']:,})"]
+                + [f"{d['files_per_s']:,} ({d.get('sustained_files_per_s')})"]
+                + [f"{d.get('lakegate_cpu_ms_per_file')} / {d.get('store_cpu_ms_per_file')} ms"]
+                + [f"{d['rounds']} ({d['largest_round_files']:,})"]
                 + [f"{d['service_peak_rss_mib']:,} MiB", f"{d['sidecar_peak_rss_mib']:,} MiB"]
                 + [f"{steady} ({d['steady_archive_over_fresh']}x)"]
                 + [f"{d['full_listing_s']:.2f} s ({d['full_listing_keys']:,} keys)"]

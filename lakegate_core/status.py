@@ -74,7 +74,7 @@ class CommitRecord(WireModel):
     # (``<topic>-<partition>`` -> first_file, connect_offset or configured: tables[].start)
     begins: PartitionOffsets | None = None
     begin_reasons: dict[str, str] | None = None
-    left: int | None = None  # files ready to commit that the round's bounds left for the next round
+    left: int | None = None  # files the round's bounds left in the table's buffer for the next rounds
 
     def user_metadata(self) -> dict[str, Any]:
         """What goes into the Delta commit's ``userMetadata``: all but what the log already holds

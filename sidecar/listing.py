@@ -163,7 +163,7 @@ class ListingPlan:
         after = None
         if width and offset > 0 and upto is not None and len(str(upto)) < width:  # no longer name can come
             after = f"{prefix}{offset - 1:0{width}d}"
-        listing = iter(lister.list(prefix, start_after=after))
+        listing = iter(lister.list(prefix, start_after=after, page=WINDOW + 1))
         files, met = self._take(listing, tp, offset, WINDOW + 1)
         cut = None
         if len(files) > WINDOW:

@@ -139,12 +139,13 @@ class PartitionRound:
         return min(self.connect_committed, self.listed_upto)
 
 
-def _listed_from(tp: TopicPartition, part: PartitionRound, table_next: PartitionOffsets) -> int:
+def _listed_from(tp: TopicPartition, part: PartitionRound, table_next: PartitionOffsets, first_seen: bool) -> int:
     """Where a partition's listing starts: past what the service holds (it buffers every file
-    ending below ``held_next``, sent once), else the table's offset; a partition the table has no
-    offset of from its first file (that file decides where its ledger begins)."""
+    ending below ``held_next``, sent once), else the table's offset. A partition the table has no
+    offset of is listed from its first name until a listing found its first file (that file
+    decides where its ledger begins)."""
     if tp not in table_next:
-        return 0
+        return (part.held_next or 0) if first_seen else 0
     return max(table_next[tp], part.held_next or 0)
 
 
@@ -209,6 +210,10 @@ class SidecarLoop:
         self._warned: set[str] = set()  # connectors already reported as writing an unusable format
         # (key, size) -> the offsets the service found in the file's content (orphan guard)
         self._holds: dict[tuple[str, int], OffsetSpan] = {}
+        # per partition the table has no offset of yet, where a listing from its first name found
+        # its first file: its watermark's first_file, so later rounds list from what the service
+        # holds instead of from the partition's first name again (an archive's first window)
+        self._first_seen: dict[TopicPartition, int] = {}
         self._catch_up: dict[TopicPartition, CatchUp] = {}  # partitions whose table's round catches up
         self._service_ahead = 0.0  # the service's clock (s) minus ours, from the last lease answer
         self._last_round: float | None = None  # when the last full round started (clock())
@@ -343,12 +348,15 @@ class SidecarLoop:
         was not sent recently; note watermarks."""
         table_next = self.service.table_offsets()
         since = {
-            tp: _listed_from(tp, part, table_next)
+            tp: _listed_from(tp, part, table_next, tp in self._first_seen)
             for tp, part in report.partitions.items()
             if self._new_files(tp, part, table_next)
         }
         upto = {tp: p.connect_committed for tp, p in report.partitions.items() if p.connect_committed is not None}
         listed = self._listing.files(self.lister, since, self._holds, upto)
+        for tp, offset in since.items():
+            if tp not in table_next and offset == 0 and listed.get(tp):
+                self._first_seen[tp] = listed[tp][0].start_offset
         for tp, cut in self._listing.cut.items():  # a window cut short: the round goes as far as it
             part = report.partitions[tp]
             if part.connect_committed is not None and cut < part.connect_committed:
@@ -382,7 +390,7 @@ class SidecarLoop:
                 below,
                 part.read_at_ms,
                 self._log_end(tp, part),
-                first_file(listed.get(tp, []), part) if tp not in table_next else None,
+                self._first_file(tp, listed.get(tp, []), part) if tp not in table_next else None,
             )
             for tp, part in report.partitions.items()
             if (below := part.complete_below) is not None and not part.rejected
@@ -539,8 +547,17 @@ class SidecarLoop:
             if r.holds is not None:  # the content says where the file ends: claim that next round
                 self._holds[(c.file.key, c.file.size)] = r.holds
 
+    def _first_file(self, tp: TopicPartition, listed: list[StoredFile], part: PartitionRound) -> int:
+        """The partition's first file as a listing from its first name found it (this round's, or
+        an earlier one's while this round listed from what the service holds)."""
+        seen = self._first_seen.get(tp)
+        if seen is not None and part.connect_committed is not None:
+            return min(seen, part.connect_committed)
+        return first_file(listed, part)
+
     def _prune(self, table_next: PartitionOffsets) -> None:
         """Forget sent files the table has passed (bounded memory)."""
+        self._first_seen = {tp: at for tp, at in self._first_seen.items() if tp not in table_next}
         keep: dict[tuple[str, int], float] = {}
         for (key, end), when in self._sent.items():
             parsed = self.pattern.parse(key, 0)

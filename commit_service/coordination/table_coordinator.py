@@ -269,7 +269,7 @@ class TableCoordinator:
         if plan.left:
             pace = len(plan.files) / max(record.duration_ms or 1, 1) * 1000
             logger.info(
-                "table %s: round bounded by commit.max_files/max_bytes: %d ready file(s) left for the next rounds "
+                "table %s: round bounded by commit.max_files/max_bytes: %d buffered file(s) left for the next rounds "
                 "(~%.0f s at this round's %.0f files/s)",
                 record.table,
                 plan.left,

@@ -11,7 +11,7 @@ from lakegate_stack import s3 as s3mod
 from lakegate_stack.process import free_port
 from lakegate_stack.s3 import S3Server
 from sidecar.errors import SourceError
-from sidecar.listing import ListingPlan
+from sidecar.listing import WINDOW, ListingPlan
 from sidecar.storage import NamePattern, S3Lister, list_files
 
 BUCKET = "lister"
@@ -65,12 +65,14 @@ def test_a_partition_is_listed_from_its_offset_on_the_real_server(lister: S3List
     ]
     since = {TopicPartition("orders", 1): 1_990}  # 1,200 keys of the topic: more than 20 per partition listed
     plan = ListingPlan(NamePattern("aiven", "landing/"))
-    full = plan.files(lister, since, upto={TopicPartition("orders", 1): 2_000})
+    probe = plan.files(lister, since, upto={TopicPartition("orders", 1): 2_000})
     per_partition = plan.files(lister, since, upto={TopicPartition("orders", 1): 2_000})
-    assert plan.requests == 2, "one full listing of the topic, then one of the partition"
+    assert plan.requests == 2, "the first round's probe of the partition from its first name, then from its offset"
     for tp in since:
-        assert [f.start_offset for f in per_partition[tp]] == [1_990, 1_995]
-        assert [f.start_offset for f in full[tp]] == [1_985, 1_990, 1_995]  # with the one below the offset
+        assert [f.start_offset for f in per_partition[tp]] == [f.start_offset for f in probe[tp]] == [1_990, 1_995]
+    window = plan.files(lister, {TopicPartition("orders", 1): 0}, upto={TopicPartition("orders", 1): 2_000})
+    assert [f.start_offset for f in window[TopicPartition("orders", 1)]] == list(range(0, 5 * WINDOW, 5))
+    assert plan.cut == {TopicPartition("orders", 1): 5 * WINDOW}, "a window of the partition, in pages of its size"
 
 
 def test_odd_keys_come_back_exactly_and_parse(lister: S3Lister, landed: dict[str, int]) -> None:

@@ -24,7 +24,7 @@ class CountingLister:
         self.answered = 0
         self.calls: list[tuple[str, str | None]] = []
 
-    def list(self, prefix: str, start_after: str | None = None) -> Iterable[tuple[str, int]]:
+    def list(self, prefix: str, start_after: str | None = None, page: int | None = None) -> Iterable[tuple[str, int]]:
         self.calls.append((prefix, start_after))
         for k in self.keys:
             if k.startswith(prefix) and (start_after is None or k > start_after):

@@ -392,7 +392,7 @@ class ListedLister:
     def __init__(self, objects: list[tuple[str, int]]) -> None:
         self.objects = objects
 
-    def list(self, prefix: str, start_after: str | None = None) -> Iterable[tuple[str, int]]:
+    def list(self, prefix: str, start_after: str | None = None, page: int | None = None) -> Iterable[tuple[str, int]]:
         return [(k, n) for k, n in self.objects if k.startswith(prefix) and (start_after is None or k > start_after)]
 
     def uri(self, key: str) -> str:
@@ -724,10 +724,13 @@ def test_an_archive_is_sent_a_window_at_a_time_each_file_once_with_its_range(tmp
 
     assert round_at(0) == WINDOW * 10, "the round goes as far as its window: the next file's start"
     assert sent == [(i * 10, i * 10 + 9) for i in range(WINDOW)]
+    assert loop._watermarks[TopicPartition("orders", 0)].first_file == 0
     service.held[("orders", 0)] = WINDOW * 10  # buffered; the table has no offset yet
-    assert round_at(31) == WINDOW * 10 and len(sent) == WINDOW, "the same window, held: nothing resent"
+    assert round_at(31) == 2 * WINDOW * 10, "listed from what the service holds: the next window"
+    assert loop._watermarks[TopicPartition("orders", 0)].first_file == 0, "the first file, as first listed"
+    assert len(sent) == 2 * WINDOW, "nothing sent twice"
     service.offsets[("orders", 0)] = 1_000  # a first commit
-    assert round_at(62) == 2 * WINDOW * 10, "listed from what the service holds"
     service.held[("orders", 0)] = 2 * WINDOW * 10
-    assert round_at(93) == 5_000, "the last window reaches Connect's offset"
+    assert round_at(62) == 5_000, "the last window reaches Connect's offset"
+    assert loop._watermarks[TopicPartition("orders", 0)].first_file is None and not loop._first_seen
     assert sent == [(i * 10, i * 10 + 9) for i in range(500)], "every file once, with its range"
