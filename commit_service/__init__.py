@@ -9,7 +9,9 @@ Its rooms (each a subpackage whose ``__init__`` says what it holds) and who may 
   ``ConnectGroups``);
 - ``coordination/``: the coordinator and each table's rounds, quarantine, fencing;
 - ``storage/``: reading the sinks' files and their facts, ahead of the rounds;
-- ``spark/``: the process's one SparkSession and a round's files read as one frame (both formats);
+- ``round/``: a round whatever the format: the one commit skeleton (``round/commit.py``, each
+  format's narrow adapter under it) and a round's files read as one frame;
+- ``spark/``: the process's one SparkSession and Spark's plumbing (job labels, UI events, JVM errors);
 - ``delta/`` / ``iceberg/``: everything that talks to Delta / Iceberg, behind the ``Committer`` port;
 - ``http/``: the Flask app, its API, the status page; ``observe/``: metrics and lag;
   ``serving/``: gunicorn's options and worker;
@@ -25,7 +27,8 @@ The life of a manifest, one file per step::
     commit loop (coordinator.tick)  coordination/table_coordinator.py  maybe_commit: a round fires
                                     domain/state.py              TableState.plan -> CommitPlan (domain/plan.py)
                                     delta/deferred.py            DeferredCommitter: Spark when needed
-                                    delta/committer.py           DeltaCommitter.commit: one transaction
+                                    round/commit.py              RoundCommit.commit: the one skeleton
+                                    delta/committer.py           DeltaCommitter: Delta's half, one transaction
                                     delta/append.py | delta/upsert.py  the round's files as actions
                                     (an Iceberg table: iceberg/committer.py, one snapshot per round;
                                     iceberg/upsert.py the row delta of an upsert round)

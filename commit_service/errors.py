@@ -56,7 +56,7 @@ INTERNAL = {
     "commit_service.domain.content.ContentError": "delta.convert: DataFileError (the file is unreadable)",
     "commit_service.domain.json_infer.LineError": "delta.convert: DataFileError naming the line",
     "commit_service.domain.round_schema.Conflict": "round_schema.reconcile: the file refused (SchemaMismatchError)",
-    "commit_service.domain.upsert.ChangeError": "spark.upsert_round: DataFileError naming the file",
+    "commit_service.domain.upsert.ChangeError": "round.upsert_round: DataFileError naming the file",
     "commit_service.delta.log.LogReadError": "delta.deferred / delta.committer: the offsets read through Delta instead",
     "commit_service.audit.kafka.KafkaReadError": "audit.auditor: the Kafka checks reported as not run",
     "commit_service.doctor.kafka.DoctorKafkaError": "doctor.doctor: the Kafka checks reported as not checked",

@@ -8,7 +8,7 @@ without ``mode: upsert`` (:class:`~commit_service.delta.upsert.UpsertWriter` ser
 2. Parquet files that fit that schema are added where they lie (``in_place``) or copied under
    ``<table>/data/`` first (``copy_into_table``), with their footers' statistics;
 3. the others (JSON lines, CSV, enveloped Parquet) are read as one frame of that schema
-   (:class:`~commit_service.spark.convert.FrameReader`) and written by ``txn.writeFiles``;
+   (:class:`~commit_service.round.convert.FrameReader`) and written by ``txn.writeFiles``;
 4. the round guard (``commit_service.domain.round_guard``) checks what will be written against
    what the files hold, before anything commits.
 """
@@ -28,8 +28,8 @@ from commit_service.domain.paths import delta_path
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import FileShape, Widening, fits, reconcile, resolved_schema
 from commit_service.errors import SchemaMismatchError
-from commit_service.spark.convert import FrameReader
-from commit_service.spark.sources import ParquetSchemas
+from commit_service.round.convert import FrameReader
+from commit_service.round.sources import ParquetSchemas
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.protocol import FileFormat
 

@@ -2,8 +2,10 @@
 offsets, make each round one atomic commit.
 
 Called by the table's coordinator (one thread per table at a time, never from request threads).
-Through py4j it drives Delta's own ``OptimisticTransaction`` (docs/design.md, "The commit
-layout"), its actions built from protocol JSON (:mod:`commit_service.delta.jvm_actions`):
+Delta's half of the round skeleton (:mod:`commit_service.round.commit`, which checks the plan's
+offsets, labels the Spark jobs and places the crash points). Through py4j it drives Delta's own
+``OptimisticTransaction`` (docs/design.md, "The commit layout"), its actions built from protocol
+JSON (:mod:`commit_service.delta.jvm_actions`):
 
 1. ``txnVersion(appId)`` for every partition of the plan, inside the transaction (a concurrent
    writer on the same partition then fails this commit instead of duplicating);
@@ -22,7 +24,6 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from py4j.protocol import Py4JError
@@ -50,12 +51,10 @@ from commit_service.errors import (
     TableWriteError,
     UnexpectedCommitError,
 )
-from commit_service.faults import AFTER_COMMIT, BEFORE_COMMIT, crash_point
 from commit_service.ports import TableSnapshot
-from commit_service.spark.convert import FrameReader, kafka_timestamp
+from commit_service.round.commit import Opened, RoundCommit, RoundFiles
+from commit_service.round.sources import ParquetSchemas
 from commit_service.spark.java_errors import Failure, classify, java_summary
-from commit_service.spark.session import job_group, job_ids, job_label
-from commit_service.spark.sources import check_coverage, checked_facts
 from commit_service.storage.prefetch import FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile
@@ -113,6 +112,9 @@ class DeltaCommitter:
             type_widening=type_widening,
         )
         self._upsert = UpsertWriter(spark, self.location, upsert, type_widening) if upsert is not None else None
+        self._round = RoundCommit(
+            table, self, storage, self.facts, unwrap=unwrap, offset_check=offset_check, clock=clock
+        )
 
     # -- reading --------------------------------------------------------------------------
 
@@ -137,7 +139,7 @@ class DeltaCommitter:
         try:
             return self._maintainer.maintain(kind, policy)
         except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
-            raise self._translate(exc) from exc
+            raise self.translate(exc) from exc
 
     def register(self, name: str) -> None:
         self._maintainer.register(name)
@@ -146,7 +148,7 @@ class DeltaCommitter:
         try:
             return self._maintainer.checkpoint()
         except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
-            raise self._translate(exc) from exc
+            raise self.translate(exc) from exc
 
     def snapshot(self) -> TableSnapshot:
         """The table's version and offsets from its log (the service's only durable state).
@@ -177,67 +179,46 @@ class DeltaCommitter:
                     offsets[tp] = version
         return TableSnapshot(int(snap.version()), PartitionOffsets(offsets))
 
-    # -- committing -----------------------------------------------------------------------
+    # -- committing (the round's skeleton is commit_service.round.commit; this is Delta's half) --
 
-    def commit(self, plan: CommitPlan, *, now_ms: int | None = None) -> CommitRecord:
-        """Make ``plan`` one Delta commit, or raise a :class:`CommitError` having changed nothing.
+    def commit(self, plan: CommitPlan) -> CommitRecord:
+        """Make ``plan`` one Delta commit, or raise a :class:`CommitError` having changed nothing."""
+        return self._round.commit(plan)
 
-        Every step (footers, copies, the offset check, the commit) is inside the translation, so
-        whatever Delta, py4j or storage raise reaches the coordinator as a :class:`CommitError`.
-        """
-        started = time.monotonic()
-        commit_id = str(uuid.uuid4())
-        group = job_group(self.table, commit_id)
-        try:
-            with job_label(self.spark, group, f"lakegate commit {self.table}: {plan.reason} [{commit_id[:8]}]"):
-                record = self._commit(plan, now_ms, commit_id)
-        except CommitError:
-            raise
-        except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
-            raise self._translate(exc) from exc
-        duration_ms = int((time.monotonic() - started) * 1000)
-        jobs = job_ids(self.spark, group, job_group(self.table, commit_id, record.version))
-        return replace(record, duration_ms=duration_ms, spark_jobs=jobs)
+    def session(self) -> Any:
+        return self.spark
 
-    def _commit(self, plan: CommitPlan, now_ms: int | None, commit_id: str) -> CommitRecord:
-        reader = FrameReader(self.spark, self.storage, self.unwrap, self._append.parquet_schemas.get)
-        facts = checked_facts(self.facts, plan.files)
-        check_coverage(plan.files, facts, reader, self.offset_check)
+    def reading(self) -> tuple[Any, ParquetSchemas]:
+        return self.spark, self._append.parquet_schemas
 
+    def open_round(self, plan: CommitPlan) -> Opened:
+        """A Delta transaction, with ``txnVersion`` of every partition of the plan read inside it
+        (a concurrent writer on the same partition then fails this commit instead of duplicating)."""
         txn = self._log().startTransaction()
         read_version = int(txn.readVersion())
-        self._check_offsets(txn, plan, read_version)
-        expected_version = read_version + 1
-        label = (
-            f"lakegate commit {self.table} v{expected_version}: {len(plan.files)} files, {plan.records} records "
-            f"[{commit_id[:8]}]"
-        )
-        self.spark.sparkContext.setLocalProperty("spark.job.description", label)
-        self.spark.sparkContext.setLocalProperty(
-            "spark.jobGroup.id", job_group(self.table, commit_id, expected_version)
-        )
-        table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
-        reader.timestamp = kafka_timestamp(table_schema)
+        ids = {tp: app_id(self.table, tp) for tp in plan.offsets}
+        versions = self._txn_versions(txn, list(ids.values()))
+        held = {tp: versions[i] for tp, i in ids.items() if versions[i] >= 0}
+        schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
+        return Opened(txn, read_version, held, schema)
+
+    def write_round(self, opened: Opened, round_files: RoundFiles) -> list[Any]:
+        """The round's file actions: appended (:class:`AppendWriter`) or merged by key (:class:`UpsertWriter`)."""
+        txn, read_version, schema = opened.txn, opened.read_version, opened.schema
+        files, reader, facts = round_files.files, round_files.reader, round_files.facts
+
+        def set_schema(new: dict[str, Any], widened: Sequence[Widening]) -> None:
+            self._set_schema(txn, read_version, schema, new, widened)
+
         if self._upsert is not None:  # every file is read as changes and merged by key
-            data = self._upsert.round(
-                txn,
-                plan.files,
-                reader,
-                facts,
-                read_version,
-                lambda s, widened: self._set_schema(txn, read_version, table_schema, s, widened),
-            )
-        else:
-            data = self._append.round(
-                txn,
-                plan.files,
-                reader,
-                facts,
-                read_version,
-                table_schema,
-                lambda s, widened: self._set_schema(txn, read_version, table_schema, s, widened),
-            )
-        millis = now_ms if now_ms is not None else int(self.clock() * 1000)
+            return self._upsert.round(txn, files, reader, facts, read_version, set_schema)
+        return self._append.round(txn, files, reader, facts, read_version, schema, set_schema)
+
+    def land(self, opened: Opened, written: list[Any], plan: CommitPlan, record: CommitRecord) -> Callable[[], int]:
+        """One ``SetTransaction(appId="lakegate-<table>-<topic>-<partition>", version=next offset)``
+        per partition beside the round's actions, committed as ``STREAMING UPDATE`` (queryId
+        ``lakegate-<table>``) with ``userMetadata`` = :meth:`CommitRecord.user_metadata`."""
+        millis = record.committed_at_ms
         txns = self._actions.many(
             ActionKind.TXN,
             [
@@ -245,19 +226,14 @@ class DeltaCommitter:
                 for tp, offset in sorted(plan.offsets.items())
             ],
         )
-        record = plan.record(self.table, expected_version, commit_id, millis)
         op = self._handles.streaming_update(
             self._handles.append_mode,
             f"lakegate-{self.table}",
-            expected_version,
+            record.version,
             self._handles.some(json.dumps(record.user_metadata())),
         )
-        actions = self._actions.seq(*data, txns)
-        crash_point(BEFORE_COMMIT)
-        version = int(txn.commit(actions, op))
-        crash_point(AFTER_COMMIT)
-        self.facts.forget(p.file for p in plan.files)
-        return replace(record, version=version)
+        actions = self._actions.seq(*written, txns)
+        return lambda: int(opened.txn.commit(actions, op))
 
     def _set_schema(
         self,
@@ -336,19 +312,6 @@ class DeltaCommitter:
         mapper = self._handles.json_mapper
         return {t["appId"]: int(t["version"]) for t in json.loads(mapper.writeValueAsString(set_transactions))}
 
-    def _check_offsets(self, txn: Any, plan: CommitPlan, read_version: int) -> None:
-        moved: dict[TopicPartition, int] = {}
-        ids = {tp: app_id(self.table, tp) for tp in plan.offsets}
-        versions = self._txn_versions(txn, list(ids.values()))
-        starts = plan.starts()
-        for tp in plan.offsets:
-            in_table = versions[ids[tp]]
-            first = starts[tp]
-            if in_table >= 0 and in_table != first:  # no txn yet: the state's start point stands
-                moved[tp] = in_table
-        if moved:
-            raise OffsetsMovedError(f"table {self.table} offsets moved: {moved}", read_version, PartitionOffsets(moved))
-
     def _table_properties(self) -> dict[str, str]:
         """Table properties this committer needs: with background checkpoints, none in the commit;
         for an upsert table with deletion vectors, the feature (Delta upgrades the protocol)."""
@@ -388,7 +351,7 @@ class DeltaCommitter:
             }
         )
 
-    def _translate(self, exc: Exception) -> CommitError:
+    def translate(self, exc: Exception) -> CommitError:
         """A :class:`CommitError` for what the commit path raised, by the JVM exception's class
         (and its causes' and their superclasses'), never by message text."""
         kind = classify(exc)

@@ -8,7 +8,7 @@ per Kafka partition (``docs/design.md``, "Upserts").
 
 The steps, all in Spark:
 
-1. the round's changes (:class:`~commit_service.spark.upsert_round.RoundChanges`, shared with
+1. the round's changes (:class:`~commit_service.round.upsert_round.RoundChanges`, shared with
    Iceberg): the rows to write, the changed keys, the table's schema after the round;
 2. the transaction reads every file (``txn.filterFiles``), so a concurrent writer touching one
    fails our commit; the table at the transaction's read version is joined with the changed keys;
@@ -30,8 +30,8 @@ from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import Widening
 from commit_service.domain.upsert import UpsertSpec
 from commit_service.faults import MID_MERGE, crash_point
-from commit_service.spark.convert import FrameReader
-from commit_service.spark.upsert_round import RoundChanges
+from commit_service.round.convert import FrameReader
+from commit_service.round.upsert_round import RoundChanges
 from commit_service.storage.facts import FileFacts
 
 FILE_COLUMN = "__lakegate_file"

@@ -1,6 +1,6 @@
 """What a data file holds, told from its bytes: its encoding, its text, and the sink's envelope.
 
-Pure (no I/O): called by :mod:`commit_service.spark.convert` on bytes the storage reader fetched.
+Pure (no I/O): called by :mod:`commit_service.round.convert` on bytes the storage reader fetched.
 Sinks compress objects whatever their names say — Aiven's S3 sink writes gzip by default and adds
 no extension with a custom ``file.name.template`` — so the encoding is read from the magic bytes,
 never from the name:

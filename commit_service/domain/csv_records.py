@@ -1,6 +1,6 @@
 """A sink's headerless CSV lines as the records they hold, in the envelope JSON lines would carry.
 
-Pure. Called by :class:`~commit_service.spark.convert.FrameReader` for a CSV file, with the layout its
+Pure. Called by :class:`~commit_service.round.convert.FrameReader` for a CSV file, with the layout its
 sidecar sent (:class:`~lakegate_core.protocol.CsvLayout`, from the connector's config); the records
 then take the JSON-lines path (typed by :mod:`commit_service.domain.json_infer`, unwrapped, reconciled), so
 a CSV record lands exactly as the same record written as JSON lines would.

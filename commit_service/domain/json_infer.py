@@ -1,6 +1,6 @@
 """A JSON-lines file's schema, typed as Spark's JSON reader types it, but keeping what it cannot type.
 
-Pure: called by :mod:`commit_service.spark.convert` on the lines it read, so a round's text files are
+Pure: called by :mod:`commit_service.round.convert` on the lines it read, so a round's text files are
 read by Spark with an explicit schema (no inference job per round) reconciled by
 :mod:`commit_service.domain.round_schema`. The types follow Spark's JSON inference (``JsonInferSchema``):
 whole numbers are ``long`` (``decimal(p,0)`` past a long, ``double`` past 38 digits), fractions

@@ -1,7 +1,7 @@
 """One schema rule for a commit round: every file's columns reconciled with each other and the table's.
 
 Pure (no Spark, no I/O): schemas are Spark's JSON form (``StructType.jsonValue()``). Called by
-:mod:`commit_service.spark.convert` (append tables) and :mod:`commit_service.delta.upsert` (upsert
+:mod:`commit_service.round.convert` (append tables) and :mod:`commit_service.delta.upsert` (upsert
 tables) before a round's files are read as one frame, and by :mod:`commit_service.delta.committer`
 to decide which Parquet files can still be added where they lie.
 

@@ -1,5 +1,5 @@
 """Upsert and CDC tables, the pure half: the table mode, the spec of a key, and the row image's
-shape; the Spark half (``commit_service.spark.changes``) turns a round's files into changes.
+shape; the Spark half (``commit_service.round.changes``) turns a round's files into changes.
 
 Read by the config (``tables[].mode``, ``key``, ``cdc``) and by
 :class:`~commit_service.delta.upsert.UpsertWriter` for a table with ``mode: upsert``.

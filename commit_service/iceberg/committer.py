@@ -2,7 +2,9 @@
 offsets from its snapshots, make each round one snapshot.
 
 Called by the table's coordinator (one thread per table at a time, never from request threads).
-A round (docs/iceberg.md, "How a round commits"):
+Iceberg's half of the round skeleton (:mod:`commit_service.round.commit`, which checks the
+plan's offsets, labels the Spark jobs and places the crash points). A round (docs/iceberg.md,
+"How a round commits"):
 
 1. the table is read afresh from its catalog, and its offsets from its newest Lakegate snapshot
    (:mod:`commit_service.iceberg.summary`); the plan must start exactly there, else
@@ -12,7 +14,7 @@ A round (docs/iceberg.md, "How a round commits"):
    table is created with it, or grows to it (a metadata commit of its own, no snapshot);
 3. plain Parquet files whose columns and types fit the table's are added as they are (zero copy;
    ``copy_into_table`` copies them under the table's ``data/`` first); the other files' records
-   are read as one frame of that schema (:class:`~commit_service.spark.convert.FrameReader`) and
+   are read as one frame of that schema (:class:`~commit_service.round.convert.FrameReader`) and
    written by Spark as Parquet under the table's ``data/lakegate-<commit id>/``; every file becomes
    an Iceberg ``DataFile`` with its footer's metrics (:mod:`commit_service.iceberg.datafiles`),
    and the round guard checks them;
@@ -27,9 +29,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass
 from typing import Any
 
 from commit_service.config import Placement
@@ -48,7 +49,6 @@ from commit_service.errors import (
     TableWriteError,
     UnexpectedCommitError,
 )
-from commit_service.faults import AFTER_COMMIT, BEFORE_COMMIT, crash_point
 from commit_service.iceberg import datafiles
 from commit_service.iceberg.ledger import IcebergLedger
 from commit_service.iceberg.maintenance import IcebergMaintainer
@@ -58,21 +58,30 @@ from commit_service.iceberg.tables import IcebergTable
 from commit_service.iceberg.upsert import IcebergUpsert, RowChanges
 from commit_service.iceberg.validator import offsets_unchanged
 from commit_service.ports import TableSnapshot
-from commit_service.spark.convert import FrameReader, kafka_timestamp
+from commit_service.round.commit import Opened, RoundCommit, RoundFiles
+from commit_service.round.convert import FrameReader
+from commit_service.round.sources import ParquetSchemas
 from commit_service.spark.java_errors import ICEBERG_VALIDATION, Failure, classify, java_summary, thrown
-from commit_service.spark.session import job_group, job_ids, job_label
-from commit_service.spark.sources import ParquetSchemas, check_coverage, checked_facts
 from commit_service.storage.prefetch import FactsCache, storage_facts
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
-from lakegate_core.types import PartitionOffsets, TopicPartition
+from lakegate_core.types import PartitionOffsets
 
 logger = logging.getLogger(__name__)
 
 # Spark writes timestamps as INT96 by default, a type Iceberg's spec does not have: the round's
 # writer session writes them as the int64 microseconds Iceberg's timestamps are.
 WRITER_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
+
+
+@dataclass(frozen=True)
+class _Base:
+    """What a round read of its table: the table, its offsets, and its metadata as stored."""
+
+    table: Any | None
+    snapshot: TableSnapshot
+    text: str | None
 
 
 class IcebergCommitter:
@@ -107,6 +116,9 @@ class IcebergCommitter:
         self.upsert = upsert
         self._validator: Any = None  # the round's io.lakegate.iceberg.OffsetsUnchanged
         self._upsert: IcebergUpsert | None = None  # built with the session (upsert tables)
+        self._round = RoundCommit(
+            table, self, storage, self.facts, unwrap=unwrap, offset_check=offset_check, clock=clock
+        )
 
     def _parts(self) -> tuple[Any, Any, IcebergTable, ParquetSchemas, IcebergMaintainer]:
         """The session, the round writer's session, the table, footer schemas, the maintainer: built once."""
@@ -131,7 +143,7 @@ class IcebergCommitter:
         except CommitError:
             raise
         except Exception as exc:  # py4j surfaces Iceberg's exceptions as Py4JJavaError
-            raise self._translate(exc, reread=False) from exc
+            raise self.translate(exc, reread=False) from exc
 
     def warm(self) -> TableSnapshot:
         return self.snapshot()
@@ -148,7 +160,7 @@ class IcebergCommitter:
         except CommitError:
             raise
         except Exception as exc:  # py4j surfaces Iceberg's exceptions as Py4JJavaError
-            raise self._translate(exc, reread=False) from exc
+            raise self.translate(exc, reread=False) from exc
 
     def checkpoint(self) -> MaintenanceRecord:
         raise TableWriteError(f"table {self.table}: an Iceberg table has no checkpoints")
@@ -160,63 +172,55 @@ class IcebergCommitter:
         spark, _, table, _, _ = self._parts()
         return IcebergLedger(spark, table)
 
-    # -- committing -----------------------------------------------------------------------
+    # -- committing (the round's skeleton is commit_service.round.commit; this is Iceberg's half) --
 
     def commit(self, plan: CommitPlan) -> CommitRecord:
         """Make ``plan`` one Iceberg snapshot, or raise a :class:`CommitError` having changed nothing
         (files a failed round wrote under ``data/`` are in no snapshot)."""
-        started = time.monotonic()
-        commit_id = str(uuid.uuid4())
-        group = job_group(self.table, commit_id)
+        return self._round.commit(plan)
+
+    def session(self) -> Any:
+        return self._parts()[0]
+
+    def reading(self) -> tuple[Any, ParquetSchemas]:
+        _, writer, _, schemas, _ = self._parts()
+        return writer, schemas
+
+    def open_round(self, plan: CommitPlan) -> Opened:
+        """The table read afresh from its catalog, and its offsets from its newest Lakegate snapshot."""
         self._validator = None
-        try:
-            spark = self._parts()[0]
-            with job_label(spark, group, f"lakegate commit {self.table}: {plan.reason} [{commit_id[:8]}]"):
-                record = self._commit(plan, commit_id)
-        except CommitError:
-            raise
-        except Exception as exc:  # py4j surfaces Iceberg's exceptions as Py4JJavaError
-            raise self._translate(exc) from exc
-        duration_ms = int((time.monotonic() - started) * 1000)
-        jobs = job_ids(spark, group, job_group(self.table, commit_id, record.version))
-        return replace(record, duration_ms=duration_ms, spark_jobs=jobs)
-
-    def _commit(self, plan: CommitPlan, commit_id: str) -> CommitRecord:
-        spark, writer, tables, schemas, _ = self._parts()
-        reader = FrameReader(writer, self.storage, self.unwrap, schemas.get)
-        facts = checked_facts(self.facts, plan.files)
-        check_coverage(plan.files, facts, reader, self.offset_check)
-
+        tables = self._parts()[2]
         table = tables.load()
         base, base_text = tables.read(table)  # base_text: what the round lands on, as stored
-        self._check_offsets(plan, base)
-        reader.timestamp = kafka_timestamp(tables.spark_schema(table) if table is not None else None)
-        version = base.version + 1
-        spark.sparkContext.setLocalProperty(
-            "spark.job.description",
-            f"lakegate commit {self.table} v{version}: {len(plan.files)} files, {plan.records} records "
-            f"[{commit_id[:8]}]",
-        )
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", job_group(self.table, commit_id, version))
-        if self._upsert is not None:  # every file is read as changes and merged by key
-            changes = self._upsert.round(table, plan.files, reader, facts, commit_id)
-        else:
-            changes = self._append(table, plan.files, reader, facts, schemas, commit_id)
+        schema = tables.spark_schema(table) if table is not None else None
+        return Opened(_Base(table, base, base_text), base.version, base.offsets, schema)
 
-        millis = int(self.clock() * 1000)
-        record = plan.record(self.table, version, commit_id, millis)
-        update = self._snapshot_update(changes)
-        offsets = PartitionOffsets({**base.offsets, **plan.offsets})
+    def write_round(self, opened: Opened, round_files: RoundFiles) -> RowChanges:
+        """The round's data files: appended, or for an upsert table its rows and delete files."""
+        table = opened.txn.table
+        r = round_files
+        if self._upsert is not None:  # every file is read as changes and merged by key
+            return self._upsert.round(table, r.files, r.reader, r.facts, r.commit_id)
+        return self._append(table, r.files, r.reader, r.facts, self._parts()[3], r.commit_id)
+
+    def land(self, opened: Opened, written: RowChanges, plan: CommitPlan, record: CommitRecord) -> Callable[[], int]:
+        """One append (or row delta) holding the round's files and, in its snapshot summary, the
+        next offset of every partition of the table and the commit's record; it lands only if the
+        table's offsets are still those the round read (``OffsetsUnchanged``, inside Iceberg's commit)."""
+        base: _Base = opened.txn
+        update = self._snapshot_update(written)
+        offsets = PartitionOffsets({**base.snapshot.offsets, **plan.offsets})
         update.set(OFFSETS, encode(offsets))
-        update.set(COMMIT_ID, commit_id)
+        update.set(COMMIT_ID, record.commit_id)
         update.set(COMMIT, json.dumps(record.user_metadata(), separators=(",", ":")))
-        self._validator = offsets_unchanged(spark._jvm, base_text)
+        self._validator = offsets_unchanged(self._parts()[0]._jvm, base.text)
         update.validateWith(self._validator)
-        crash_point(BEFORE_COMMIT)
-        update.commit()
-        crash_point(AFTER_COMMIT)
-        self.facts.forget(p.file for p in plan.files)
-        return replace(record, version=self._landed_version(changes.table, commit_id, version))
+
+        def landing() -> int:
+            update.commit()
+            return self._landed_version(written.table, record.commit_id, record.version)
+
+        return landing
 
     @staticmethod
     def _snapshot_update(changes: RowChanges) -> Any:
@@ -348,16 +352,7 @@ class IcebergCommitter:
             snap = table.snapshot(parent) if parent is not None else None
         return planned
 
-    def _check_offsets(self, plan: CommitPlan, base: TableSnapshot) -> None:
-        """The plan must start where the table is: a partition the table holds must start at its offset."""
-        starts = plan.starts()
-        moved: dict[TopicPartition, int] = {
-            tp: base.offsets[tp] for tp in plan.offsets if tp in base.offsets and base.offsets[tp] != starts[tp]
-        }
-        if moved:
-            raise OffsetsMovedError(f"table {self.table} offsets moved: {moved}", base.version, PartitionOffsets(moved))
-
-    def _translate(self, exc: Exception, *, reread: bool = True) -> CommitError:
+    def translate(self, exc: Exception, *, reread: bool = True) -> CommitError:
         """A :class:`CommitError` for what the commit path raised, by the JVM exception's class,
         and for a refused snapshot by what the offsets check saw."""
         summary = f"table {self.table}: Iceberg commit failed: {java_summary(exc)}"

@@ -10,7 +10,7 @@ round was planned from, and the commit is refused if the table moved (docs/icebe
 
 The steps:
 
-1. the round's changes (:class:`~commit_service.spark.upsert_round.RoundChanges`, shared with
+1. the round's changes (:class:`~commit_service.round.upsert_round.RoundChanges`, shared with
    Delta) against the table at the planned snapshot: the rows to write, the changed keys, the
    schema after the round (the table is created with it, or grows to it);
 2. the rows are written by Spark as Parquet under ``data/lakegate-<commit id>/`` and described as
@@ -35,9 +35,9 @@ from commit_service.faults import MID_MERGE, crash_point
 from commit_service.iceberg import datafiles
 from commit_service.iceberg.schema import iceberg_schema, same_columns
 from commit_service.iceberg.tables import IcebergTable
-from commit_service.spark.conform import conform
-from commit_service.spark.convert import FrameReader
-from commit_service.spark.upsert_round import RoundChanges
+from commit_service.round.conform import conform
+from commit_service.round.convert import FrameReader
+from commit_service.round.upsert_round import RoundChanges
 from commit_service.storage.facts import FileFacts
 
 # Field ids Iceberg's spec reserves for a position delete file's columns.

@@ -1,10 +1,11 @@
-"""The process's one SparkSession and what both table formats do with it (Delta in
-``commit_service.delta``, Iceberg in ``commit_service.iceberg``); imported by those two packages and,
-for :class:`SparkHandle` alone, by the HTTP layer that starts the session.
+"""The process's one SparkSession and Spark's plumbing, for both table formats (Delta in
+``commit_service.delta``, Iceberg in ``commit_service.iceberg``) and the round they share
+(``commit_service.round``); imported by those and, for :class:`SparkHandle` alone, by the HTTP
+layer that starts the session.
 
 - ``session``: the SparkSession factory and its properties (``SparkHandle``, ``create_session``,
   ``job_label``): the Delta and Iceberg extensions, the Iceberg catalogs, s3a;
-- ``convert`` / ``conform``: a round's text and enveloped files read as one frame of the round's schema;
+- ``ui_events`` / ``row_audit``: commits on the Spark UI's tab; the audit's questions to rows;
 - ``java_errors``: what the JVM threw, classified by exception class;
 - ``thread_priority``: the CPU priority of the JVM thread behind a Python thread.
 

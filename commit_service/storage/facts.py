@@ -2,7 +2,7 @@
 
 Made by :class:`commit_service.storage.reader.StorageReader` (stat and footer); kept, between the read and
 the commit, by :class:`commit_service.storage.prefetch.FactsCache` as :data:`PackedFacts`; read by the
-commit path (:mod:`commit_service.delta.committer`, :mod:`commit_service.spark.convert`). No pyarrow here:
+commit path (:mod:`commit_service.delta.committer`, :mod:`commit_service.round.convert`). No pyarrow here:
 the HTTP threads' modules import this one.
 """
 

@@ -31,8 +31,9 @@ MAY_IMPORT = {
     "storage": {"domain", "config", "errors"},
     "spark": {"domain", "storage", "config", "errors"},
     "faults": set(),
-    "delta": {"spark", "domain", "ports", "storage", "config", "errors", "faults"},
-    "iceberg": {"spark", "domain", "ports", "storage", "config", "errors", "faults"},
+    "round": {"spark", "domain", "storage", "config", "errors", "faults"},
+    "delta": {"round", "spark", "domain", "ports", "storage", "config", "errors", "faults"},
+    "iceberg": {"round", "spark", "domain", "ports", "storage", "config", "errors", "faults"},
     "observe": {"coordination", "domain", "ports", "config", "errors"},
     "audit": {"domain", "ports", "config", "errors"},
     "doctor": {"domain", "config", "errors"},
@@ -57,7 +58,7 @@ MAY_IMPORT = {
 DOORS = {"delta", "iceberg"}  # areas imported from outside only through their package (its __init__)
 # heavy library -> the only areas that may import it
 HEAVY = {
-    "pyspark": {"spark", "delta", "iceberg"},
+    "pyspark": {"spark", "round", "delta", "iceberg"},
     "py4j": {"spark", "delta", "iceberg"},
     "flask": {"http"},
     "werkzeug": {"http"},

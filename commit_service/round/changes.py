@@ -1,7 +1,7 @@
 """Upsert and CDC tables, the Spark half: one round's records as *changes*, by key, as Spark
 DataFrames (the pure half, the spec and the row image's shape, is ``commit_service.domain.upsert``).
 
-Called by :class:`~commit_service.spark.upsert_round.RoundChanges` (both formats' upserts):
+Called by :class:`~commit_service.round.upsert_round.RoundChanges` (both formats' upserts):
 :func:`changes` makes one change per record (the row image, whether it deletes its key, the value
 that orders two changes of one key), :func:`latest` keeps each key's last change and
 :func:`not_older` drops the changes older than the row the table holds.

@@ -6,9 +6,9 @@ Delta's transaction, :class:`~commit_service.iceberg.upsert.IcebergUpsert` befor
 delta), each with the table as it was planned from (a Delta version, an Iceberg snapshot):
 
 1. the round's files, read raw (the sink's envelope), become changes
-   (:func:`commit_service.spark.changes.changes`); each key keeps its last one
-   (:func:`~commit_service.spark.changes.latest`) unless the table's row is newer by
-   ``ordering`` (:func:`~commit_service.spark.changes.not_older`);
+   (:func:`commit_service.round.changes.changes`); each key keeps its last one
+   (:func:`~commit_service.round.changes.latest`) unless the table's row is newer by
+   ``ordering`` (:func:`~commit_service.round.changes.not_older`);
 2. the rows to write are the kept changes that are not deletes, shaped as the round's row image
    and the table's schema (a column no value has typed yet is left out, at any depth);
 3. the round guard checks the rows read as changes, and that no column of any file is missing
@@ -37,9 +37,9 @@ from commit_service.domain.round_schema import (
 )
 from commit_service.domain.upsert import INTERNAL, ChangeError, UpsertSpec
 from commit_service.errors import DataFileError, SchemaMismatchError
-from commit_service.spark import changes as changes_of
-from commit_service.spark.conform import conform
-from commit_service.spark.convert import FrameReader
+from commit_service.round import changes as changes_of
+from commit_service.round.conform import conform
+from commit_service.round.convert import FrameReader
 from commit_service.storage.facts import FileFacts
 
 # A round with at most this many changed keys sends them to every task joining them with the table

@@ -31,7 +31,7 @@ from commit_service.domain.paths import table_location
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import VOID, Schema
 from commit_service.errors import DataFileError
-from commit_service.spark.conform import conform, devoid
+from commit_service.round.conform import conform, devoid
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.protocol import CsvLayout, FileFormat
 
@@ -234,7 +234,7 @@ class FrameReader:
         self, files: Sequence[PendingFile], facts: dict[str, FileFacts], target: Schema, *, raw: bool = False
     ) -> Any:
         """``files`` as one DataFrame of ``target``'s columns: unwrapped (``raw``: envelope kept, for
-        upsert tables), conformed (:func:`commit_service.spark.conform.conform`), unioned. Files of one
+        upsert tables), conformed (:func:`commit_service.round.conform.conform`), unioned. Files of one
         format and one raw schema are read together."""
         groups: dict[tuple[FileFormat, str], list[PendingFile]] = {}
         for p in files:

@@ -1,6 +1,6 @@
 """A DataFrame made to hold exactly a target schema: Spark column expressions, no data read here.
 
-Called by :mod:`commit_service.spark.convert` (and through it the upsert path) on each group of a
+Called by :mod:`commit_service.round.convert` (and through it the upsert path) on each group of a
 round's files once :mod:`commit_service.domain.round_schema` has decided the round's schema: every
 target column is selected by name, a missing column or struct field is a typed null, a void
 (all-null) one is a typed null, a narrower number is cast up, a struct is rebuilt field by field

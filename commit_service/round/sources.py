@@ -17,7 +17,7 @@ from commit_service.domain.coverage import OffsetCheck
 from commit_service.domain.paths import table_location
 from commit_service.domain.plan import PendingFile
 from commit_service.errors import DataFileError
-from commit_service.spark.convert import FrameReader
+from commit_service.round.convert import FrameReader
 from commit_service.storage.prefetch import FactsCache
 from commit_service.storage.reader import FileFacts
 from lakegate_core.protocol import FileFormat
