@@ -15,7 +15,7 @@ Its rooms (each a subpackage whose ``__init__`` says what it holds) and who may 
 - ``delta/`` / ``iceberg/``: everything that talks to Delta / Iceberg, behind the ``Committer`` port;
 - ``http/``: the Flask app, its API, the status page; ``observe/``: metrics and lag;
   ``serving/``: gunicorn's options and worker;
-- ``config.py``, ``errors.py``, ``cli.py``: the config, the error tree, the entry point;
+- ``config/``, ``errors.py``, ``cli.py``: the config (a module per section), the error tree, the entry point;
   ``faults.py``: the chaos run's crash points around a commit (test only).
 
 The life of a manifest, one file per step::

@@ -9,6 +9,8 @@ install what the command needs first; ``--help`` on any of them prints at once a
   name is also a command (``python -m lakegate_bench commit`` = ``run --parts commit``).
   Modules: ``run`` (the command), ``commit_path`` (the in-process parts), ``http_load``,
   ``pipeline`` and ``spark_streaming`` (its peer), ``upsert``, ``report`` (tables and plots);
+  ``pipeline`` and ``iceberg_peer`` share ``freshness`` (records produced, a poller seeing them),
+  ``figures`` (a run's result row), ``process_cpu`` (CPU from ``/proc``) and ``s3_requests``;
 - ``audit``, ``intake``, ``log-listing``, ``maintenance``, ``recovery``, ``s3-commit``, ``sidecar``,
   ``slowclients``: one module each (``scripts/bench-<command>``);
 - ``result``: how the standalone commands print and write their JSON.

@@ -34,18 +34,17 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
 
+from lakegate_bench.figures import figures
+from lakegate_bench.freshness import PARTITIONS, FreshnessPoller
 from lakegate_bench.pipeline import (
-    PARTITIONS,
-    FreshnessPoller,
     Measured,
-    S3RequestLog,
     catch_up_by_interval,
     catch_up_for,
-    figures,
     lakegate_row,
     measure,
     start_lakegate,
 )
+from lakegate_bench.s3_requests import S3RequestLog
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import SINK_PLUGIN_GROUP
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog

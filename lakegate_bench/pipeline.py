@@ -22,87 +22,29 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import statistics
 import subprocess
 import sys
-import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-from kafka import KafkaProducer
 
-from lakegate_stack import procfs
+from lakegate_bench.figures import figures
+from lakegate_bench.freshness import PARTITIONS, FreshnessPoller, produce, wait_for, warm_up
+from lakegate_bench.process_cpu import cpu_seconds, jit_seconds, jit_threads
+from lakegate_bench.s3_requests import S3RequestLog
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import create_topic
-from lakegate_stack.procfs import process_tree, tree_cpu_seconds
 from lakegate_stack.services import ServiceProcess, SidecarProcess
 from lakegate_stack.stack import LocalStack
 
 BUCKET = "lake"
-PARTITIONS = 3
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU seconds of these processes and all their descendants, now."""
-    return tree_cpu_seconds(pids)
-
-
-def jit_threads(pids: list[int]) -> dict[str, float]:
-    """CPU seconds, now, of every JIT compiler thread (HotSpot's ``C1/C2 CompilerThread``) of these
-    processes and their descendants, by ``pid/tid``. A compiler thread that exits between two
-    readings takes its time with it, so a difference of two readings can only under-count."""
-    found = {}
-    for pid in process_tree(pids):
-        for task in Path(f"/proc/{pid}/task").glob("*"):
-            try:
-                name = (task / "comm").read_text().strip()
-            except OSError:
-                continue
-            if name.startswith(("C1 CompilerThre", "C2 CompilerThre")):
-                found[f"{pid}/{task.name}"] = procfs.cpu_seconds(task / "stat")
-    return found
-
-
-def jit_seconds(before: dict[str, float], pids: list[int]) -> float:
-    """CPU seconds the JIT compilers of ``pids`` used since ``before`` (a :func:`jit_threads`)."""
-    return sum(cpu - before.get(thread, 0.0) for thread, cpu in jit_threads(pids).items())
-
-
-@dataclass(eq=False)
-class FreshnessPoller(threading.Thread):
-    """One reader of a table, every 0.25 s: for every new commit, when it was first seen and the
-    ``produced_ms`` of every record its added files hold. A format's poller gives :meth:`poll`."""
-
-    seen_ms: list[tuple[int, int]] = field(default_factory=list)  # (produced_ms, visible_ms) per record
-    # per record, where its time went, when the format's poller can tell: (produced_ms, the file's
-    # last-modified ms on the S3 server, the commit's timestamp ms, visible_ms)
-    stages_ms: list[tuple[int, int, int, int]] = field(default_factory=list)
-    versions: set[str] = field(default_factory=set)
-    warm_up_versions: int = 0  # of ``versions``, those committed before the measured run
-    stop: threading.Event = field(default_factory=threading.Event)
-    error: BaseException | None = None
-
-    def __post_init__(self) -> None:
-        threading.Thread.__init__(self, name="freshness-poller", daemon=True)
-
-    def run(self) -> None:
-        try:
-            while not self.stop.wait(0.25):
-                self.poll()
-            self.poll()
-        except BaseException as exc:  # reported by the caller
-            self.error = exc
-
-    def poll(self) -> None:
-        raise NotImplementedError
 
 
 @dataclass(eq=False, kw_only=True)
@@ -152,103 +94,6 @@ class Poller(FreshnessPoller):
                 self.seen_ms.extend((p, now_ms) for p in produced)
                 if unquote(path) in written:  # files outside the prefix (none here) have no stages
                     self.stages_ms.extend((p, written[unquote(path)], committed_ms, now_ms) for p in produced)
-
-
-def produce(bootstrap: str, topic: str, rate: int, seconds: int) -> int:
-    """``rate`` records per second for ``seconds``, paced by the clock; returns how many."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, acks="all")
-    total, started = rate * seconds, time.monotonic()
-    base = int(time.time() * 1000) * 1000  # ids unique across calls (the warm-up, then the run)
-    for n in range(total):
-        due = started + n / rate
-        delay = due - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        value = {"id": base + n, "produced_ms": int(time.time() * 1000), "amount": n * 0.25, "note": f"record {n}"}
-        producer.send(topic, key=str(n).encode(), value=json.dumps(value).encode(), partition=n % PARTITIONS)
-    producer.flush()
-    producer.close()
-    return total
-
-
-def quantiles(values: list[float]) -> dict[str, float]:
-    """p50 / p99 / max of ``values`` (seconds), rounded to 10 ms."""
-    ordered = sorted(values)
-    return {
-        "p50": round(statistics.median(ordered), 2),
-        "p99": round(ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 2),
-        "max": round(ordered[-1], 2),
-    }
-
-
-def stage_figures(stages_ms: list[tuple[int, int, int, int]]) -> dict[str, dict[str, float]]:
-    """Where a record's freshness went, per stage (p50 / p99 / max over the records, s): until its
-    file was on the S3 server (the sink: Connect's flush), until the commit that added it (the
-    committer: for Lakegate the sidecar's poll, the wait for the round and the commit), until the
-    poller saw that commit (the reader's own poll)."""
-    if not stages_ms:
-        return {}
-    return {
-        "to_file": quantiles([(w - p) / 1000 for p, w, _, _ in stages_ms]),
-        "file_to_commit": quantiles([(c - w) / 1000 for _, w, c, _ in stages_ms]),
-        "commit_to_seen": quantiles([(v - c) / 1000 for _, _, c, v in stages_ms]),
-    }
-
-
-def figures(
-    poller: FreshnessPoller, expected: int, cpu: float, marginal: float | None, rate: int, jit: float
-) -> dict[str, Any]:
-    """A run's freshness and CPU; ``jit`` is the part of ``cpu`` its JIT compilers used."""
-    fresh = [(v - p) / 1000 for p, v in poller.seen_ms]
-    if len(fresh) != expected:
-        raise SystemExit(f"the table holds {len(fresh)} records, {expected} were produced")
-    q = quantiles(fresh)
-    out = {
-        "records": expected,
-        "rate": rate,
-        "commits": len(poller.versions) - poller.warm_up_versions,  # in the measured run
-        "freshness_p50_s": q["p50"],
-        "freshness_p99_s": q["p99"],
-        "freshness_max_s": q["max"],
-        **({"stages_s": stage_figures(poller.stages_ms)} if poller.stages_ms else {}),
-        "cpu_s": round(cpu, 1),
-        "cpu_s_per_million": round(cpu / expected * 1e6, 1),
-        "jit_cpu_s": round(jit, 1),
-    }
-    if marginal is not None:
-        out.update(marginal_cpu_s=round(marginal, 1), marginal_cpu_s_per_million=round(marginal / expected * 1e6, 1))
-    return out
-
-
-WARM_UP = 300  # records produced and waited for before the measured run: first commits load code
-
-
-def warm_up(poller: FreshnessPoller, bootstrap: str, topic: str, rate: int, seconds: int) -> None:
-    """Produce a few records and wait until they are in the table (the first commit of either
-    system is seconds of class loading and planning that no steady state has), then, with
-    ``seconds``, that many seconds at the measured rate (what the JVMs compile for this load is
-    compiled before the measurement, as in a pipeline that has run for a while); forget them."""
-    expected = produce(bootstrap, topic, WARM_UP, 1)
-    if seconds:
-        print(f"    warming up: {rate}/s for {seconds} s, not measured ...", flush=True)
-        expected += produce(bootstrap, topic, rate, seconds)
-    wait_for(poller, expected, timeout=300 + seconds, stop=False)
-    poller.seen_ms.clear()
-    poller.stages_ms.clear()
-    poller.warm_up_versions = len(poller.versions)
-
-
-def wait_for(poller: FreshnessPoller, expected: int, timeout: float, *, stop: bool = True) -> None:
-    deadline = time.monotonic() + timeout
-    while len(poller.seen_ms) < expected:
-        if poller.error is not None:
-            raise poller.error
-        if time.monotonic() > deadline:
-            raise SystemExit(f"only {len(poller.seen_ms)} of {expected} records visible after {timeout:.0f} s")
-        time.sleep(0.5)
-    if stop:
-        poller.stop.set()
-        poller.join(10)
 
 
 @dataclass
@@ -357,34 +202,6 @@ def measure(
     used = {k: cpu_seconds([p]) - before[k] for k, p in pids.items()}
     requests = s3_log.count_since(mark) if s3_log else None
     return Measured(used, jit_seconds(jit_before, measured), produced, requests)
-
-
-ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # moto's log colours some methods
-
-
-@dataclass(frozen=True)
-class S3RequestLog:
-    """The S3 server's request log (moto's, one line per request: ``"<METHOD> /<bucket>/..."``),
-    counted for one bucket. Who sent a request is not in the log: a bucket is one system's."""
-
-    path: Path
-    bucket: str
-
-    def mark(self) -> int:
-        """Where the log ends now."""
-        return self.path.stat().st_size
-
-    def count_since(self, mark: int) -> dict[str, int]:
-        """Requests to the bucket logged after ``mark``, by HTTP method."""
-        counts: dict[str, int] = {}
-        with self.path.open("rb") as log:
-            log.seek(mark)
-            for line in log:
-                _, sep, rest = ANSI_COLOUR.sub("", line.decode(errors="replace")).partition('"')
-                method, _, target = rest.partition(" ")
-                if sep and (target.startswith(f"/{self.bucket}/") or target.startswith(f"/{self.bucket}?")):
-                    counts[method] = counts.get(method, 0) + 1
-        return counts
 
 
 def lakegate_row(interval: int, rate: int, poller: FreshnessPoller, seen: Measured) -> dict[str, Any]:

@@ -2,13 +2,14 @@
 
 Run by ``lakegate-sidecar`` every ``poll_interval_seconds``, and at the times
 :meth:`SidecarLoop.next_round_at` names while a table's round catches up. Every source is a seam
-typed as a ``Protocol`` (:class:`ConnectSource`, :class:`GroupSource`, the storage
-:class:`~sidecar.storage.Lister`, :class:`CommitService`), so unit tests drive the loop with
-fakes. The only memory kept between rounds is which files were sent recently (to avoid resending
-them every round), the last round's watermarks and each partition's :class:`CatchUp`; the first is
-pruned as the table's offsets advance, so it is bounded by the files in flight. Losing it (a
-restart) only means files are sent again, which the service answers with ``duplicate`` /
-``already_committed``.
+typed as a ``Protocol`` (:mod:`sidecar.ports`, and the storage :class:`~sidecar.storage.Lister`),
+so unit tests drive the loop with fakes; what a round saw of each partition is plain state
+(:mod:`sidecar.round_state`), the connectors' states are followed in :mod:`sidecar.health`. The
+only memory kept between rounds is which files were sent recently (to avoid resending them every
+round), the last round's watermarks and each partition's :class:`~sidecar.round_state.CatchUp`;
+the first is pruned as the table's offsets advance, so it is bounded by the files in flight.
+Losing it (a restart) only means files are sent again, which the service answers with
+``duplicate`` / ``already_committed``.
 
 Catching up: a table with ``commit.catch_up_seconds`` says in each lease answer when its next
 round is due (``LeaseGrant.due_ms``). The sidecar runs a round at that time, reads the partition's
@@ -23,9 +24,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Callable
 
 from lakegate_core.connect_group import GroupReadError
 from lakegate_core.protocol import (
@@ -36,146 +35,23 @@ from lakegate_core.protocol import (
     LeaseRequest,
     LeaseResponse,
     Manifest,
-    ManifestReceipt,
     OffsetSpan,
     SidecarInfo,
     Watermark,
 )
 from lakegate_core.types import PartitionOffsets, TopicPartition
+from sidecar.claims import claim_batches
 from sidecar.config import LoopSettings
-from sidecar.connect import ConnectorView
 from sidecar.errors import SourceError
+from sidecar.health import ConnectorHealth
 from sidecar.listing import ListingPlan
 from sidecar.metrics import SidecarMetrics
+from sidecar.ports import CommitService, ConnectSource, GroupSource
+from sidecar.round_state import CatchUp, PartitionRound, RoundReport, first_file, listed_from, may_have_new_files
 from sidecar.storage import Lister, NamePattern, StoredFile
 from sidecar.tracker import CompleteFile, complete_files
 
 logger = logging.getLogger(__name__)
-
-# a lease claim's size, estimated, at most: half the service's default request limit
-# (server.max_request_bytes, 1 MiB), which a claim of 10,000 partitions with their watermarks passed
-CLAIM_BYTES = 512 * 1024
-HEALTH_RETRY_SECONDS = 30.0  # a connector state report that failed is sent again no sooner
-
-
-def claim_batches(partitions: list[TopicPartition]) -> Iterator[tuple[TopicPartition, ...]]:
-    """``partitions`` (sorted) in consecutive batches whose claims, each partition named once and
-    in one watermark, stay under ``CLAIM_BYTES`` (a generous estimate per partition: its topic twice
-    and the JSON of two entries with every field at its longest)."""
-    batch: list[TopicPartition] = []
-    size = 0
-    for tp in partitions:
-        cost = 2 * len(tp.topic.encode()) + 200
-        if batch and size + cost > CLAIM_BYTES:
-            yield tuple(batch)
-            batch, size = [], 0
-        batch.append(tp)
-        size += cost
-    if batch:
-        yield tuple(batch)
-
-
-def first_file(listed: list[StoredFile], part: PartitionRound) -> int:
-    """Where the sink's first file of a partition the table has no offset of begins, as this
-    round's listing (``listed``, sorted, every file of it) found it; Connect's committed offset if
-    it holds none below that. The service decides from it where the partition's ledger begins."""
-    assert part.connect_committed is not None
-    return min(listed[0].start_offset, part.connect_committed) if listed else part.connect_committed
-
-
-class ConnectSource(Protocol):
-    """The Connect worker's REST API (``sidecar.connect.ConnectRest``)."""
-
-    def followed(self, names: tuple[str, ...], regex: str | None) -> list[str]: ...
-
-    def view(self, name: str, worker_id: str) -> ConnectorView: ...
-
-
-class GroupSource(Protocol):
-    """The connectors' consumer groups in Kafka (``lakegate_core.connect_group.GroupReader``)."""
-
-    def committed(self, connector: str) -> PartitionOffsets: ...
-
-    def owned(self, connector: str, tasks: Iterable[int]) -> set[TopicPartition]: ...
-
-    def log_ends(self, partitions: Iterable[TopicPartition]) -> PartitionOffsets: ...
-
-    def close(self) -> None: ...
-
-
-class CommitService(Protocol):
-    """The commit service's HTTP API (``sidecar.client.ServiceClient``)."""
-
-    def table_offsets(self) -> PartitionOffsets: ...
-
-    def claim(self, request: LeaseRequest) -> LeaseResponse: ...
-
-    def send(self, manifest: Manifest) -> ManifestReceipt: ...
-
-
-@dataclass
-class PartitionRound:
-    """One owned partition as one round saw it."""
-
-    connector: str
-    format: FileFormat  # what the connector writes
-    epoch: int | None = None  # the lease granted this round (None: fencing off)
-    connect_committed: int | None = None  # Connect's committed offset, read at ``read_at_ms``
-    read_at_ms: int = 0
-    table_next: int = 0  # the table's committed offset
-    rejected: bool = False  # the service rejected one of its files this round
-    held_next: int | None = None  # the service holds every file ending below this (None: it did not say)
-    log_end: int | None = None  # the partition's log end, if read this round (its table's round came due)
-    # where this round's listing window of the partition was cut (below Connect's offset), if it was
-    listed_upto: int | None = None
-
-    @property
-    def complete_below(self) -> int | None:
-        """The offset below which this round reports every complete file, and claims so in its
-        watermark: Connect's committed offset, or where the listing's window stopped (the files
-        past it are listed in later rounds)."""
-        if self.connect_committed is None or self.listed_upto is None:
-            return self.connect_committed
-        return min(self.connect_committed, self.listed_upto)
-
-
-def _listed_from(tp: TopicPartition, part: PartitionRound, table_next: PartitionOffsets, first_seen: bool) -> int:
-    """Where a partition's listing starts: past what the service holds (it buffers every file
-    ending below ``held_next``, sent once), else the table's offset. A partition the table has no
-    offset of is listed from its first name until a listing found its first file (that file
-    decides where its ledger begins)."""
-    if tp not in table_next:
-        return (part.held_next or 0) if first_seen else 0
-    return max(table_next[tp], part.held_next or 0)
-
-
-@dataclass
-class CatchUp:
-    """One partition's part in a table round that catches up (``LeaseGrant.due_ms``)."""
-
-    connector: str  # whose task holds the partition
-    due_ms: int  # when the round is due, in the service's clock
-    log_end: int | None = None  # the partition's Kafka log end, read in a round at or after due_ms
-    carried: bool = False  # a lease claim carried ``log_end`` to the service
-    reached: bool = False  # Connect's committed offset reached ``log_end``, the files below it sent
-
-    @property
-    def settled(self) -> bool:
-        """Nothing more to do for this due time."""
-        return self.carried and self.reached
-
-
-@dataclass
-class RoundReport:
-    """What one round saw and did (logged, and returned for tests)."""
-
-    partitions: dict[TopicPartition, PartitionRound] = field(default_factory=dict)
-    sent: list[CompleteFile] = field(default_factory=list)
-    statuses: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def owned(self) -> list[TopicPartition]:
-        return sorted(self.partitions)
 
 
 class SidecarLoop:
@@ -220,10 +96,8 @@ class SidecarLoop:
         self._listing = ListingPlan(pattern, metrics=metrics)  # whole topics, or partitions from their offsets
         # each followed connector's state and failed tasks as last seen: a change is reported to the
         # service's doctor (on_health_change), so a task failing after the start shows there
-        self._health: dict[str, tuple[str, tuple[int, ...]]] = {}
+        self._health = ConnectorHealth(clock)
         self.on_health_change = on_health_change
-        self._health_unsent: set[str] = set()  # changes a failed report did not carry
-        self._health_retry_at = 0.0
 
     @property
     def worker_id(self) -> str:
@@ -269,9 +143,8 @@ class SidecarLoop:
         changed: list[str] = []
         for name in self.connect.followed(s.connectors, s.connectors_regex):
             view = self.connect.view(name, s.worker_id)
-            if self._health.get(name, ("RUNNING", ())) != view.health:
+            if self._health.saw(name, view.health):
                 changed.append(name)
-            self._health[name] = view.health
             if view.state == "MISSING":
                 logger.info("connector %s is gone; nothing to follow", name)
                 continue
@@ -299,7 +172,7 @@ class SidecarLoop:
                 if part.connector == name and tp in committed:
                     part.connect_committed, part.read_at_ms = committed[tp], read_at_ms
             self._read_log_ends(name, read_at_ms, report)
-        self._report_health(changed)
+        self._health.report(changed, self.on_health_change)
         for tp in set(self._catch_up) - set(report.partitions):
             del self._catch_up[tp]  # no longer ours
         self.metrics.owned.set(len(report.partitions))
@@ -311,46 +184,14 @@ class SidecarLoop:
             logger.info("sent %d file(s): %s", len(report.sent), report.statuses)
         return report
 
-    def _report_health(self, changed: list[str]) -> None:
-        """Connectors whose state or failed tasks changed since the last round (or that do not run
-        when first seen): logged, and reported to the service's doctor, whose report, status page
-        and metrics then show what stopped. A failed report is logged and tried again after
-        ``HEALTH_RETRY_SECONDS`` (or with the next change)."""
-        if not changed and not self._health_unsent:
-            return
-        for name in changed:
-            state, failed = self._health[name]
-            if state == "RUNNING" and not failed:
-                logger.info("connector %s runs again", name)
-            else:
-                logger.warning(
-                    "connector %s is %s%s: its partitions get no new files until it runs again",
-                    name,
-                    state,
-                    f", tasks {list(failed)} FAILED" if failed else "",
-                )
-        if self.on_health_change is None:
-            return
-        names = sorted(set(changed) | self._health_unsent)
-        if not changed and self.clock() < self._health_retry_at:
-            return  # a failed report is tried again at most every HEALTH_RETRY_SECONDS
-        try:
-            self.on_health_change(names)
-        except Exception as exc:  # the service or Connect unreachable (a restart): tried again later
-            logger.warning("cannot report connector state to the service's doctor: %s", exc)
-            self._health_unsent = set(names)
-            self._health_retry_at = self.clock() + HEALTH_RETRY_SECONDS
-            return
-        self._health_unsent = set()
-
     def _report_files(self, report: RoundReport) -> None:
         """Send every complete file of the owned partitions that the service does not hold and that
         was not sent recently; note watermarks."""
         table_next = self.service.table_offsets()
         since = {
-            tp: _listed_from(tp, part, table_next, tp in self._first_seen)
+            tp: listed_from(tp, part, table_next, tp in self._first_seen)
             for tp, part in report.partitions.items()
-            if self._new_files(tp, part, table_next)
+            if may_have_new_files(tp, part, table_next)
         }
         upto = {tp: p.connect_committed for tp, p in report.partitions.items() if p.connect_committed is not None}
         listed = self._listing.files(self.lister, since, self._holds, upto)
@@ -395,16 +236,6 @@ class SidecarLoop:
             for tp, part in report.partitions.items()
             if (below := part.complete_below) is not None and not part.rejected
         }
-
-    @staticmethod
-    def _new_files(tp: TopicPartition, part: PartitionRound, table_next: PartitionOffsets) -> bool:
-        """Whether ``tp`` may have a complete file the service does not hold: not when Connect's
-        committed offset is at or below what the service holds (``held_next``, else the table's
-        offset), so a caught-up partition costs no listing. A partition the table has no offset of
-        is listed (its first file decides where its ledger begins)."""
-        if tp not in table_next or part.connect_committed is None:
-            return True
-        return part.connect_committed > max(table_next[tp], part.held_next or 0)
 
     def _read_log_ends(self, connector: str, read_at_ms: int, report: RoundReport) -> None:
         """Read the log end of each of ``connector``'s partitions whose round came due by
@@ -466,10 +297,10 @@ class SidecarLoop:
         self, connector: str, fmt: FileFormat, tasks: frozenset[int], owned: set[TopicPartition], report: RoundReport
     ) -> int:
         """Lease the owned partitions (every round: cheap, and it follows rebalances at once), in
-        claims of at most ``CLAIM_BYTES`` (:func:`claim_batches`). Returns the time to stamp this round's watermarks
-        with: the service's clock from its last answer, which is no later than the reads that
-        follow (a service without ``now_ms`` leaves the sidecar's own clock, read before the
-        claims)."""
+        claims of at most ``CLAIM_BYTES`` (:func:`~sidecar.claims.claim_batches`). Returns the time
+        to stamp this round's watermarks with: the service's clock from its last answer, which is no
+        later than the reads that follow (a service without ``now_ms`` leaves the sidecar's own
+        clock, read before the claims)."""
         sent_at_ms = int(time.time() * 1000)
         info = SidecarInfo(self.settings.sidecar_id, self.settings.worker_id)
         answers: list[LeaseResponse] = []

@@ -22,14 +22,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from commit_service.config import ServiceConfig, TableConfig
 from commit_service.coordination.fencing import Fencing
+from commit_service.coordination.sidecars_seen import SidecarSeen, SidecarsSeen
 from commit_service.coordination.table_coordinator import TableCoordinator, TimeOffsets
+from commit_service.domain.manifests import MAX_TRACKED_MANIFESTS
 from commit_service.domain.paths import UnsafePathError, is_under, normalize_uri
 from commit_service.domain.plan import PendingFile
-from commit_service.domain.state import MAX_TRACKED_MANIFESTS
 from commit_service.errors import (
     BadRequestError,
     CommitError,
@@ -77,16 +78,6 @@ def pass_gap(idle_pass_seconds: float) -> float:
 
 
 MAX_ROUTES = 100_000  # topics whose table is remembered (topics_regex may match any number of names)
-MAX_SIDECARS_SEEN = 1000  # the status page's list of sidecars forgets the longest-silent beyond this
-
-
-@dataclass(frozen=True)
-class SidecarSeen:
-    """A sidecar's last call (manifest or lease claim), read by the status page."""
-
-    sidecar_id: str
-    worker: str
-    at: float  # the service's clock (epoch seconds)
 
 
 class Coordinator:
@@ -115,8 +106,7 @@ class Coordinator:
         self._stop = threading.Event()
         self._wake = threading.Event()  # set by intake when a table's round may be due
         self._thread: threading.Thread | None = None
-        self._seen: dict[str, SidecarSeen] = {}  # sidecar id -> its last manifest or lease claim
-        self._seen_lock = threading.Lock()
+        self._seen = SidecarsSeen()
         self.ready = False
         self._routes: dict[str, TableConfig | None] = {}  # topic -> its table (see _route)
 
@@ -355,15 +345,11 @@ class Coordinator:
         return LeaseGrant(grant.topic, grant.partition, grant.granted, grant.epoch, grant.reason, held, due[table.name])
 
     def _note_seen(self, sidecar_id: str, worker: str) -> None:
-        with self._seen_lock:
-            self._seen[sidecar_id] = SidecarSeen(sidecar_id, worker, self.clock())
-            if len(self._seen) > MAX_SIDECARS_SEEN:
-                del self._seen[min(self._seen.values(), key=lambda s: s.at).sidecar_id]
+        self._seen.note(sidecar_id, worker, self.clock())
 
     def sidecars(self) -> list[SidecarSeen]:
         """Every sidecar heard from since this process started, most recently seen first."""
-        with self._seen_lock:
-            return sorted(self._seen.values(), key=lambda s: s.at, reverse=True)
+        return self._seen.all()
 
     def _rejected(self, reason: str) -> None:
         if self.listener:

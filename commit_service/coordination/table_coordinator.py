@@ -14,14 +14,14 @@ import math
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 from commit_service.config import TableConfig
+from commit_service.coordination import round_log
 from commit_service.coordination.quarantine import DeadLetters
+from commit_service.coordination.table_maintenance import TableMaintenance
 from commit_service.domain.epochs import Epochs, keyed, split
 from commit_service.domain.failures import FailureTracker
-from commit_service.domain.maintenance import MaintenanceClock, due
 from commit_service.domain.plan import CommitPlan, PendingFile
 from commit_service.domain.start import StartReason, starts_json
 from commit_service.domain.state import TableState
@@ -75,16 +75,13 @@ class TableCoordinator:
         self.limits = limits  # Connect's committed offsets, when fencing is on
         self.time_offsets = time_offsets  # where tables[].start.timestamp falls, with a kafka section
         self.history: deque[CommitRecord] = deque(maxlen=HISTORY)
-        self.maintenance_runs: deque[MaintenanceRecord] = deque(maxlen=HISTORY)
-        self._maintenance_clock = MaintenanceClock()
-        self._checkpointer: ThreadPoolExecutor | None = None  # one background thread, made on first use
-        self._checkpoint_running: Future[None] | None = None
         self._state = TableState(config.name, policy=config.commit, now=clock(), start=config.start)
         # the state, the committer and the ledger key partitions by ledger key (domain.epochs);
         # everything this class answers or takes from outside is in Kafka's partitions
         self._epochs = Epochs()
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()
+        self.upkeep = TableMaintenance(config, committer, clock, self._commit_lock)
         self.letters = DeadLetters(config.name, dead_letter_store, clock)
         self._failures = FailureTracker(config.commit)
         self._last_error: str | None = None
@@ -97,9 +94,9 @@ class TableCoordinator:
             self._epochs.learn(snap.offsets)
             self._state.recovered(snap.offsets, snap.version)
         self.letters.load()
-        self._maintenance_clock.started(self.clock())
+        self.upkeep.started()
         if snap.version >= 0:
-            self._register()
+            self.upkeep.register()
         logger.info(
             "table %s at version %d with %d partitions' offsets", self.config.name, snap.version, len(snap.offsets)
         )
@@ -172,11 +169,8 @@ class TableCoordinator:
             for key, tp in need.items():
                 if tp in found:
                     self._state.set_time_floor(key, found[tp])
-        logger.info(
-            "table %s: start.timestamp %s falls at %s",
-            self.config.name,
-            self.config.start.timestamp,
-            ", ".join(f"{tp}@{found[tp]}" for tp in sorted(need.values()) if tp in found),
+        round_log.start_found(
+            self.config.name, self.config.start.timestamp, {tp: found[tp] for tp in need.values() if tp in found}
         )
 
     def held_next(self, tp: TopicPartition) -> int:
@@ -241,41 +235,12 @@ class TableCoordinator:
         with self._lock:
             self._state.committed_plan(plan, record.version, now)
         if record.version == 0:  # the commit created the table
-            self._register()
-        self._maybe_checkpoint(record.version)
+            self.upkeep.register()
+        self.upkeep.maybe_checkpoint(record.version)
         self.history.append(record)
         self._failures.succeeded(plan)
         self._last_error = None
-        logger.info(
-            "commit table=%s version=%d commit_id=%s files=%d records=%d offsets=%s vtts=%s duration_ms=%s "
-            "spark_jobs=%s reason=%s",
-            record.table,
-            record.version,
-            record.commit_id,
-            record.files,
-            record.records,
-            record.offsets.to_json(),
-            record.vtts,
-            record.duration_ms,
-            list(record.spark_jobs),
-            plan.reason,
-        )
-        if plan.begins:
-            logger.info(
-                "table %s: the ledger of %s begins here (tables[].start)",
-                record.table,
-                ", ".join(f"{tp} at {at} ({why})" for tp, at, why in plan.begins),
-            )
-        if plan.left:
-            pace = len(plan.files) / max(record.duration_ms or 1, 1) * 1000
-            logger.info(
-                "table %s: round bounded by commit.max_files/max_bytes: %d buffered file(s) left for the next rounds "
-                "(~%.0f s at this round's %.0f files/s)",
-                record.table,
-                plan.left,
-                plan.left / pace,
-                pace,
-            )
+        round_log.committed(record, plan)
         return record
 
     def _refuse_content(self, exc: ContentRangeError) -> None:
@@ -285,13 +250,7 @@ class TableCoordinator:
         with self._lock:
             dropped = self._state.refuse_content(exc.path, exc.holds)
         self._last_error = exc.message
-        logger.warning(
-            "table %s: %s; dropped it and %d orphan(s) starting inside that span: %s",
-            self.config.name,
-            exc.message,
-            len(dropped) - 1 if dropped else 0,
-            [p.file.path for p in dropped[1:]],
-        )
+        round_log.refused(self.config.name, exc, dropped)
 
     def holds(self, f: DataFile) -> OffsetSpan | None:
         """The offsets ``f``'s content was found to hold (for its receipt), if known."""
@@ -329,15 +288,7 @@ class TableCoordinator:
                 self._state.recovered(exc.offsets, exc.version)
         decision = self._failures.failed(exc, plan, self.clock())
         self._last_error = exc.message
-        if cause is not None and decision.first:  # the trace once per streak, not every retry
-            logger.error("commit of table %s failed unexpectedly", self.config.name, exc_info=cause)
-        logger.warning(
-            "commit of table %s failed (%s, retry in %.1fs): %s",
-            self.config.name,
-            "transient" if exc.transient else "retryable" if exc.retryable else "bad file",
-            decision.delay,
-            exc.message,
-        )
+        round_log.failed(self.config.name, exc, decision, cause)
         if decision.quarantine is not None:
             self._quarantine(decision.quarantine, exc, decision.attempts)
 
@@ -359,20 +310,7 @@ class TableCoordinator:
             return
         with self._lock:
             self._state.drop_file(path, f"quarantined: {exc.message}")
-        f = pending.file
-        logger.error(
-            "table %s: QUARANTINED %s (%s-%d offsets %d..%d) after %d attempt(s): %s; its partition waits at this gap "
-            "until a correct file is sent, or an admin retries (POST /v1/dead-letters/%s/retry) or releases it",
-            self.config.name,
-            path,
-            f.topic,
-            f.partition,
-            f.start_offset,
-            f.end_offset,
-            letter.attempts,
-            exc.message,
-            letter.id,
-        )
+        round_log.quarantined(self.config.name, letter, exc)
 
     def dead_letters(self) -> list[DeadLetter]:
         return self.letters.all()
@@ -448,23 +386,14 @@ class TableCoordinator:
                 dropped = self._state.begin_epoch(
                     over, new, f"topic {topic} was made again: ledger epoch {epoch} began at version {record.version}"
                 )
-            logger.warning(
-                "table %s: topic %s begins ledger epoch %d at version %d (%s); %d buffered file(s) of the old "
-                "epoch dropped",
-                self.config.name,
-                topic,
-                epoch,
-                record.version,
-                ", ".join(f"{tp.partition}@{at}" for tp, at in new.items()),
-                dropped,
-            )
+            round_log.epoch_opened(self.config.name, topic, epoch, record.version, new, dropped)
             return record
 
     def check_capacity(self, files: int, size: int) -> None:
         """Refuse (429) ``files`` more files of ``size`` bytes if the buffer would pass its cap."""
         policy = self.config.commit
         with self._lock:
-            have_files, have_bytes = self._state.pending_files(), self._state.pending_bytes()
+            have_files, have_bytes = self._state.buffer.count, self._state.buffer.size
         if have_files + files > policy.max_pending_files or have_bytes + size > policy.max_pending_bytes:
             raise TooManyPendingError(
                 f"table {self.config.name} buffers {have_files} files ({have_bytes} bytes), its limit is "
@@ -473,69 +402,20 @@ class TableCoordinator:
                 retry_after=max(1, math.ceil(policy.interval_seconds)),
             )
 
-    # -- maintenance (between commit rounds: under the commit lock) ------------------------
+    # -- maintenance (between commit rounds: under the commit lock; see table_maintenance) ---
 
     def maybe_maintain(self) -> list[MaintenanceRecord]:
-        """Run the compaction / vacuum that is due (see :mod:`commit_service.domain.maintenance`)."""
-        if not self.config.maintenance.enabled or self._state.version < 0:  # no table yet: nothing to maintain
-            return []
-        with self._commit_lock:
-            kinds = due(self.config.maintenance, self._maintenance_clock, self.clock(), self.committer.file_count)
-            return [self._maintain(kind) for kind in kinds]
+        return self.upkeep.maybe_maintain(self._state.version)
 
     def maintain_now(self, kind: MaintenanceKind) -> MaintenanceRecord:
-        """Run one maintenance now (admin), whether or not it is scheduled."""
-        if self._state.version < 0:
-            raise ConflictError(f"table {self.config.name} has no commit yet: there is nothing to {kind.value}")
-        with self._commit_lock:
-            return self._maintain(kind)
+        return self.upkeep.maintain_now(kind, self._state.version)
 
-    def _maintain(self, kind: MaintenanceKind) -> MaintenanceRecord:
-        try:
-            record = self.committer.maintain(kind, self.config.maintenance)
-        finally:  # a failed run waits an interval too, rather than retrying every tick
-            self._maintenance_clock.ran(kind, self.clock())
-        self.maintenance_runs.append(record)
-        return record
-
-    def _maybe_checkpoint(self, version: int) -> Future[None] | None:
-        """After every ``checkpoint_interval_commits``-th version, write a checkpoint off the commit
-        path (one background thread per table: checkpoints never overlap, and while one is still
-        being written the next is skipped: the one after it covers those commits too)."""
-        policy = self.config.maintenance
-        if not self.config.background_checkpoints or version <= 0 or version % policy.checkpoint_interval_commits:
-            return None
-        if self._checkpoint_running is not None and not self._checkpoint_running.done():
-            logger.info(
-                "table %s: checkpoint still being written; skipping the one after v%d", self.config.name, version
-            )
-            return None
-        if self._checkpointer is None:
-            self._checkpointer = ThreadPoolExecutor(1, thread_name_prefix=f"lakegate-checkpoint-{self.config.name}")
-        self._checkpoint_running = self._checkpointer.submit(self._checkpoint)
-        return self._checkpoint_running
+    @property
+    def maintenance_runs(self) -> deque[MaintenanceRecord]:
+        return self.upkeep.runs
 
     def drain(self) -> None:
-        """Wait for a background checkpoint in progress (on stop: the session must outlive it)."""
-        if self._checkpointer is not None:
-            self._checkpointer.shutdown(wait=True)
-            self._checkpointer = None
-
-    def _checkpoint(self) -> None:
-        try:
-            self.maintenance_runs.append(self.committer.checkpoint())
-        except Exception as exc:  # the next interval writes a newer one; readers replay a few more commits
-            logger.warning("table %s: background checkpoint failed: %s", self.config.name, exc)
-
-    def _register(self) -> None:
-        """Register the table in the session catalog when its config asks (a failure is logged:
-        committing matters more than the catalog entry, which the next start retries)."""
-        if self.config.catalog is None:
-            return
-        try:
-            self.committer.register(self.config.catalog.name)
-        except Exception as exc:
-            logger.warning("table %s: cannot register it as %s: %s", self.config.name, self.config.catalog.name, exc)
+        self.upkeep.drain()
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -547,13 +427,13 @@ class TableCoordinator:
                 path=self.config.path,
                 version=st.version,
                 offsets=PartitionOffsets(self._epochs.to_kafka(st.committed)),
-                pending_files=st.pending_files(),
-                pending_bytes=st.pending_bytes(),
-                pending_offsets=PartitionOffsets(self._epochs.to_kafka(st.pending_offsets())),
+                pending_files=st.buffer.count,
+                pending_bytes=st.buffer.size,
+                pending_offsets=PartitionOffsets(self._epochs.to_kafka(st.buffer.ends())),
                 last_error=self._last_error,
                 dead_letters=self.letters.count_quarantined(),
                 connect_offsets=PartitionOffsets(self._epochs.to_kafka(st.connect_at)),
-                oldest_pending_ms=None if (oldest := st.oldest_arrival()) is None else int(oldest * 1000),
+                oldest_pending_ms=None if (oldest := st.buffer.oldest_arrival()) is None else int(oldest * 1000),
                 format=self.config.format.value,
                 starts=starts_json(self._epochs.to_kafka(st.starts)) or None,
                 epochs=dict(self._epochs.by_topic) or None,

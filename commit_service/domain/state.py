@@ -16,41 +16,29 @@ Invariants (property-tested in ``tests/unit/service/domain/test_state.py``):
 
 from __future__ import annotations
 
-import bisect
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from itertools import chain, islice
 
+from commit_service.domain.buffer import FileBuffer, row_size
+from commit_service.domain.manifests import ManifestBook
 from commit_service.domain.plan import (
-    ROW_ARRIVED,
     ROW_END,
     ROW_MANIFEST,
-    ROW_PATH,
     ROW_SIZE,
     CommitPlan,
     CommitPolicy,
     OnTimeout,
     PendingFile,
-    Place,
     Row,
     place,
     take_round_robin,
 )
+from commit_service.domain.spans import ContentSpans
 from commit_service.domain.start import PartitionStart, StartReason, TableStart
 from lakegate_core.protocol import DataFile, FileStatus, OffsetSpan
 from lakegate_core.status import ManifestState
 from lakegate_core.types import PartitionOffsets, TopicPartition
-
-MAX_TRACKED_MANIFESTS = 10_000
-
-
-@dataclass
-class _ManifestTrack:
-    pending: set[Place] = field(default_factory=set)
-    state: ManifestState = ManifestState.ACCEPTED
-    version: int | None = None
-    reason: str | None = None
 
 
 class TableState:
@@ -75,12 +63,7 @@ class TableState:
         # under tables[].start.timestamp: per partition, the offset of its first record at or
         # after it, as Kafka answered (set_time_floor); a partition without one waits
         self.time_floors: dict[TopicPartition, int] = {}
-        # per partition, start offset -> the buffered file (see Row); changed by _add/_remove only
-        self._rows: dict[TopicPartition, dict[int, Row]] = {}
-        self._starts: dict[TopicPartition, list[int]] = {}  # each partition's buffered starts, sorted
-        self._by_path: dict[str, tuple[Place, ...]] = {}  # where each path is buffered
-        self._pending_bytes = 0  # the sum of the buffered files' sizes, kept as files come and go
-        self._pending_count = 0  # how many files are buffered, kept likewise (read per manifest)
+        self.buffer = FileBuffer()  # the files accepted and not committed yet
         self.expected: set[TopicPartition] = set()
         self.reported_at: dict[TopicPartition, float] = {}
         self.connect_at: dict[TopicPartition, int] = {}  # Connect's committed offset, as a sidecar last read it
@@ -91,13 +74,10 @@ class TableState:
         self.version: int = -1
         self.round_started = now
         self.last_commit = now
-        self._manifests: OrderedDict[str, _ManifestTrack] = OrderedDict()
-        # a buffered file's place -> the other manifests that named it (a sender's retry under a
-        # new manifest id): their status follows the file as its own manifest's does
-        self._followers: dict[Place, tuple[str, ...]] = {}
+        self.manifests = ManifestBook()  # what became of each manifest
         # per partition, file path -> the offsets its content holds, learnt from a refused claim;
         # forgotten once the committed offset passes the span
-        self.spans: dict[TopicPartition, dict[str, OffsetSpan]] = {}
+        self.spans = ContentSpans()
 
     # -- offsets --------------------------------------------------------------------------
 
@@ -129,10 +109,8 @@ class TableState:
         if not self.needs_time_floor(tp):
             return
         self.time_floors[tp] = offset
-        for begin in [s for s in self._starts.get(tp, []) if self._rows[tp][s][ROW_END] < offset]:
-            self.drop_file(
-                self._rows[tp][begin][ROW_PATH], f"before the table's start: {tp} begins at or after {offset}"
-            )
+        for path in self.buffer.ending_below(tp, offset):
+            self.drop_file(path, f"before the table's start: {tp} begins at or after {offset}")
 
     def _decide_start(self, tp: TopicPartition, first_file: int, connect_offset: int) -> None:
         """A watermark carried where the sink's first file of ``tp`` begins: decide where its
@@ -141,18 +119,17 @@ class TableState:
             return  # Kafka has not yet said where the start's timestamp falls
         floor, around = self.floor(tp), None
         if floor:
-            starts = self._starts.get(tp, [])
-            i = bisect.bisect_right(starts, floor)
-            if i:
-                row = self._rows[tp][starts[i - 1]]
-                around = (starts[i - 1], row[ROW_END]) if row[ROW_END] >= floor else None
+            found = self.buffer.at_or_below(tp, floor)
+            if found is not None and found[1][ROW_END] >= floor:
+                around = (found[0], found[1][ROW_END])
         decided = self.start.decide(tp, floor, first_file, connect_offset, around)
         if decided is None:
             return
         self.starts[tp] = decided
-        for begin in [s for s in self._starts.get(tp, []) if s < decided.offset]:
-            row = self._rows[tp][begin]
-            self.drop_file(row[ROW_PATH], f"before the table's start: {tp} begins at {decided.describe()}")
+        for begin in self.buffer.starts_below(tp, decided.offset):
+            pending = self.buffer.get(tp, begin)
+            if pending is not None:
+                self.drop_file(pending.file.path, f"before the table's start: {tp} begins at {decided.describe()}")
 
     # -- intake ---------------------------------------------------------------------------
 
@@ -171,94 +148,35 @@ class TableState:
             return FileStatus.REJECTED, (
                 f"offsets {f.start_offset}..{f.end_offset} overlap the committed range below {base}"
             )
-        refused = self._against_spans(f)
+        refused = self.spans.refusal(f)
         if refused is not None:
             return FileStatus.REJECTED, refused
-        same = self._get(tp, f.start_offset)
+        same = self.buffer.get(tp, f.start_offset)
         if same is not None:
             if same.file.path == f.path and same.file.end_offset == f.end_offset:
-                here = place(tp, f.start_offset)
-                self._track(pending.manifest_id).pending.add(here)
-                if pending.manifest_id != same.manifest_id:
-                    followers = self._followers.get(here, ())
-                    if pending.manifest_id not in followers:
-                        self._followers[here] = (*followers, pending.manifest_id)
+                self.manifests.follows(pending.manifest_id, place(tp, f.start_offset), same.manifest_id)
                 return FileStatus.DUPLICATE, None
             return FileStatus.REJECTED, (
                 f"offsets {f.start_offset}..{f.end_offset} of {f.path} overlap buffered file "
                 f"{same.file.path} ({same.file.start_offset}..{same.file.end_offset})"
             )
-        other = self._overlapping(f, tp)
+        other = self.buffer.overlapping(f, tp)
         if other is not None:
             return FileStatus.REJECTED, (
                 f"offsets {f.start_offset}..{f.end_offset} overlap buffered file "
                 f"{other.file.path} ({other.file.start_offset}..{other.file.end_offset})"
             )
-        self._add(replace(pending, arrived_at=now))
-        self._track(pending.manifest_id).pending.add(place(tp, f.start_offset))
+        self.buffer.add(replace(pending, arrived_at=now))
+        self.manifests.holds(pending.manifest_id, place(tp, f.start_offset))
         return FileStatus.ACCEPTED, None
-
-    def _overlapping(self, f: DataFile, tp: TopicPartition) -> PendingFile | None:
-        """A buffered file of ``f``'s partition overlapping ``f``, found in O(log n): buffered files
-        never overlap each other, so only the one with the greatest start at or below ``f``'s end
-        can (any earlier one ends before that one starts)."""
-        starts = self._starts.get(tp, [])
-        i = bisect.bisect_right(starts, f.end_offset)
-        if i == 0:
-            return None
-        row = self._rows[tp][starts[i - 1]]
-        return PendingFile.from_row(row) if row[ROW_END] >= f.start_offset else None
-
-    def _get(self, tp: TopicPartition, start: int) -> PendingFile | None:
-        row = self._rows.get(tp, {}).get(start)
-        return None if row is None else PendingFile.from_row(row)
 
     def buffered(self, tp: TopicPartition) -> list[PendingFile]:
         """``tp``'s buffered files, in arrival order."""
-        return [PendingFile.from_row(row) for row in self._rows.get(tp, {}).values()]
-
-    def _add(self, pending: PendingFile) -> None:
-        tp, start = pending.tp, pending.file.start_offset
-        self._rows.setdefault(tp, {})[start] = pending.row()
-        bisect.insort(self._starts.setdefault(tp, []), start)
-        self._by_path[pending.file.path] = (*self._by_path.get(pending.file.path, ()), place(tp, start))
-        self._pending_bytes += pending.file.size_bytes
-        self._pending_count += 1
-
-    def _remove(self, tp: TopicPartition, start: int) -> Row | None:
-        files = self._rows.get(tp)
-        row = None if files is None else files.pop(start, None)
-        if files is None or row is None:
-            return None
-        starts = self._starts[tp]
-        del starts[bisect.bisect_left(starts, start)]
-        path, here = row[ROW_PATH], place(tp, start)
-        places = tuple(p for p in self._by_path[path] if p != here)
-        if places:
-            self._by_path[path] = places
-        else:
-            del self._by_path[path]
-        self._pending_bytes -= row[ROW_SIZE]
-        self._pending_count -= 1
-        if not files:
-            del self._rows[tp], self._starts[tp]
-        return row
-
-    def _against_spans(self, f: DataFile) -> str | None:
-        """Why ``f`` contradicts what a file's content was found to hold, or None."""
-        for path, span in self.spans.get(f.tp, {}).items():
-            if path == f.path and f.end_offset < span.last:
-                return f"its content holds offsets {span}: claim {f.start_offset}..{span.last}, not ..{f.end_offset}"
-            if path != f.path and span.first < f.start_offset <= span.last:
-                return (
-                    f"an orphan of a re-written range: it starts inside offsets {span}, which {path} holds "
-                    "(a sink task wrote this range twice)"
-                )
-        return None
+        return self.buffer.files(tp)
 
     def span_of(self, f: DataFile) -> OffsetSpan | None:
         """What ``f``'s content was found to hold, if a claim of it was refused for that."""
-        return self.spans.get(f.tp, {}).get(f.path)
+        return self.spans.of(f)
 
     def refuse_content(self, path: str, holds: OffsetSpan) -> list[PendingFile]:
         """A commit found that the buffered file at ``path`` holds offsets ``holds``, past its
@@ -272,7 +190,7 @@ class TableState:
         self.drop_file(path, reason)
         dropped = [pending]
         if holds.first == f.start_offset:
-            self.spans.setdefault(f.tp, {})[path] = holds
+            self.spans.learn(f.tp, path, holds)
             for other in self.buffered(f.tp):
                 if holds.first < other.file.start_offset <= holds.last:
                     self.drop_file(other.file.path, f"an orphan inside offsets {holds} that {path} holds")
@@ -282,40 +200,10 @@ class TableState:
     def settle_manifest(self, manifest_id: str, verdicts: Iterable[tuple[FileStatus, str | None]]) -> None:
         """After all files of a manifest were offered: with nothing left buffered it is either
         committed already (some file was in the table) or rejected (every file was)."""
-        track = self._track(manifest_id)
-        if track.pending:
-            return
-        verdicts = list(verdicts)
-        if verdicts and all(status is FileStatus.REJECTED for status, _ in verdicts):
-            track.state, track.reason = ManifestState.REJECTED, verdicts[0][1]
-        elif track.state is ManifestState.ACCEPTED:
-            track.state, track.version = ManifestState.COMMITTED, self.version
-
-    def _file_left(self, here: Place, owner: str, *, rejected: str | None = None) -> None:
-        """The buffered file at ``here``, brought by manifest ``owner``, left the buffer: its
-        offsets are in the table (at ``self.version``), or it was dropped for ``rejected``. Every
-        manifest that named it follows: committed once none of its files is still buffered."""
-        for manifest_id in (owner, *self._followers.pop(here, ())):
-            track = self._manifests.get(manifest_id)
-            if track is None:
-                continue
-            track.pending.discard(here)
-            if rejected is not None:
-                track.state, track.reason = ManifestState.REJECTED, rejected
-            elif not track.pending:
-                track.state, track.version = ManifestState.COMMITTED, self.version
-
-    def _track(self, manifest_id: str) -> _ManifestTrack:
-        track = self._manifests.get(manifest_id)
-        if track is None:
-            track = self._manifests[manifest_id] = _ManifestTrack()
-            while len(self._manifests) > MAX_TRACKED_MANIFESTS:
-                self._manifests.popitem(last=False)
-        return track
+        self.manifests.settle(manifest_id, verdicts, self.version)
 
     def manifest(self, manifest_id: str) -> tuple[ManifestState, int | None, str | None] | None:
-        track = self._manifests.get(manifest_id)
-        return None if track is None else (track.state, track.version, track.reason)
+        return self.manifests.state(manifest_id)
 
     # -- progress -------------------------------------------------------------------------
 
@@ -330,10 +218,7 @@ class TableState:
         """The next offset after the committed offset plus the contiguous buffered run: what a
         watermark must not pass to count, and what the lease answer tells the sidecar it need not
         send again (``LeaseGrant.held_next``)."""
-        cursor, files = self.next_offset(tp), self._rows.get(tp, {})
-        while cursor in files:
-            cursor = files[cursor][ROW_END] + 1
-        return cursor
+        return self.buffer.through(tp, self.next_offset(tp))
 
     def note_watermark(
         self,
@@ -378,10 +263,10 @@ class TableState:
         round takes at most ``max_files`` of them, and a backfill's buffer (100,000 files) walked
         and rebuilt whole took seconds of every round (the rows must not change while it is read)."""
         runs: dict[TopicPartition, Iterator[Row]] = {}
-        for tp in sorted(self._rows):
+        for tp in self.buffer.partitions():
             if self.undecided(tp) and (self.floor(tp) or self.needs_time_floor(tp)):
                 continue  # where a configured start falls between files is not known yet
-            runs[tp] = _walk(self._rows[tp], self.next_offset(tp), None if limits is None else limits.get(tp, 0))
+            runs[tp] = self.buffer.run(tp, self.next_offset(tp), None if limits is None else limits.get(tp, 0))
         return runs
 
     def plan(
@@ -396,7 +281,7 @@ class TableState:
             return None
         runs = self.contiguous(limits)
         policy = self.policy
-        taken, over = take_round_robin(list(runs.values()), _row_size, policy.max_files, policy.max_bytes)
+        taken, over = take_round_robin(list(runs.values()), row_size, policy.max_files, policy.max_bytes)
         count = sum(len(rows) for rows in taken)
         if not count:
             return None
@@ -442,7 +327,7 @@ class TableState:
                 return None
         bounded = [PendingFile.from_row(row) for rows in taken for row in rows]
         # files the round's bounds left in the buffer (at least the one that did not fit)
-        left = 0 if over is None else max(1, self._pending_count - count)
+        left = 0 if over is None else max(1, self.buffer.count - count)
         vtts = self.round_started if complete and not left else None  # a bounded round is not all that reported
         plan = CommitPlan.of(bounded, vtts, reason, planned_at, due, caught)
         begins = self._begins(plan)
@@ -460,8 +345,8 @@ class TableState:
     def _trigger_possible(self, now: float) -> bool:
         """Whether :meth:`plan` might find a trigger: O(1), from the buffer's running totals."""
         return (
-            self._pending_count >= self.policy.max_files
-            or self._pending_bytes >= self.policy.max_bytes
+            self.buffer.count >= self.policy.max_files
+            or self.buffer.size >= self.policy.max_bytes
             or now - self.last_commit >= self.policy.interval_seconds
         )
 
@@ -469,19 +354,16 @@ class TableState:
         """When :meth:`plan` may next fire on its own (the clock of ``last_commit``): None with
         nothing buffered, ``-inf`` once a size trigger fired. The coordinator's loop sleeps until
         then, and intake wakes it early only once this has passed."""
-        if not self._rows:
+        if not self.buffer:
             return None
-        if self._pending_count >= self.policy.max_files or self._pending_bytes >= self.policy.max_bytes:
+        if self.buffer.count >= self.policy.max_files or self.buffer.size >= self.policy.max_bytes:
             return float("-inf")
         return self.last_commit + self.policy.interval_seconds
 
     def find(self, path: str) -> PendingFile | None:
         """The buffered file at ``path``, if any."""
-        places = self._by_path.get(path)
-        if not places:
-            return None
-        topic, partition, start = places[0]
-        return self._get(TopicPartition(topic, partition), start)
+        found = self.buffer.where(path)
+        return None if found is None else self.buffer.get(*found)
 
     def drop_file(self, path: str, reason: str) -> PendingFile | None:
         """Forget a buffered file that cannot be committed (missing, resized, bad schema).
@@ -489,15 +371,14 @@ class TableState:
         Its partition then waits at the gap until a correct file for that range is sent; the
         other partitions go on. The file's manifest is marked rejected with ``reason``.
         """
-        places = self._by_path.get(path)
-        if not places:
-            return None
-        topic, partition, start = places[0]
-        row = self._remove(TopicPartition(topic, partition), start)
+        found = self.buffer.where(path)
+        row = None if found is None else self.buffer.remove(*found)
         if row is None:
             return None
         pending = PendingFile.from_row(row)
-        self._file_left(place(pending.tp, start), pending.manifest_id, rejected=reason)
+        self.manifests.left(
+            place(pending.tp, pending.file.start_offset), pending.manifest_id, self.version, rejected=reason
+        )
         return pending
 
     def committed_plan(self, plan: CommitPlan, version: int, now: float) -> None:
@@ -507,8 +388,8 @@ class TableState:
         however long a commit takes; partitions must report again after ``now``."""
         self.version = version
         for p in plan.files:
-            self._remove(p.tp, p.file.start_offset)
-            self._file_left(place(p.tp, p.file.start_offset), p.manifest_id)
+            self.buffer.remove(p.tp, p.file.start_offset)
+            self.manifests.left(place(p.tp, p.file.start_offset), p.manifest_id, version)
         for tp, offset in plan.offsets.items():
             self.committed[tp] = max(self.committed.get(tp, 0), offset)
         self._drop_stale()
@@ -518,7 +399,7 @@ class TableState:
 
     def partitions(self) -> set[TopicPartition]:
         """Every partition the state knows of: committed, buffered, expected or reported."""
-        return {*self.committed, *self._rows, *self.expected, *self.connect_at, *self.starts}
+        return {*self.committed, *self.buffer.partitions(), *self.expected, *self.connect_at, *self.starts}
 
     def begin_epoch(
         self, superseded: Iterable[TopicPartition], begins: Mapping[TopicPartition, int], reason: str
@@ -536,7 +417,7 @@ class TableState:
                     dropped += 1
             self.starts.pop(tp, None)
             self.time_floors.pop(tp, None)
-            self.spans.pop(tp, None)
+            self.spans.forget(tp)
             self.connect_at.pop(tp, None)
             self.catch_up.pop(tp, None)
             self.reported_at.pop(tp, None)
@@ -552,49 +433,9 @@ class TableState:
 
     def _drop_stale(self) -> None:
         """Forget buffered files (and content spans) the committed offsets have passed."""
-        for tp, spans in list(self.spans.items()):
-            base = self.next_offset(tp)
-            self.spans[tp] = {path: span for path, span in spans.items() if span.last >= base}
-            if not self.spans[tp]:
-                del self.spans[tp]
-        for tp in list(self._rows):
-            base = self.next_offset(tp)
-            for start in [s for s in self._starts[tp] if s < base]:  # a start below base: passed
-                row = self._remove(tp, start)
+        self.spans.prune(self.next_offset)
+        for tp in self.buffer.partitions():
+            for start in self.buffer.starts_below(tp, self.next_offset(tp)):  # a start below base: passed
+                row = self.buffer.remove(tp, start)
                 if row is not None:  # its offsets are in the table (another writer's commit)
-                    self._file_left(place(tp, start), row[ROW_MANIFEST])
-
-    # -- reporting ------------------------------------------------------------------------
-
-    def pending_files(self) -> int:
-        return self._pending_count
-
-    def pending_bytes(self) -> int:
-        return self._pending_bytes
-
-    def oldest_arrival(self) -> float | None:
-        """When the longest-waiting buffered file arrived; None with nothing buffered. A partition's
-        files are kept in arrival order (a dict), so its first is its oldest: O(partitions)."""
-        return min((next(iter(fs.values()))[ROW_ARRIVED] for fs in self._rows.values() if fs), default=None)
-
-    def pending_offsets(self) -> PartitionOffsets:
-        """Per partition with buffered files, the end of the furthest one + 1: the file with the
-        greatest start (buffered files never overlap), O(partitions)."""
-        return PartitionOffsets(
-            {tp: self._rows[tp][starts[-1]][ROW_END] + 1 for tp, starts in self._starts.items() if starts}
-        )
-
-
-def _walk(files: Mapping[int, Row], cursor: int, limit: int | None) -> Iterator[Row]:
-    """A partition's buffered rows from ``cursor`` on while each starts where the last ended
-    (and, with ``limit``, ends below it)."""
-    while cursor in files:
-        row = files[cursor]
-        if limit is not None and row[ROW_END] + 1 > limit:
-            return
-        yield row
-        cursor = row[ROW_END] + 1
-
-
-def _row_size(row: Row) -> int:
-    return row[ROW_SIZE]
+                    self.manifests.left(place(tp, start), row[ROW_MANIFEST], self.version)

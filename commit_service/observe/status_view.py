@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from commit_service.coordination.coordinator import Coordinator, SidecarSeen
+from commit_service.coordination.coordinator import Coordinator
+from commit_service.coordination.sidecars_seen import SidecarSeen
 from commit_service.domain.leases import Lease
 from commit_service.observe.freshness_plot import freshness_svg
 from commit_service.observe.lag import EndsReading, LagHistory, LagSource, partition_lags, total_lag

@@ -21,7 +21,7 @@ FORBIDDEN = {
     "lakegate_ops": {"commit_service", "sidecar", "lakegate_stack", "lakegate_bench"},  # a client of the API
 }
 # area of the commit service -> the areas it may import (besides itself); an area is a
-# subpackage, or a top module (``config``, ``errors``, ``ports``, ``cli``, ``__init__``)
+# subpackage (``config`` is one too), or a top module (``errors``, ``ports``, ``cli``, ``__init__``)
 MAY_IMPORT = {
     "errors": set(),
     "domain": {"errors"},

@@ -119,7 +119,7 @@ def test_a_refused_file_takes_its_orphans_out_and_keeps_them_out() -> None:
     plan = s.plan(now=1000, force=True)
     assert plan is not None and [(p.file.start_offset, p.file.end_offset) for p in plan.files] == [(0, 149), (150, 299)]
     s.committed_plan(plan, version=0, now=1000)
-    assert s.spans == {}  # forgotten once the table is past them
+    assert not s.spans  # forgotten once the table is past them
 
 
 # -- the whole loop, as a property -----------------------------------------------------------

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lakegate_bench import http_load, report
-from lakegate_bench import pipeline as pipeline_module
+from lakegate_bench import http_load, process_cpu, report, s3_requests
+from lakegate_stack.procfs import process_tree
 
 WRK = """Running 20s test @ http://127.0.0.1:40000
   2 threads and 32 connections
@@ -70,15 +70,15 @@ def test_cpu_is_read_for_a_process_and_its_children() -> None:
     try:
         tree: list[int] = []
         for _ in range(600):  # until the grandchild has started and burnt its CPU (bounded)
-            tree = pipeline_module.process_tree([parent.pid])
-            if len(tree) == 2 and pipeline_module.cpu_seconds([tree[1]]) >= 0.3:
+            tree = process_tree([parent.pid])
+            if len(tree) == 2 and process_cpu.cpu_seconds([tree[1]]) >= 0.3:
                 break
             subprocess.run(["sleep", "0.05"], check=True)
         assert tree[0] == parent.pid and len(tree) == 2
-        assert pipeline_module.cpu_seconds([parent.pid]) >= pipeline_module.cpu_seconds([tree[1]]) >= 0.3
-        assert pipeline_module.jit_threads([parent.pid]) == {}
+        assert process_cpu.cpu_seconds([parent.pid]) >= process_cpu.cpu_seconds([tree[1]]) >= 0.3
+        assert process_cpu.jit_threads([parent.pid]) == {}
     finally:
-        for pid in pipeline_module.process_tree([parent.pid])[::-1]:
+        for pid in process_tree([parent.pid])[::-1]:
             os.kill(pid, 9)
         parent.wait()
 
@@ -107,7 +107,7 @@ S3_LOG = """127.0.0.1 - - [26/Nov/2026 18:36:58] "PUT /peer10/warehouse/bench/pe
 def test_s3_requests_are_counted_for_one_bucket_after_a_mark(tmp_path: Path) -> None:
     log = tmp_path / "s3.log"
     log.write_text('127.0.0.1 - - [26/Nov/2026 18:36:57] "PUT /peer10/before HTTP/1.1" 200 -\n')
-    requests = pipeline_module.S3RequestLog(log, "peer10")
+    requests = s3_requests.S3RequestLog(log, "peer10")
     mark = requests.mark()
     with log.open("a") as out:
         out.write(S3_LOG)

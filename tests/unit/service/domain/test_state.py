@@ -30,7 +30,7 @@ def test_contiguous_run_commits_and_a_gap_waits() -> None:
     plan = s.plan(now=2000)
     assert plan is not None and [p.file.start_offset for p in plan.files] == [10, 20]
     s.committed_plan(plan, version=1, now=2000)
-    assert s.committed == {("orders", 0): 30} and s.pending_files() == 0
+    assert s.committed == {("orders", 0): 30} and s.buffer.count == 0
 
 
 def test_duplicates_overlaps_and_committed_ranges() -> None:
@@ -43,7 +43,7 @@ def test_duplicates_overlaps_and_committed_ranges() -> None:
     status, reason = s.offer(pf(10, 24), 0)  # same start, other end: not an exact duplicate
     assert status is FileStatus.REJECTED and "overlap buffered file" in (reason or "")
     assert s.offer(pf(15, 30, path="s3a://landing/other"), 0)[0] is FileStatus.REJECTED
-    assert s.pending_files() == 1
+    assert s.buffer.count == 1
 
 
 def test_triggers() -> None:
@@ -90,9 +90,11 @@ def test_the_buffer_adds_nothing_the_garbage_collector_walks() -> None:
         s.offer(f, 5.0)
     gc.collect()
     gc.collect()
-    held = [row for rows in s._rows.values() for row in rows.values()] + [p for ps in s._by_path.values() for p in ps]
+    held = [row for rows in s.buffer._rows.values() for row in rows.values()] + [
+        p for ps in s.buffer._by_path.values() for p in ps
+    ]
     assert len(held) == 60 and not any(gc.is_tracked(x) for x in held)
-    assert not any(gc.is_tracked(ps) for ps in s._by_path.values())
+    assert not any(gc.is_tracked(ps) for ps in s.buffer._by_path.values())
     back = sorted(s.buffered(TopicPartition("orders", 1)), key=lambda p: p.file.start_offset)
     assert back == [replace(f, arrived_at=5.0) for f in files if f.file.partition == 1]
 
@@ -243,9 +245,9 @@ def test_a_manifest_that_names_a_file_already_buffered_follows_that_file() -> No
     s.settle_manifest("e", [s.offer(pf(30, 39, manifest="e"), 0)])
     s.settle_manifest("f", [s.offer(pf(30, 39, manifest="f"), 0)])
     s.recovered({TopicPartition("orders", 0): 40}, version=9)  # another writer committed 30..39
-    assert s.pending_files() == 0
+    assert s.buffer.count == 0
     assert s.manifest("e") == s.manifest("f") == (ManifestState.COMMITTED, 9, None)
-    assert s._followers == {}
+    assert s.manifests.followers() == {}
 
 
 # -- properties ------------------------------------------------------------------------------
@@ -320,7 +322,7 @@ def test_never_a_gap_never_twice_whatever_the_arrival_order(
     assert s.committed == expected
     for tp, offsets in ledger.items():
         assert offsets == list(range(expected[tp])), f"{tp}: every offset once, in order"
-    assert s.pending_files() == 0
+    assert s.buffer.count == 0
 
 
 @settings(max_examples=200, deadline=None)
@@ -395,10 +397,10 @@ def test_the_sorted_index_agrees_with_a_scan_of_the_buffer(ops: list[tuple[str, 
             if plan is not None:
                 s.committed_plan(plan, version=0, now=0)
         files = {p.file.start_offset: p for p in s.buffered(TopicPartition("orders", 0))}
-        assert s._starts.get(TopicPartition("orders", 0), []) == sorted(files)
-        assert sorted(s._by_path) == sorted(p.file.path for p in files.values())
-        assert s.pending_bytes() == sum(p.file.size_bytes for p in files.values())
-        assert s.pending_files() == len(files)
+        assert s.buffer._starts.get(TopicPartition("orders", 0), []) == sorted(files)
+        assert sorted(s.buffer._by_path) == sorted(p.file.path for p in files.values())
+        assert s.buffer.size == sum(p.file.size_bytes for p in files.values())
+        assert s.buffer.count == len(files)
 
 
 def test_a_buffered_csv_file_keeps_its_layout() -> None:

@@ -1,0 +1,156 @@
+"""Where tables live and how Spark reaches them: ``storage:`` (allowed roots, S3), ``spark:``, and
+the Iceberg ``catalogs:``; with the settings the SparkSession is built from."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from commit_service.domain.paths import UnsafePathError, root_prefix
+from commit_service.errors import ConfigError, SparkSetupError
+
+
+class CatalogType(str, Enum):
+    """The kind of an Iceberg catalog (``catalogs[].type``)."""
+
+    REST = "rest"  # the Iceberg REST catalog protocol (uri: http(s)://...)
+    JDBC = "jdbc"  # Iceberg's JDBC catalog on a database (uri: jdbc:...)
+
+
+@dataclass(frozen=True)
+class S3Config:
+    endpoint: str | None = None
+    region: str = "us-east-1"
+    path_style: bool = True
+    access_key: str | None = None  # default: the AWS environment (provider chain)
+    secret_key: str | None = None
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    allowed_roots: tuple[str, ...] = ()
+    s3: S3Config | None = None
+
+    def __post_init__(self) -> None:
+        for root in self.allowed_roots:
+            parts = urlsplit(root)
+            if parts.scheme not in ("s3a", "s3", "file") or not root.endswith("/"):
+                raise ConfigError(
+                    f"storage.allowed_roots: {root!r} must be an s3a://, s3:// or file:/// URI ending in /"
+                )
+            try:
+                root_prefix(root)
+            except UnsafePathError as exc:
+                raise ConfigError(f"storage.allowed_roots: {root!r}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """s3a settings; credentials default to the AWS environment (Hadoop's provider chain)."""
+
+    endpoint: str | None = None
+    region: str = "us-east-1"
+    path_style: bool = True
+    access_key: str | None = None
+    secret_key: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.access_key is None) != (self.secret_key is None):
+            raise SparkSetupError("s3: set both access_key and secret_key, or neither")
+
+
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class IcebergCatalog:
+    """``catalogs[]``: an Iceberg catalog holding Iceberg tables; the service reaches it as a Spark
+    catalog of this ``name`` (:mod:`commit_service.spark.session` sets it up, at run time: ``uri``
+    and ``properties`` may hold secrets, which never go on the JVM's command line)."""
+
+    name: str
+    type: CatalogType
+    uri: str
+    warehouse: str | None = None  # where new tables go; a REST catalog may choose it itself
+    properties: dict[str, str] = field(default_factory=dict)  # any other Iceberg catalog property
+
+    def __post_init__(self) -> None:
+        where = f"catalogs[{self.name}]"
+        if not IDENTIFIER.match(self.name) or self.name == "spark_catalog":
+            raise ConfigError(f"{where}.name: must be letters, digits and _ (not spark_catalog)")
+        if self.type is CatalogType.REST and not re.match(r"^https?://\S+$", self.uri):
+            raise ConfigError(f"{where}.uri: a REST catalog's uri is its http(s):// endpoint, got {self.uri!r}")
+        if self.type is CatalogType.JDBC:
+            if not self.uri.startswith("jdbc:"):
+                raise ConfigError(f"{where}.uri: a JDBC catalog's uri is a jdbc: URL, got {self.uri!r}")
+            if not self.warehouse:
+                raise ConfigError(f"{where}.warehouse: a JDBC catalog needs the URI its tables live under")
+        if self.warehouse is not None:
+            try:
+                root_prefix(self.warehouse)
+            except UnsafePathError as exc:
+                raise ConfigError(f"{where}.warehouse: {self.warehouse!r}: {exc}") from None
+        for key in ("type", "uri", "warehouse", "catalog-impl"):
+            if key in self.properties:
+                raise ConfigError(f"{where}.properties.{key}: set it as {where}.{key.replace('catalog-impl', 'type')}")
+
+    def spark_conf(self) -> dict[str, str]:
+        """The Spark properties of this catalog (``spark.sql.catalog.<name>...``)."""
+        prefix = f"spark.sql.catalog.{self.name}"
+        conf = {
+            prefix: "org.apache.iceberg.spark.SparkCatalog",
+            f"{prefix}.type": self.type.value,
+            f"{prefix}.uri": self.uri,
+            # every commit reads the table afresh: Spark's cached copy would hide another writer
+            f"{prefix}.cache-enabled": "false",
+            # the file system Spark has (s3a://, file:), with the service's s3a settings
+            f"{prefix}.io-impl": "org.apache.iceberg.hadoop.HadoopFileIO",
+        }
+        if self.warehouse is not None:
+            conf[f"{prefix}.warehouse"] = self.warehouse
+        conf.update({f"{prefix}.{k}": v for k, v in self.properties.items()})
+        return conf
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """How the service's SparkSession is built; read from the ``spark:`` config section."""
+
+    master: str = "local[*]"
+    app_name: str = "lakegate"
+    ui_enabled: bool = True
+    ui_port: int = 4040
+    ui_host: str | None = None  # the UI's listen address (and the driver's, see driver_environment); None: all
+    driver_memory: str = "2g"
+    jars_dir: Path | None = None
+    local_dir: Path | None = None
+    s3: S3Settings | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+    catalogs: tuple[IcebergCatalog, ...] = ()  # set: Iceberg's jars and extensions, and these catalogs
+
+    def __post_init__(self) -> None:
+        if not self.master:
+            raise SparkSetupError("spark.master must not be empty")
+        if not 0 <= self.ui_port <= 65535:
+            raise SparkSetupError(f"spark.ui_port {self.ui_port} is not a TCP port")
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    master: str = "local[*]"
+    ui_port: int = 4040
+    ui_host: str | None = None  # default: server.host
+    ui_enabled: bool = True
+    ui_url: str | None = None  # how a browser reaches the Spark UI (the status page's job links); default: Spark's own
+    driver_memory: str = "2g"
+    jars_dir: Path | None = None
+    local_dir: Path | None = None
+    conf: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.ui_url is not None and not re.match(r"^https?://[^\s\"'<>]+$", self.ui_url):
+            raise ConfigError(f"spark.ui_url: {self.ui_url!r} is not an http(s) URL")
