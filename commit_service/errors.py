@@ -197,6 +197,15 @@ class TableUnavailableError(TableWriteError):
     transient = True
 
 
+class TableLayoutError(CommitError):
+    """The table is laid out as Lakegate's config does not say (partitioned by columns, where the
+    table's ``partition_by`` is empty): nothing is committed, since a file added without its
+    partition's values would be hidden from every query that filters on them. Never blamed on a
+    file: retried with backoff until the config or the table changes."""
+
+    status, code, retryable, transient = 409, "table_layout", True, True
+
+
 class RoundShortfallError(CommitError):
     """The round guard (:mod:`commit_service.domain.round_guard`) found that what would be written holds
     fewer rows or columns than the round's files: nothing is committed. Treated like a persistent

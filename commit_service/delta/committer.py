@@ -47,6 +47,7 @@ from commit_service.domain.upsert import UpsertSpec
 from commit_service.errors import (
     CommitError,
     OffsetsMovedError,
+    TableLayoutError,
     TableUnavailableError,
     TableWriteError,
     UnexpectedCommitError,
@@ -200,6 +201,13 @@ class DeltaCommitter:
         versions = self._txn_versions(txn, list(ids.values()))
         held = {tp: versions[i] for tp, i in ids.items() if versions[i] >= 0}
         schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
+        if read_version >= 0 and not txn.metadata().partitionColumns().isEmpty():
+            columns = txn.metadata().partitionColumns().mkString(", ")
+            raise TableLayoutError(
+                f"table {self.table} is partitioned by ({columns}) and its tables[].partition_by is empty: "
+                "Lakegate writes unpartitioned tables only (a file added without its partition values would be "
+                "hidden from queries that filter on them); nothing was committed"
+            )
         return Opened(txn, read_version, held, schema)
 
     def write_round(self, opened: Opened, round_files: RoundFiles) -> list[Any]:

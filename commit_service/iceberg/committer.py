@@ -45,6 +45,7 @@ from commit_service.errors import (
     CommitError,
     OffsetsMovedError,
     SchemaMismatchError,
+    TableLayoutError,
     TableUnavailableError,
     TableWriteError,
     UnexpectedCommitError,
@@ -193,6 +194,13 @@ class IcebergCommitter:
         table = tables.load()
         base, base_text = tables.read(table)  # base_text: what the round lands on, as stored
         schema = tables.spark_schema(table) if table is not None else None
+        if table is not None and table.spec().isPartitioned():
+            fields = ", ".join(f"{f.transform().toString()} as {f.name()}" for f in table.spec().fields())
+            raise TableLayoutError(
+                f"table {self.table} is partitioned ({fields}) and its tables[].partition_by is "
+                "empty: Lakegate writes unpartitioned tables only (a data file without its partition values would "
+                "be hidden from queries that filter on them); nothing was committed"
+            )
         return Opened(_Base(table, base, base_text), base.version, base.offsets, schema)
 
     def write_round(self, opened: Opened, round_files: RoundFiles) -> RowChanges:

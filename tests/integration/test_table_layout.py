@@ -1,0 +1,59 @@
+"""A table made outside Lakegate and partitioned, while its config's ``partition_by`` is empty:
+every round is refused before anything is written (a file added without its partition's values
+would be hidden from every query filtering on them), on Delta and on Iceberg, append and upsert
+alike: the guard is in the one commit skeleton's first step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from commit_service.delta.committer import DeltaCommitter
+from commit_service.domain.plan import PendingFile
+from commit_service.domain.state import TableState
+from commit_service.domain.upsert import UpsertSpec
+from commit_service.errors import TableLayoutError
+from commit_service.iceberg.committer import IcebergCommitter
+from commit_service.storage.reader import StorageReader
+from lakegate_core.protocol import DataFile, FileFormat
+from tests.delta_helpers import commit_all
+from tests.fixtures import ICEBERG_CATALOG
+
+
+def sink_file(root: Path) -> PendingFile:
+    path = root / "landing" / "orders-0-0"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "region": pa.array(["eu", "us"])}), path)
+    f = DataFile(f"file://{path}", "orders", 0, 0, 1, path.stat().st_size, FileFormat.PARQUET, 2)
+    return PendingFile(f, "m-0-0", "sc-1")
+
+
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+@pytest.mark.parametrize("upsert", [None, UpsertSpec(("id",))], ids=["append", "upsert"])
+def test_a_table_partitioned_outside_lakegate_is_refused_and_left_as_it_was(
+    spark: Any, tmp_path: Path, table_format: str, upsert: UpsertSpec | None
+) -> None:
+    roots = StorageReader(local_roots=[str(tmp_path)])
+    committer: Any
+    if table_format == "delta":
+        where = tmp_path / "t"
+        spark.sql(f"CREATE TABLE delta.`{where}` (id BIGINT, region STRING) USING delta PARTITIONED BY (region)")
+        committer = DeltaCommitter(spark, "t", str(where), roots, upsert=upsert)
+        name = "t"
+    else:
+        name = f"lakegate_layout.t_{'upsert' if upsert else 'append'}"
+        spark.sql(
+            f"CREATE TABLE {ICEBERG_CATALOG}.{name} (id BIGINT, region STRING) USING iceberg "
+            f"PARTITIONED BY (region) LOCATION '{(tmp_path / 'iceberg').as_uri()}'"
+        )
+        committer = IcebergCommitter(
+            lambda: spark, name, ICEBERG_CATALOG, (tmp_path / "iceberg").as_uri(), roots, upsert=upsert
+        )
+    before = committer.snapshot()
+    with pytest.raises(TableLayoutError, match=r"partitioned .*region.* partition_by is empty"):
+        commit_all(committer, TableState(name), [sink_file(tmp_path)])
+    assert committer.snapshot() == before
