@@ -152,6 +152,19 @@ def marks_replaced_rows(t: UpsertTable, spark: Any, tmp_path: Path) -> bool:
     return iceberg_delete_files(spark, t.name) > 0
 
 
+def changes_round(
+    rng: random.Random, landing: Landing, sent: list[Any], commit: Callable[[list[Any]], Any], tag: str
+) -> None:
+    """One round of 30 changes to 80 keys (some tombstones), committed; its records added to ``sent``."""
+    records = [
+        ({"id": k}, None if rng.random() < 0.15 else {"id": k, "name": f"{tag}-{rng.randrange(100)}"})
+        for k in rng.sample(range(80), 30)
+    ]
+    pending, envelopes = landing.write(0, records, FileFormat.JSONL)
+    sent.extend(envelopes)
+    commit([pending])
+
+
 # format, deletion vectors (Delta only: Iceberg always marks rows)
 FORMATS = [("delta", True), ("delta", False), ("iceberg", True)]
 FORMAT_IDS = ["delta", "delta-copy-on-write", "iceberg"]
@@ -352,13 +365,7 @@ def test_compaction_and_vacuum_keep_a_delta_upsert_table_with_vectors_equal_to_t
     rng = random.Random(3)
 
     def round_of_changes(tag: str) -> None:
-        records = [
-            ({"id": k}, None if rng.random() < 0.15 else {"id": k, "name": f"{tag}-{rng.randrange(100)}"})
-            for k in rng.sample(range(80), 30)
-        ]
-        pending, envelopes = landing.write(0, records, FileFormat.JSONL)
-        sent.extend(envelopes)
-        commit_all(committer, state, [pending])
+        changes_round(rng, landing, sent, lambda files: commit_all(committer, state, files), tag)
 
     for n in range(4):
         round_of_changes(f"r{n}")
@@ -432,13 +439,7 @@ def test_compaction_and_expiry_keep_an_iceberg_upsert_table_equal_to_the_model(
     rng = random.Random(3)
 
     def round_of_changes(tag: str) -> None:
-        records = [
-            ({"id": k}, None if rng.random() < 0.15 else {"id": k, "name": f"{tag}-{rng.randrange(100)}"})
-            for k in rng.sample(range(80), 30)
-        ]
-        pending, envelopes = landing.write(0, records, FileFormat.JSONL)
-        sent.extend(envelopes)
-        commit_all(t.committer, state, [pending])
+        changes_round(rng, landing, sent, lambda files: commit_all(t.committer, state, files), tag)
 
     for n in range(4):
         round_of_changes(f"r{n}")
