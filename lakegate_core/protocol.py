@@ -314,6 +314,9 @@ class LeaseRequest(WireModel):
         )
 
 
+MAX_HELD_RUNS = 64  # runs past a gap one lease answer names per partition (the first ones)
+
+
 @dataclass(frozen=True)
 class LeaseGrant(WireModel):
     """One partition's answer to a lease request: its epoch if granted, else why not; and, from a
@@ -322,7 +325,10 @@ class LeaseGrant(WireModel):
     again a file that ends below it; a file the service drops, and every file after a restart, falls
     below it no more and is sent again. ``due_ms``, from a table with ``commit.catch_up_seconds``:
     when its next round is due (the service's clock, epoch ms); the sidecar reads the partition's
-    log end once that time has passed and sends it with its watermark (``Watermark.log_end``)."""
+    log end once that time has passed and sends it with its watermark (``Watermark.log_end``).
+    ``held_after``: the runs of files the service buffers past a gap (each ``first..last``, in
+    order, above ``held_next``; at most :data:`MAX_HELD_RUNS`), which the sidecar does not send
+    again either while the gap waits; they leave the answer as held_next's files do."""
 
     topic: str
     partition: int
@@ -331,6 +337,7 @@ class LeaseGrant(WireModel):
     reason: str | None = None
     held_next: int | None = None
     due_ms: int | None = None
+    held_after: tuple[OffsetSpan, ...] | None = None
 
     @property
     def tp(self) -> TopicPartition:
@@ -341,7 +348,11 @@ class LeaseGrant(WireModel):
         d = read_object(raw, "lease")
         held = read_count(d, "held_next", "lease.", required=False)
         due = read_count(d, "due_ms", "lease.", required=False)
-        return cls(d["topic"], int(d["partition"]), bool(d["granted"]), d.get("epoch"), d.get("reason"), held, due)
+        runs = read_list(d, "held_after", "lease.", required=False) if d.get("held_after") is not None else None
+        after = None if runs is None else tuple(OffsetSpan.from_dict(r, "lease.held_after.") for r in runs)
+        return cls(
+            d["topic"], int(d["partition"]), bool(d["granted"]), d.get("epoch"), d.get("reason"), held, due, after
+        )
 
 
 @dataclass(frozen=True)

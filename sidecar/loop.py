@@ -212,7 +212,7 @@ class SidecarLoop:
                     max(0, part.connect_committed - part.table_next)
                 )
             for c in complete_files(listed.get(tp, []), part.complete_below, part.table_next, self._holds):
-                if part.held_next is not None and c.end_offset < part.held_next:
+                if part.holds(c.file.start_offset, c.end_offset):
                     continue  # the service holds it: sent once, not again until it is dropped or restarts
                 sent_at = self._sent.get((c.file.key, c.end_offset))
                 if sent_at is None or now - sent_at >= self.settings.resend_after:
@@ -319,7 +319,9 @@ class SidecarLoop:
             for g in answer.leases:
                 if g.granted:
                     epoch = g.epoch if answer.fencing else None
-                    report.partitions[g.tp] = PartitionRound(connector, fmt, epoch, held_next=g.held_next)
+                    report.partitions[g.tp] = PartitionRound(
+                        connector, fmt, epoch, held_next=g.held_next, held_after=g.held_after or ()
+                    )
                     self._follow_due(connector, g.tp, g.due_ms)
                 else:
                     refused.add(g.tp)

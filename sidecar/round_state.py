@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lakegate_core.protocol import FileFormat
+from lakegate_core.protocol import FileFormat, OffsetSpan
 from lakegate_core.types import PartitionOffsets, TopicPartition
 from sidecar.storage import StoredFile
 from sidecar.tracker import CompleteFile
@@ -31,6 +31,15 @@ class PartitionRound:
     table_next: int = 0  # the table's committed offset
     rejected: bool = False  # the service rejected one of its files this round
     held_next: int | None = None  # the service holds every file ending below this (None: it did not say)
+    held_after: tuple[OffsetSpan, ...] = ()  # runs of files the service buffers past a gap
+
+    def holds(self, start: int, end: int) -> bool:
+        """Whether the service said it holds the file ``start..end`` (below ``held_next``, or inside
+        a run it buffers past a gap): sent once, not again until it is dropped or the service restarts."""
+        if self.held_next is not None and end < self.held_next:
+            return True
+        return any(run.first <= start and end <= run.last for run in self.held_after)
+
     log_end: int | None = None  # the partition's log end, if read this round (its table's round came due)
     # where this round's listing window of the partition was cut (below Connect's offset), if it was
     listed_upto: int | None = None

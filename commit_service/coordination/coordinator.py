@@ -336,13 +336,16 @@ class Coordinator:
         return out
 
     def _with_held(self, grant: LeaseGrant, due: dict[str, int | None]) -> LeaseGrant:
-        """A granted partition's answer with what its table holds of it (``LeaseGrant.held_next``)
+        """A granted partition's answer with what its table holds of it (``LeaseGrant.held_next``,
+        ``held_after``)
         and when the table's next round is due if it catches up (``due``, by table: ``due_ms``)."""
         table = self._route(grant.topic) if grant.granted else None
         if table is None:
             return grant
-        held = self._table(table.name).held_next(grant.tp)  # built, not replace()d: a claim may hold 10,000
-        return LeaseGrant(grant.topic, grant.partition, grant.granted, grant.epoch, grant.reason, held, due[table.name])
+        held, after = self._table(table.name).held(grant.tp)  # built, not replace()d: a claim may hold 10,000
+        return LeaseGrant(
+            grant.topic, grant.partition, grant.granted, grant.epoch, grant.reason, held, due[table.name], after or None
+        )
 
     def _note_seen(self, sidecar_id: str, worker: str) -> None:
         self._seen.note(sidecar_id, worker, self.clock())

@@ -36,7 +36,7 @@ from commit_service.errors import (
 )
 from commit_service.ports import Committer, DeadLetterStore
 from lakegate_core.connect_group import GroupReadError
-from lakegate_core.protocol import DataFile, FileStatus, OffsetSpan, Watermark
+from lakegate_core.protocol import MAX_HELD_RUNS, DataFile, FileStatus, OffsetSpan, Watermark
 from lakegate_core.status import (
     CommitRecord,
     DeadLetter,
@@ -173,11 +173,12 @@ class TableCoordinator:
             self.config.name, self.config.start.timestamp, {tp: found[tp] for tp in need.values() if tp in found}
         )
 
-    def held_next(self, tp: TopicPartition) -> int:
-        """``TableState.buffered_through``: for the lease answer, which tells the sidecar what it
-        need not send again."""
+    def held(self, tp: TopicPartition) -> tuple[int, tuple[OffsetSpan, ...]]:
+        """``TableState.buffered_through`` and the runs buffered past it: for the lease answer,
+        which tells the sidecar what it need not send again."""
         with self._lock:
-            return self._state.buffered_through(self._epochs.ledger(tp))
+            key = self._epochs.ledger(tp)
+            return self._state.buffered_through(key), self._state.held_after(key, MAX_HELD_RUNS)
 
     def due_ms(self) -> int | None:
         """When the next round is due (epoch ms), for the lease answer (``LeaseGrant.due_ms``);

@@ -12,7 +12,7 @@ import bisect
 from collections.abc import Iterator, Mapping
 
 from commit_service.domain.plan import ROW_ARRIVED, ROW_END, ROW_PATH, ROW_SIZE, PendingFile, Place, Row, place
-from lakegate_core.protocol import DataFile
+from lakegate_core.protocol import DataFile, OffsetSpan
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
 
@@ -107,6 +107,21 @@ class FileBuffer:
         while cursor in files:
             cursor = files[cursor][ROW_END] + 1
         return cursor
+
+    def runs_after(self, tp: TopicPartition, cursor: int, most: int) -> tuple[OffsetSpan, ...]:
+        """The first ``most`` runs of ``tp``'s buffered files starting at or after ``cursor``, each
+        ``first..last`` over files that follow one another without a gap, in offset order."""
+        rows, starts = self._rows.get(tp, {}), self._starts.get(tp, [])
+        runs: list[OffsetSpan] = []
+        for start in starts[bisect.bisect_left(starts, cursor) :]:
+            end = rows[start][ROW_END]
+            if runs and runs[-1].last + 1 == start:
+                runs[-1] = OffsetSpan(runs[-1].first, end)
+            elif len(runs) == most:
+                break
+            else:
+                runs.append(OffsetSpan(start, end))
+        return tuple(runs)
 
     def run(self, tp: TopicPartition, cursor: int, limit: int | None) -> Iterator[Row]:
         """``tp``'s buffered rows from ``cursor`` on, read lazily (they must not change meanwhile)."""

@@ -220,6 +220,11 @@ class TableState:
         send again (``LeaseGrant.held_next``)."""
         return self.buffer.through(tp, self.next_offset(tp))
 
+    def held_after(self, tp: TopicPartition, most: int) -> tuple[OffsetSpan, ...]:
+        """The runs of ``tp``'s files buffered past its gap (above :meth:`buffered_through`): the
+        lease answer tells the sidecar it need not send them again while the gap waits."""
+        return self.buffer.runs_after(tp, self.buffered_through(tp), most)
+
     def note_watermark(
         self,
         tp: TopicPartition,

@@ -187,6 +187,7 @@ class FakeService:
         self.manifests: list[Manifest] = []
         self.claims: list[LeaseRequest] = []
         self.held: dict[tuple[str, int], int] = {}  # LeaseGrant.held_next per partition (absent: not said)
+        self.runs: dict[tuple[str, int], tuple[OffsetSpan, ...]] = {}  # LeaseGrant.held_after per partition
         self.due: dict[tuple[str, int], int] = {}  # LeaseGrant.due_ms per partition (absent: no catch-up)
         self.now_ms: int | None = None  # LeaseResponse.now_ms
 
@@ -196,7 +197,15 @@ class FakeService:
     def claim(self, request: LeaseRequest) -> LeaseResponse:
         self.claims.append(request)
         grants = (
-            LeaseGrant(t, p, True, 7, held_next=self.held.get((t, p)), due_ms=self.due.get((t, p)))
+            LeaseGrant(
+                t,
+                p,
+                True,
+                7,
+                held_next=self.held.get((t, p)),
+                due_ms=self.due.get((t, p)),
+                held_after=self.runs.get((t, p)),
+            )
             for t, p in request.partitions
         )
         return LeaseResponse(True, tuple(grants), self.now_ms)
@@ -289,6 +298,32 @@ def test_a_file_the_service_holds_is_not_sent_again_until_it_is_dropped(tmp_path
     clock[0] = 155.0
     loop.run_once()
     assert sent_names() == ["orders-0-0", "orders-0-10"]
+
+
+def test_files_the_service_holds_past_a_gap_are_not_sent_again_while_the_gap_waits(tmp_path: Path) -> None:
+    touch(tmp_path, "orders-0-0", "orders-0-10", "orders-0-20")
+    clock = [0.0]
+    loop, service = make_loop(tmp_path, {("orders", 0)}, {("orders", 0): 30}, clock=clock)
+
+    def sent_names() -> list[str]:
+        return [f.path.rsplit("/", 1)[1] for f in service.manifests[-1].files]
+
+    loop.run_once()
+    assert sent_names() == ["orders-0-0", "orders-0-10", "orders-0-20"]
+    # the first file was dropped (say quarantined): the service holds 10..29 past the gap at 0
+    service.held[("orders", 0)] = 0
+    service.runs[("orders", 0)] = (OffsetSpan(10, 29),)
+    for clock[0] in (31.0, 62.0):  # past resend_after, round after round
+        loop.run_once()
+        assert sent_names() == ["orders-0-0"], "only the file the service does not hold is sent again"
+    service.runs[("orders", 0)] = (OffsetSpan(20, 29),)  # the service dropped 10..19 too
+    clock[0] = 93.0
+    loop.run_once()
+    assert sent_names() == ["orders-0-0", "orders-0-10"]
+    del service.runs[("orders", 0)]  # a restarted service holds nothing
+    clock[0] = 124.0
+    loop.run_once()
+    assert sent_names() == ["orders-0-0", "orders-0-10", "orders-0-20"]
 
 
 def test_a_round_that_catches_up_is_followed_from_its_due_time_until_connect_reaches_the_log_end(

@@ -40,7 +40,7 @@ def test_a_new_epoch_takes_the_recreated_topics_offsets_again_and_keeps_the_old_
     summary = tc.summary()
     assert dict(summary.offsets) == {TP("orders", 0): 0, TP("orders", 1): 0}
     assert summary.epochs == {"orders": 2} and summary.pending_files == 0
-    assert tc.held_next(TP("orders", 0)) == 0
+    assert tc.held(TP("orders", 0)) == (0, ())
 
     assert tc.offer([pf(0, 0, 9, "new")], "new") == [(FileStatus.ACCEPTED, None)]
     tc.claim({TP("orders", 0)}, [Watermark("orders", 0, 10, 1000)])

@@ -7,7 +7,7 @@ from commit_service.config import ServiceConfig
 from commit_service.coordination.coordinator import Coordinator
 from commit_service.domain.leases import LeaseTable
 from lakegate_core.configfile import build
-from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest, SidecarInfo, Watermark
+from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest, OffsetSpan, SidecarInfo, Watermark
 from lakegate_core.types import TopicPartition
 from tests.unit.fakes import Clock, PoisonCommitter
 
@@ -47,9 +47,13 @@ def test_an_unrenewed_lease_stops_holding_interval_commits() -> None:
     coordinator.load()
     coordinator.claim(LeaseRequest(SidecarInfo("sc-1", "w:1"), "snk", (0,), (TP0, TP1)))
     f = DataFile("s3a://landing/orders-0-0", "orders", 0, 0, 9, 100, FileFormat.PARQUET)
-    coordinator.submit(Manifest("m1", SidecarInfo("sc-1", "w:1"), (f,)))
+    past_gap = DataFile("s3a://landing/orders-1-20", "orders", 1, 20, 29, 100, FileFormat.PARQUET)
+    coordinator.submit(Manifest("m1", SidecarInfo("sc-1", "w:1"), (f, past_gap)))
     again = coordinator.claim(LeaseRequest(SidecarInfo("sc-1", "w:1"), "snk", (0,), (TP0, TP1)))
-    assert [(g.tp, g.held_next) for g in again] == [(TP0, 10), (TP1, 0)], "what the table holds, per partition"
+    assert [(g.tp, g.held_next, g.held_after) for g in again] == [
+        (TP0, 10, None),
+        (TP1, 0, (OffsetSpan(20, 29),)),
+    ], "what the table holds, per partition: from its offset, and past a gap"
     for _ in range(5):  # both partitions leased, neither reported: the round waits (on_timeout: wait)
         clock.now += 10
         coordinator.tick()

@@ -229,18 +229,19 @@ def test_a_too_short_claim_is_neither_quarantined_nor_backed_off() -> None:
 
 
 def test_what_a_table_holds_runs_from_its_committed_offset_and_shrinks_when_a_file_is_dropped() -> None:
-    """``held_next``, told to the sidecar with its lease: a file below it is not sent again."""
+    """``held_next`` and ``held_after``, told to the sidecar with its lease: a file below the one
+    or inside the other is not sent again."""
     clock = Clock()
     committer = RangeCommitter(holds={"s3a://landing/orders-0-10": OffsetSpan(10, 29)})
     tc = table(committer, clock)
     tp = TopicPartition("orders", 0)
-    assert tc.held_next(tp) == 0  # a new (or restarted) service holds nothing
+    assert tc.held(tp) == (0, ())  # a new (or restarted) service holds nothing
     tc.offer([pf(0, 0), pf(0, 20)], "m")
-    assert tc.held_next(tp) == 10, "a gap ends the run: the file after it may be resent"
+    assert tc.held(tp) == (10, (OffsetSpan(20, 29),)), "a gap ends the run; the file after it is held past the gap"
     tc.offer([pf(0, 10)], "m2")
-    assert tc.held_next(tp) == 30
+    assert tc.held(tp) == (30, ())
     with pytest.raises(ContentRangeError):  # 10..19 holds 10..29: it and the orphan 20..29 are dropped
         tc.maybe_commit(force=True)
-    assert tc.held_next(tp) == 10
+    assert tc.held(tp) == (10, ()), "a dropped file is no longer held: it may be sent again"
     tc.offer([PendingFile(DataFile("s3a://landing/orders-0-10", "orders", 0, 10, 29, 100), "m3", "sc")], "m3")
-    assert tc.maybe_commit(force=True) is not None and tc.held_next(tp) == 30
+    assert tc.maybe_commit(force=True) is not None and tc.held(tp) == (30, ())
