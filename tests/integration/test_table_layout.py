@@ -24,10 +24,17 @@ from tests.delta_helpers import commit_all
 from tests.fixtures import ICEBERG_CATALOG
 
 
-def sink_file(root: Path) -> PendingFile:
+def sink_file(root: Path, upsert: bool) -> PendingFile:
+    """Two records as the sink writes them: plain Parquet for an append table, in the envelope
+    (``key,value,offset``) for an upsert table: each a file its table would take but for the layout."""
     path = root / "landing" / "orders-0-0"
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "region": pa.array(["eu", "us"])}), path)
+    values = [{"id": 1, "region": "eu"}, {"id": 2, "region": "us"}]
+    if upsert:
+        rows = [{"key": {"id": v["id"]}, "value": v, "offset": i} for i, v in enumerate(values)]
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    else:
+        pq.write_table(pa.Table.from_pylist(values), path)
     f = DataFile(f"file://{path}", "orders", 0, 0, 1, path.stat().st_size, FileFormat.PARQUET, 2)
     return PendingFile(f, "m-0-0", "sc-1")
 
@@ -54,6 +61,6 @@ def test_a_table_partitioned_outside_lakegate_is_refused_and_left_as_it_was(
             lambda: spark, name, ICEBERG_CATALOG, (tmp_path / "iceberg").as_uri(), roots, upsert=upsert
         )
     before = committer.snapshot()
-    with pytest.raises(TableLayoutError, match=r"partitioned .*region.* partition_by is empty"):
-        commit_all(committer, TableState(name), [sink_file(tmp_path)])
+    with pytest.raises(TableLayoutError, match=r"partitioned .*region.*partition_by is empty"):
+        commit_all(committer, TableState(name), [sink_file(tmp_path, upsert is not None)])
     assert committer.snapshot() == before
