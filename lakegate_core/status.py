@@ -75,6 +75,11 @@ class CommitRecord(WireModel):
     begins: PartitionOffsets | None = None
     begin_reasons: dict[str, str] | None = None
     left: int | None = None  # files the round's bounds left in the table's buffer for the next rounds
+    # how the round's files went in: added where they lay (zero copy), or their rows rewritten by
+    # Spark; ``split``, of those rewritten, Parquet files whose rows spanned partitions
+    in_place: int | None = None
+    rewritten: int | None = None
+    split: int | None = None
 
     def user_metadata(self) -> dict[str, Any]:
         """What goes into the Delta commit's ``userMetadata``: all but what the log already holds
@@ -103,6 +108,9 @@ class CommitRecord(WireModel):
             if "begin_reasons" in d
             else None,
             left=d.get("left"),
+            in_place=d.get("in_place"),
+            rewritten=d.get("rewritten"),
+            split=d.get("split"),
         )
 
 

@@ -12,6 +12,7 @@ from commit_service.config.engine import IDENTIFIER
 from commit_service.domain.content import Unwrap
 from commit_service.domain.coverage import OffsetCheck
 from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.domain.partitioning import PartitionField, PartitionSpecError, parse_spec
 from commit_service.domain.paths import UnsafePathError, root_prefix
 from commit_service.domain.plan import CommitPolicy
 from commit_service.domain.start import TableStart
@@ -85,11 +86,7 @@ class TableConfig:
             root_prefix(self.path)
         except UnsafePathError as exc:
             raise ConfigError(f"tables[{self.name}].path: {self.path!r}: {exc}") from None
-        if self.partition_by:
-            raise ConfigError(
-                f"tables[{self.name}].partition_by: partitioned tables are not supported yet "
-                "(files are added in place, so each would need one partition value); leave it []"
-            )
+        self._check_partition_by()
         if bool(self.topics) == bool(self.topics_regex):
             raise ConfigError(f"tables[{self.name}]: set exactly one of topics or topics_regex")
         if self.topics_regex:
@@ -117,6 +114,24 @@ class TableConfig:
             raise ConfigError(f"{where}.catalog: an Iceberg table is in its catalog already (see iceberg_catalog)")
         if self.type_widening:
             raise ConfigError(f"{where}.type_widening: Delta only (Iceberg promotes int -> long itself: not yet)")
+
+    def _check_partition_by(self) -> None:
+        where = f"tables[{self.name}].partition_by"
+        try:
+            spec = self.partition_spec
+        except PartitionSpecError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        if not spec:
+            return
+        if self.format is TableFormat.ICEBERG:
+            raise ConfigError(f"{where}: partitioned Iceberg tables are not built yet (Delta tables only); leave it []")
+        if self.mode is TableMode.UPSERT:
+            raise ConfigError(f"{where}: partitioned upsert tables are not built yet (append tables only); leave it []")
+
+    @functools.cached_property
+    def partition_spec(self) -> tuple[PartitionField, ...]:
+        """``partition_by`` parsed: the table's partition transforms, in order."""
+        return parse_spec(self.partition_by)
 
     @property
     def background_checkpoints(self) -> bool:

@@ -37,6 +37,7 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: 
     :class:`~commit_service.storage.prefetch.FactsCache`, so footers are read ahead from the first manifest on."""
     from commit_service.delta.committer import DeltaCommitter
     from commit_service.delta.deferred import DeferredCommitter
+    from commit_service.delta.partitions import DeltaPartitioning
     from commit_service.delta.txn import log_snapshot
     from commit_service.storage.prefetch import THREADS as FACTS_THREADS
     from commit_service.storage.prefetch import table_facts
@@ -59,6 +60,7 @@ def spark_committer_factory(config: ServiceConfig, spark: SparkHandle, storage: 
                 facts=facts,
                 upsert=table.upsert,
                 type_widening=table.type_widening,
+                partitioning=DeltaPartitioning(table.partition_spec),
             )
 
         return DeferredCommitter(

@@ -23,12 +23,15 @@ from typing import Any
 from commit_service.config import Placement
 from commit_service.delta.jvm_actions import ActionBuilder, ActionKind
 from commit_service.delta.jvm_handles import JvmHandles
+from commit_service.delta.partitions import UNPARTITIONED, DeltaPartitioning
 from commit_service.domain import round_guard
 from commit_service.domain.paths import delta_path
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import FileShape, Widening, fits, reconcile, resolved_schema
-from commit_service.errors import SchemaMismatchError
+from commit_service.errors import SchemaMismatchError, TableLayoutError
+from commit_service.round.commit import Written
 from commit_service.round.convert import FrameReader
+from commit_service.round.partitions import column_types, pins_of
 from commit_service.round.sources import ParquetSchemas
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.protocol import FileFormat
@@ -52,6 +55,7 @@ class AppendWriter:
         *,
         placement: Placement,
         type_widening: bool,
+        partitioning: DeltaPartitioning = UNPARTITIONED,
     ) -> None:
         self.spark = spark
         self.table = table
@@ -59,6 +63,7 @@ class AppendWriter:
         self.storage = storage
         self.placement = placement
         self.type_widening = type_widening
+        self.partitioning = partitioning
         self._actions = actions
         self._handles = handles
         self.parquet_schemas = ParquetSchemas(spark)
@@ -73,30 +78,40 @@ class AppendWriter:
         read_version: int,
         table_schema: dict[str, Any] | None,
         set_schema: SetSchema,
-    ) -> list[Any]:
+    ) -> Written:
         """An append round's file actions: the round's schema reconciled (a conflicting file is
         refused), Parquet files that fit it added in place, the others rewritten to it, and the
         round guard's check of what was written."""
         shapes = {p.file.path: reader.shape(p, facts[p.file.path]) for p in files}
+        stripped = DeltaPartitioning.strip(table_schema) if table_schema is not None else None
         joined = reconcile(
-            table_schema, [FileShape(p.file.path, shapes[p.file.path]) for p in files], widen=self.type_widening
+            stripped, [FileShape(p.file.path, shapes[p.file.path]) for p in files], widen=self.type_widening
         )
         if joined.refused:
             path, reason = next(iter(joined.refused.items()))
             raise SchemaMismatchError(path, reason)
         target = resolved_schema(joined.schema)
+        types = self._partitionable(files, shapes, target)
         fitting: dict[int, tuple[Any, bool]] = {}  # id of a footer schema -> it, and whether it fits
-        in_place: list[PendingFile] = []
+        in_place: list[tuple[PendingFile, dict[str, str | None]]] = []
         rewritten: list[PendingFile] = []
+        split = 0
         for p in files:  # one pass: a membership test per file made 10,000-file rounds quadratic
-            (in_place if self._adds_in_place(p, reader, facts[p.file.path], target, fitting) else rewritten).append(p)
-        placed = self._place(in_place)
-        set_schema(target, joined.widened)
+            addable = self._adds_in_place(p, reader, facts[p.file.path], target, fitting)
+            values = self._partition_values(facts[p.file.path], types) if addable else None
+            if values is None:
+                rewritten.append(p)
+                split += addable
+            else:
+                in_place.append((p, values))
+        placed = self._place([p for p, _ in in_place])
+        set_schema(self.partitioning.with_generated(target), joined.widened)
         adds = self._actions.many(
-            ActionKind.ADD, (self._add_file(placed[p.file.path], facts[p.file.path]) for p in in_place)
+            ActionKind.ADD,
+            (self._add_file(placed[p.file.path], facts[p.file.path], values) for p, values in in_place),
         )
         written: list[Any] = [adds]
-        in_place_sources = [round_guard.Source(p.file.path, 0, shapes[p.file.path]) for p in in_place]
+        in_place_sources = [round_guard.Source(p.file.path, 0, shapes[p.file.path]) for p, _ in in_place]
         round_guard.check(self.table, in_place_sources, 0, target)
         if rewritten:
             frame = reader.frame(rewritten, facts, target)
@@ -110,7 +125,36 @@ class AppendWriter:
                 rows = int(frame.count())
             round_guard.check(self.table, sources, rows, json.loads(frame.schema.json()))
             written.append(self._handles.as_java(new_adds))
-        return written
+        return Written(written, len(in_place), len(rewritten), split)
+
+    def _partitionable(
+        self, files: Sequence[PendingFile], shapes: dict[str, dict[str, Any]], target: dict[str, Any]
+    ) -> dict[str, str]:
+        """The round's column types, once the table's partitioning is checked against them: every
+        file must hold each column ``partition_by`` names (else that file is refused), and the
+        round's schema must give it a type its transform takes (else nothing commits)."""
+        types = column_types(target)
+        if not self.partitioning.fields:
+            return types
+        for p in files:
+            held = {f["name"] for f in shapes[p.file.path]["fields"]}
+            for f in self.partitioning.fields:
+                if f.column not in held:
+                    raise SchemaMismatchError(
+                        p.file.path, f"has no column {f.column!r}, which tables[{self.table}].partition_by {f} needs"
+                    )
+        problem = self.partitioning.problem(types)
+        if problem is not None:
+            raise TableLayoutError(f"table {self.table}: {problem}; nothing was committed")
+        return types
+
+    def _partition_values(self, facts: FileFacts, types: dict[str, str]) -> dict[str, str | None] | None:
+        """The ``partitionValues`` a Parquet file that may be added in place is committed with, or
+        None when its rows may lie in more than one partition (it is then rewritten: split)."""
+        if not self.partitioning.fields:
+            return {}
+        pins = pins_of(self.partitioning.fields, facts, types)
+        return None if pins is None else self.partitioning.values(pins)
 
     def _adds_in_place(
         self,
@@ -120,7 +164,7 @@ class AppendWriter:
         target: dict[str, Any],
         fitting: dict[int, tuple[Any, bool]],
     ) -> bool:
-        """Whether Parquet file ``p`` is committed where it lies (or copied): not in the envelope,
+        """Whether Parquet file ``p`` may be committed where it lies (or copied): not in the envelope,
         of the table's types, and for ``in_place`` under the table root; else it is rewritten."""
         if p.file.format is not FileFormat.PARQUET or reader.lifts(p, facts):
             return False
@@ -158,11 +202,11 @@ class AppendWriter:
             placed[p.file.path] = target
         return placed
 
-    def _add_file(self, uri: str, facts: FileFacts) -> dict[str, Any]:
-        """The ``AddFile`` (its fields) committing ``uri`` in place."""
+    def _add_file(self, uri: str, facts: FileFacts, values: dict[str, str | None]) -> dict[str, Any]:
+        """The ``AddFile`` (its fields) committing ``uri`` in place, in the partition of ``values``."""
         return {
             "path": delta_path(uri, self.root),
-            "partitionValues": {},
+            "partitionValues": values,
             "size": facts.size_bytes,
             "modificationTime": facts.modification_time_ms,
             "dataChange": True,

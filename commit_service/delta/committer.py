@@ -35,6 +35,7 @@ from commit_service.delta.jvm_handles import JvmHandles
 from commit_service.delta.ledger import DeltaLedger
 from commit_service.delta.log import LogReadError, read_log
 from commit_service.delta.maintenance import DeltaMaintainer
+from commit_service.delta.partitions import UNPARTITIONED, DeltaPartitioning
 from commit_service.delta.txn import app_id, log_snapshot, parse_app_id
 from commit_service.delta.upsert import UpsertWriter
 from commit_service.domain.content import Unwrap
@@ -53,7 +54,7 @@ from commit_service.errors import (
     UnexpectedCommitError,
 )
 from commit_service.ports import TableSnapshot
-from commit_service.round.commit import Opened, RoundCommit, RoundFiles
+from commit_service.round.commit import Opened, RoundCommit, RoundFiles, Written
 from commit_service.round.sources import ParquetSchemas
 from commit_service.spark.java_errors import Failure, classify, java_summary
 from commit_service.storage.prefetch import FactsCache, storage_facts
@@ -88,8 +89,10 @@ class DeltaCommitter:
         facts: FactsCache | None = None,
         upsert: UpsertSpec | None = None,
         type_widening: bool = False,
+        partitioning: DeltaPartitioning = UNPARTITIONED,
     ) -> None:
         self.spark = spark
+        self.partitioning = partitioning
         self.table = table
         self.location = table_location(path)
         self.root = root_prefix(path)
@@ -111,6 +114,7 @@ class DeltaCommitter:
             self._handles,
             placement=placement,
             type_widening=type_widening,
+            partitioning=partitioning,
         )
         self._upsert = UpsertWriter(spark, self.location, upsert, type_widening) if upsert is not None else None
         self._round = RoundCommit(
@@ -200,17 +204,20 @@ class DeltaCommitter:
         ids = {tp: app_id(self.table, tp) for tp in plan.offsets}
         versions = self._txn_versions(txn, list(ids.values()))
         held = {tp: versions[i] for tp, i in ids.items() if versions[i] >= 0}
-        schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
-        if read_version >= 0 and not txn.metadata().partitionColumns().isEmpty():
-            columns = txn.metadata().partitionColumns().mkString(", ")
-            raise TableLayoutError(
-                f"table {self.table} is partitioned by ({columns}) and its tables[].partition_by is empty: "
-                "Lakegate writes unpartitioned tables only (a file added without its partition values would be "
-                "hidden from queries that filter on them); nothing was committed"
-            )
+        schema = None
+        if read_version >= 0:
+            meta = json.loads(txn.metadata().json())["metaData"]
+            schema = json.loads(meta["schemaString"])
+            wrong = self.partitioning.mismatch(meta.get("partitionColumns") or [], schema)
+            if wrong is not None:
+                raise TableLayoutError(
+                    f"table {self.table} {wrong}: Lakegate does not repartition a table (a file added without "
+                    "its partition values would be hidden from queries that filter on them); set "
+                    "tables[].partition_by to the table's layout; nothing was committed"
+                )
         return Opened(txn, read_version, held, schema)
 
-    def write_round(self, opened: Opened, round_files: RoundFiles) -> list[Any]:
+    def write_round(self, opened: Opened, round_files: RoundFiles) -> Written:
         """The round's file actions: appended (:class:`AppendWriter`) or merged by key (:class:`UpsertWriter`)."""
         txn, read_version, schema = opened.txn, opened.read_version, opened.schema
         files, reader, facts = round_files.files, round_files.reader, round_files.facts
@@ -219,7 +226,7 @@ class DeltaCommitter:
             self._set_schema(txn, read_version, schema, new, widened)
 
         if self._upsert is not None:  # every file is read as changes and merged by key
-            return self._upsert.round(txn, files, reader, facts, read_version, set_schema)
+            return Written(self._upsert.round(txn, files, reader, facts, read_version, set_schema), 0, len(files))
         return self._append.round(txn, files, reader, facts, read_version, schema, set_schema)
 
     def land(self, opened: Opened, written: list[Any], plan: CommitPlan, record: CommitRecord) -> Callable[[], int]:
@@ -352,7 +359,7 @@ class DeltaCommitter:
                     "name": self.table,
                     "format": {"provider": "parquet", "options": {}},
                     "schemaString": json.dumps(schema),
-                    "partitionColumns": [],
+                    "partitionColumns": self.partitioning.columns,
                     "configuration": self._table_properties(),
                     "createdTime": created,
                 }

@@ -184,3 +184,32 @@ def pinned(field: PartitionField, low: Bound | None, high: Bound | None, nulls: 
         return Pin(low, hashed_by_format=True) if low == high else None
     lo, hi = value_of(field, low), value_of(field, high)
     return Pin(lo) if lo == hi else None
+
+
+@dataclass(frozen=True)
+class ColumnBounds:
+    """A file's exact footer bounds of one column (``low``..``high``, None when unknown) and how
+    many of its ``rows`` are null there."""
+
+    low: Bound | None
+    high: Bound | None
+    nulls: int
+
+
+def file_pins(fields: Sequence[PartitionField], bounds: dict[str, ColumnBounds], rows: int) -> tuple[Pin, ...] | None:
+    """The one partition (a :class:`Pin` per field) every row of a file falls in, by its footer's
+    bounds of each field's column; None when its rows may fall in more than one, or a column's
+    bounds are unknown: the file is then rewritten, split by partition."""
+    pins = []
+    for f in fields:
+        b = bounds.get(f.column)
+        if b is None:
+            return None
+        try:
+            pin = pinned(f, b.low, b.high, b.nulls, rows)
+        except PartitionSpecError:  # a bound of a type the transform does not take: Spark says what is wrong
+            return None
+        if pin is None:
+            return None
+        pins.append(pin)
+    return tuple(pins)

@@ -59,7 +59,7 @@ from commit_service.iceberg.tables import IcebergTable
 from commit_service.iceberg.upsert import IcebergUpsert, RowChanges
 from commit_service.iceberg.validator import offsets_unchanged
 from commit_service.ports import TableSnapshot
-from commit_service.round.commit import Opened, RoundCommit, RoundFiles
+from commit_service.round.commit import Opened, RoundCommit, RoundFiles, Written
 from commit_service.round.convert import FrameReader
 from commit_service.round.sources import ParquetSchemas
 from commit_service.spark.java_errors import ICEBERG_VALIDATION, Failure, classify, java_summary, thrown
@@ -203,12 +203,12 @@ class IcebergCommitter:
             )
         return Opened(_Base(table, base, base_text), base.version, base.offsets, schema)
 
-    def write_round(self, opened: Opened, round_files: RoundFiles) -> RowChanges:
+    def write_round(self, opened: Opened, round_files: RoundFiles) -> Written:
         """The round's data files: appended, or for an upsert table its rows and delete files."""
         table = opened.txn.table
         r = round_files
         if self._upsert is not None:  # every file is read as changes and merged by key
-            return self._upsert.round(table, r.files, r.reader, r.facts, r.commit_id)
+            return Written(self._upsert.round(table, r.files, r.reader, r.facts, r.commit_id), 0, len(r.files))
         return self._append(table, r.files, r.reader, r.facts, self._parts()[3], r.commit_id)
 
     def land(self, opened: Opened, written: RowChanges, plan: CommitPlan, record: CommitRecord) -> Callable[[], int]:
@@ -262,7 +262,7 @@ class IcebergCommitter:
         facts: dict[str, FileFacts],
         schemas: ParquetSchemas,
         commit_id: str,
-    ) -> RowChanges:
+    ) -> Written:
         """An append round's data files: plain Parquet that fits added as it is, the rest written
         by Spark; the table created or grown to the round's schema first."""
         spark, _, tables, _, _ = self._parts()
@@ -305,7 +305,7 @@ class IcebergCommitter:
             ]
             round_guard.check(self.table, sources, written.rows, json.loads(frame.schema.json()))
             rows.extend(written.files)
-        return RowChanges(table, rows, upsert=False)
+        return Written(RowChanges(table, rows, upsert=False), len(in_place), len(rewritten))
 
     def _split(
         self,

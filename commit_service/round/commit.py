@@ -56,6 +56,16 @@ class RoundFiles:
     commit_id: str
 
 
+@dataclass(frozen=True)
+class Written:
+    """What a round's write step made: what the format lands, and how the round's files went in."""
+
+    changes: Any  # the format's own (Delta's file actions, Iceberg's data files)
+    in_place: int  # files added where they lie (or copied): zero copy
+    rewritten: int  # files whose rows Spark wrote anew (JSON lines, CSV, the envelope, upserts, splits)
+    split: int = 0  # of those, Parquet files rewritten only because their rows span partitions
+
+
 class TableFormat(Protocol):
     """One table format's half of a round (Delta's, Iceberg's)."""
 
@@ -71,12 +81,12 @@ class TableFormat(Protocol):
         """Open a transaction on the table and read its offsets for ``plan``'s partitions."""
         ...
 
-    def write_round(self, opened: Opened, round_files: RoundFiles) -> Any:
+    def write_round(self, opened: Opened, round_files: RoundFiles) -> Written:
         """The round's rows written (added in place, rewritten, or merged by key): what to land."""
         ...
 
     def land(self, opened: Opened, written: Any, plan: CommitPlan, record: CommitRecord) -> Callable[[], int]:
-        """The commit, staged: calling it lands ``written`` and ``plan``'s offsets with ``record``
+        """The commit, staged: calling it lands ``written`` (:attr:`Written.changes`) and ``plan``'s offsets with ``record``
         as one commit and answers the version it landed as."""
         ...
 
@@ -148,8 +158,13 @@ class RoundCommit:
         reader.timestamp = kafka_timestamp(opened.schema)
         written = self.format.write_round(opened, RoundFiles(plan.files, reader, facts, commit_id))
 
-        record = plan.record(self.table, version, commit_id, int(self.clock() * 1000))
-        landing = self.format.land(opened, written, plan, record)
+        record = replace(
+            plan.record(self.table, version, commit_id, int(self.clock() * 1000)),
+            in_place=written.in_place,
+            rewritten=written.rewritten,
+            split=written.split or None,
+        )
+        landing = self.format.land(opened, written.changes, plan, record)
         crash_point(BEFORE_COMMIT)
         landed = landing()
         crash_point(AFTER_COMMIT)

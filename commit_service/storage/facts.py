@@ -28,6 +28,7 @@ PackedFacts = tuple[
     "int | None",
     "int | None",
     "tuple[str, ...]",
+    "tuple[tuple[str, int, int], ...]",
 ]
 
 
@@ -45,6 +46,9 @@ class FileFacts:
     # Parquet: the dotted paths of string columns (not inside a list or map) null in every row: a
     # sink's type for values it never saw, which never wins over a real type (round_schema.VOID)
     null_strings: tuple[str, ...] = ()
+    # Parquet: top-level timestamp columns' exact bounds (name, min, max in microseconds since the
+    # epoch, UTC), which ``stats_json`` leaves out: where a partitioned table's file lies
+    times: tuple[tuple[str, int, int], ...] = ()
 
     def packed(self) -> PackedFacts:
         c = self.coverage
@@ -59,12 +63,13 @@ class FileFacts:
             None if c is None else c.span.last,
             None if c is None else c.records,
             self.null_strings,
+            self.times,
         )
 
     @classmethod
     def unpacked(cls, packed: PackedFacts) -> FileFacts:
-        size, mtime, records, stats, schema, columns, first, last, covered, null_strings = packed
+        size, mtime, records, stats, schema, columns, first, last, covered, null_strings, times = packed
         coverage = (
             None if first is None or last is None or covered is None else Coverage(OffsetSpan(first, last), covered)
         )
-        return cls(size, mtime, records, stats, schema, columns, coverage, null_strings)
+        return cls(size, mtime, records, stats, schema, columns, coverage, null_strings, times)

@@ -14,7 +14,7 @@ import json
 import math
 import threading
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -31,6 +31,8 @@ FLOATING = ("FLOAT", "DOUBLE")
 # 2.0 would be skipped by a query for x > 3, which Spark answers with the NaN row (Delta itself
 # drops those writers' float bounds: delta-io/delta#7101)
 NAN_AWARE_WRITERS = ("parquet-mr", "parquet-java")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,9 @@ class FooterFacts:
     stats_json: str  # Delta AddFile stats (numRecords, minValues, maxValues, nullCount)
     coverage: Coverage | None  # the sink's envelope: the offsets its ``offset`` column bounds
     null_strings: tuple[str, ...]
+    # top-level timestamp columns' exact bounds (microseconds since the epoch, UTC; a timestamp
+    # without a zone read as UTC), which the stats leave out: where a partitioned table's file lies
+    times: tuple[tuple[str, int, int], ...] = ()
 
 
 _layouts: dict[tuple[str, bytes | None], FooterLayout] = {}
@@ -105,14 +110,18 @@ def footer_facts(meta: pq.FileMetaData) -> FooterFacts:
     nulls: dict[str, Any] = {}
     counted: dict[int, int] = {}  # leaf index -> its nulls, summed once for the bounds and the voids
     nan_aware = (meta.created_by or "").startswith(NAN_AWARE_WRITERS)
+    times = []
     for col, name, floating in layout.bounded:
         bound = _column_bounds(groups, col)
         if bound is None:
             continue
-        null_count, lo, hi = bound
+        null_count, raw_lo, raw_hi = bound
         nulls[name] = counted[col] = null_count
+        lo, hi = _json_bound(raw_lo), _json_bound(raw_hi)
         if lo is not None and hi is not None and (nan_aware or not floating):
             mins[name], maxs[name] = lo, hi
+        elif isinstance(raw_lo, datetime) and isinstance(raw_hi, datetime):
+            times.append((name, _micros(raw_lo), _micros(raw_hi)))
     stats = json.dumps({"numRecords": rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls})
     exact = {name: (low, maxs[name]) for name, low in mins.items() if nulls.get(name) == 0}
     covered = from_statistics([name for name, _ in layout.columns], exact, rows)
@@ -121,15 +130,12 @@ def footer_facts(meta: pq.FileMetaData) -> FooterFacts:
         for col, path in layout.string_leaves
         if (counted[col] if col in counted else _null_count(groups, col)) == rows
     )
-    return FooterFacts(layout, rows, stats, covered, empty)
+    return FooterFacts(layout, rows, stats, covered, empty, tuple(times))
 
 
 def _column_bounds(groups: list[Any], col: int) -> tuple[int, Any, Any] | None:
-    """A simple column's null count and exact JSON bounds over the row groups (bounds None when
-    any group has values without bounds, or a bound cannot be written exactly: see also
-    :data:`NAN_AWARE_WRITERS`); None when any
-    group lacks statistics. Only bounds that are exact are written: a NaN, an infinity or a string
-    longer than 32 characters gives none (nulls still counted)."""
+    """A simple column's null count and bounds over the row groups, as the footer gives them
+    (bounds None when any group has values without bounds); None when any group lacks statistics."""
     lo = hi = None
     null_count, bounded = 0, True
     for group in groups:
@@ -144,7 +150,7 @@ def _column_bounds(groups: list[Any], col: int) -> tuple[int, Any, Any] | None:
             bounded = False
     if not bounded:
         return null_count, None, None
-    return null_count, _json_bound(lo), _json_bound(hi)
+    return null_count, lo, hi
 
 
 def _null_count(groups: list[Any], col: int) -> int | None:
@@ -158,7 +164,16 @@ def _null_count(groups: list[Any], col: int) -> int | None:
     return total
 
 
+def _micros(value: datetime) -> int:
+    """A footer's timestamp bound as microseconds since the epoch (a zone-less one read as UTC;
+    a nanosecond bound rounded down, which keeps it in the same hour and day)."""
+    at = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return (at - EPOCH) // MICROSECOND
+
+
 def _json_bound(value: Any) -> Any:
+    """A bound as Delta's stats write it, or None when it cannot be written exactly (see also
+    :data:`NAN_AWARE_WRITERS`): a NaN, an infinity or a string longer than 32 characters gives none."""
     if isinstance(value, bool) or value is None:
         return None  # Delta keeps no min/max for booleans
     if isinstance(value, int):

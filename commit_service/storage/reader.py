@@ -260,6 +260,7 @@ def _parquet_facts(size: int, modified_ms: int, meta: pq.FileMetaData) -> FileFa
         layout.columns,
         got.coverage,
         got.null_strings,
+        got.times,
     )
 
 

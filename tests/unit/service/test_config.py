@@ -72,7 +72,14 @@ def test_env_overrides_keys_and_list_items(tmp_path: Path) -> None:
         (("topics: [orders]", "topics: [orders]\n    topics_regex: o.*"), {}, "exactly one of topics"),
         (('"s3a://landing/"', '"http://landing/"'), {}, "storage.allowed_roots"),
         (("enabled: true", "enabled: yes please"), {}, "auth.enabled: must be true or false"),
-        (("partition_by: []", "partition_by: [day]"), {}, "partitioned tables are not supported yet"),
+        (
+            ("partition_by: []", "partition_by: ['day(3, ts)']"),
+            {},
+            "partition_by: 'day(3, ts)': day takes the column alone",
+        ),
+        (("partition_by: []", "partition_by: ['bucket(id)']"), {}, "bucket takes a positive width first"),
+        (("partition_by: []", "partition_by: ['hour(ts)', 'day(ts)']"), {}, "keep the finest one"),
+        (("partition_by: []", "partition_by: ['week(ts)']"), {}, "no transform 'week'"),
         (("placement: copy_into_table", "placement: in_place"), {}, "no storage.allowed_roots reaches into it"),
         (("placement: copy_into_table", "placement: nearby"), {}, "tables.placement: must be one of"),
         (("placement: copy_into_table", "unwrap: always"), {}, "tables.unwrap: must be one of"),
@@ -190,3 +197,15 @@ def test_what_an_iceberg_table_cannot_take_is_refused_by_name(tmp_path: Path, ad
     text = ICEBERG.replace("topics: [orders]", "topics: [orders]\n    " + addition)
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_config(write(tmp_path, text), environ=ENV)
+
+
+def test_partition_by_is_parsed_and_an_upsert_table_cannot_take_it_yet(tmp_path: Path) -> None:
+    text = SAMPLE.replace("partition_by: []", "partition_by: ['day(_kafka_timestamp)', region, 'bucket(8, id)']")
+    spec = load_config(write(tmp_path, text), environ=ENV).tables[0].partition_spec
+    assert [f.name for f in spec] == ["_kafka_timestamp_day", "region", "id_bucket"]
+    upsert = text.replace("topics: [orders]", "topics: [orders]\n    mode: upsert\n    key: [id]")
+    with pytest.raises(ConfigError, match=r"partition_by: partitioned upsert tables are not built yet"):
+        load_config(write(tmp_path, upsert), environ=ENV)
+    iceberg = ICEBERG.replace("partition_by: []", "partition_by: ['day(ts)']")
+    with pytest.raises(ConfigError, match=r"partition_by: partitioned Iceberg tables are not built yet"):
+        load_config(write(tmp_path, iceberg), environ=ENV)

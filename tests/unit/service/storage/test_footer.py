@@ -71,6 +71,7 @@ def test_stats_are_the_values_exact_bounds_and_nulls(row_group_size: int | None)
     assert got.num_rows == 4
     assert got.null_strings == ("empty",)  # "id" and "long" hold values; "s.a" is not a string
     assert got.coverage is None  # not the sink's envelope
+    assert got.times == (("at", 1000, 4000),)  # a timestamp's exact bounds in microseconds, not in the stats
 
 
 def test_a_nan_beside_finite_values_leaves_its_column_without_bounds() -> None:

@@ -1,0 +1,155 @@
+"""A Delta table's partitioning from ``tables[].partition_by``: identity columns as partition
+columns, every other transform as a generated partition column, so that Spark and delta-rs prune
+by a filter on the source column (Delta's generated columns; the expressions Delta derives
+partition filters from where it has one).
+
+=====================  ========================================  =============================
+``partition_by``       the generated column                      its partition value
+=====================  ========================================  =============================
+``col``                ``col`` itself (a partition column)       the value
+``year(ts)``           ``ts_year INT = YEAR(ts)``                ``2026``
+``month(ts)``          ``ts_month STRING = DATE_FORMAT(ts, 'yyyy-MM')``        ``2026-11``
+``day(ts)``            ``ts_day DATE = CAST(ts AS DATE)``        ``2026-11-28``
+``hour(ts)``           ``ts_hour STRING = DATE_FORMAT(ts, 'yyyy-MM-dd-HH')``   ``2026-11-28-09``
+``bucket(N, c)``       ``c_bucket INT = pmod(hash(c), N)``       Spark's hash: always rewritten
+``truncate(W, s)``     ``s_trunc = SUBSTRING(s, 1, W)``; of an integer ``n - pmod(n, W)``
+=====================  ========================================  =============================
+
+Times are in UTC (the service's Spark session). Pure but for the names of Delta's metadata keys.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from commit_service.domain.partitioning import EPOCH, TIME, PartitionField, Pin, Transform
+
+GENERATION = "delta.generationExpression"  # a generated column's expression in its field metadata
+INTEGERS = ("byte", "short", "integer", "long")
+
+
+def _expression(f: PartitionField, source_type: str) -> tuple[str, str]:
+    """The generated column's SQL expression and Spark type for a non-identity ``f``."""
+    c = f"`{f.column}`"
+    if f.transform is Transform.YEAR:
+        return f"YEAR({c})", "integer"
+    if f.transform is Transform.MONTH:
+        return f"DATE_FORMAT({c}, 'yyyy-MM')", "string"
+    if f.transform is Transform.DAY:
+        return f"CAST({c} AS DATE)", "date"
+    if f.transform is Transform.HOUR:
+        return f"DATE_FORMAT({c}, 'yyyy-MM-dd-HH')", "string"
+    if f.transform is Transform.BUCKET:
+        return f"pmod(hash({c}), {f.width})", "integer"
+    if source_type in INTEGERS:
+        return f"{c} - pmod({c}, {f.width})", source_type
+    return f"SUBSTRING({c}, 1, {f.width})", "string"
+
+
+def _fits(f: PartitionField, source_type: str) -> bool:
+    if f.transform is Transform.HOUR:
+        return source_type in ("timestamp", "timestamp_ntz")
+    if f.transform in TIME:
+        return source_type in ("timestamp", "timestamp_ntz", "date")
+    if f.transform is Transform.TRUNCATE:
+        return source_type == "string" or source_type in INTEGERS
+    return True
+
+
+def _normal(expression: str) -> str:
+    return re.sub(r"\s+", "", expression.replace("`", "")).lower()
+
+
+@dataclass(frozen=True)
+class DeltaPartitioning:
+    """One table's ``partition_by`` in Delta's terms."""
+
+    fields: tuple[PartitionField, ...]
+
+    @property
+    def columns(self) -> list[str]:
+        """The table's partitionColumns, in ``partition_by``'s order."""
+        return [f.name for f in self.fields]
+
+    def problem(self, types: Mapping[str, str]) -> str | None:
+        """Why the round's columns (name -> Spark type) cannot be partitioned so, or None."""
+        for f in self.fields:
+            kind = types.get(f.column)
+            if kind is None:
+                return f"partition_by {f} names the column {f.column!r}, which the table's files do not have"
+            if not _fits(f, kind):
+                return f"partition_by {f}: the column {f.column!r} is {kind}, which {f.transform.value} does not take"
+        return None
+
+    def generated(self, types: Mapping[str, str]) -> list[dict[str, Any]]:
+        """The generated partition columns, as Spark schema fields (appended to the table's schema)."""
+        out = []
+        for f in self.fields:
+            if f.transform is Transform.IDENTITY:
+                continue
+            expression, kind = _expression(f, types[f.column])
+            out.append({"name": f.name, "type": kind, "nullable": True, "metadata": {GENERATION: expression}})
+        return out
+
+    @staticmethod
+    def strip(schema: dict[str, Any]) -> dict[str, Any]:
+        """``schema`` without its generated columns (which no file holds and Delta computes)."""
+        return {**schema, "fields": [f for f in schema["fields"] if GENERATION not in (f.get("metadata") or {})]}
+
+    def with_generated(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """A round's schema (no generated columns) with the table's generated columns after it."""
+        types = {f["name"]: f["type"] for f in schema["fields"] if isinstance(f["type"], str)}
+        return {**schema, "fields": [*schema["fields"], *self.generated(types)]}
+
+    def mismatch(self, partition_columns: Sequence[str], schema: dict[str, Any] | None) -> str | None:
+        """Why an existing table's layout is not this one (its partition columns, and each generated
+        column's expression, compared), or None when it is."""
+        if list(partition_columns) != self.columns:
+            have = ", ".join(partition_columns) or "nothing"
+            return f"is partitioned by ({have}), not ({', '.join(self.columns) or 'nothing'}) as partition_by says"
+        fields = {f["name"]: f for f in (schema or {}).get("fields", [])}
+        for f in self.fields:
+            if f.transform is Transform.IDENTITY:
+                continue
+            got = ((fields.get(f.name) or {}).get("metadata") or {}).get(GENERATION)
+            source = fields.get(f.column, {}).get("type")
+            want, _ = _expression(f, source if isinstance(source, str) else "string")
+            if got is None or _normal(got) != _normal(want):
+                return f"has {f.name} = {got!r}, not {want!r} as partition_by {f} makes it"
+        return None
+
+    def values(self, pins: Sequence[Pin]) -> dict[str, str | None] | None:
+        """A pinned file's ``partitionValues`` (strings, as Delta writes them; None the null
+        partition), or None when a value is Spark's to compute (a bucket, a timestamp's identity):
+        the file is then rewritten."""
+        out: dict[str, str | None] = {}
+        for f, pin in zip(self.fields, pins, strict=True):
+            if pin.value is None:
+                out[f.name] = None
+                continue
+            if pin.hashed_by_format or isinstance(pin.value, datetime):
+                return None
+            out[f.name] = _text(f.transform, pin.value)
+        return out
+
+
+UNPARTITIONED = DeltaPartitioning(())
+
+
+def _text(transform: Transform, value: Any) -> str:
+    if transform is Transform.YEAR:
+        return str(1970 + value)
+    if transform is Transform.MONTH:
+        return f"{1970 + value // 12:04d}-{value % 12 + 1:02d}"
+    if transform is Transform.DAY:
+        return (EPOCH + timedelta(days=value)).isoformat()
+    if transform is Transform.HOUR:
+        day, hour = divmod(value, 24)
+        return f"{(EPOCH + timedelta(days=day)).isoformat()}-{hour:02d}"
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)

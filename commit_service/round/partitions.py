@@ -1,0 +1,66 @@
+"""Where each file of a round lies in a partitioned table: the one partition its footer's bounds
+put all its rows in, or none (the file is then rewritten, split by partition by Spark).
+
+Called by a format's append writer (:class:`~commit_service.delta.append.AppendWriter`) for every
+Parquet file that would be added in place; the transforms and the pinning are
+:mod:`commit_service.domain.partitioning`'s, the bounds the footer facts read ahead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from commit_service.domain.partitioning import Bound, ColumnBounds, PartitionField, Pin, file_pins
+from commit_service.storage.facts import FileFacts
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+TIMESTAMPS = ("timestamp", "timestamp_ntz")
+INTEGERS = ("byte", "short", "integer", "long")
+
+
+def column_types(schema: dict[str, Any]) -> dict[str, str]:
+    """Each top-level column's Spark type name (``struct`` and the other nested types by their kind)."""
+    return {f["name"]: f["type"] if isinstance(f["type"], str) else f["type"]["type"] for f in schema["fields"]}
+
+
+def column_bounds(facts: FileFacts, types: Mapping[str, str], wanted: Sequence[str]) -> dict[str, ColumnBounds]:
+    """The exact bounds of the ``wanted`` columns in one file's footer facts, typed by the table's
+    Spark ``types`` (timestamps from the facts' microseconds, dates from Delta's ISO stats); a
+    column without exact bounds is left out."""
+    stats = json.loads(facts.stats_json) if facts.stats_json else {}
+    mins, maxs, nulls = stats.get("minValues", {}), stats.get("maxValues", {}), stats.get("nullCount", {})
+    times = {name: (lo, hi) for name, lo, hi in facts.times}
+    out = {}
+    for column in wanted:
+        kind = types.get(column)
+        if column not in nulls or kind is None:
+            continue
+        low: Bound | None
+        high: Bound | None
+        if kind in TIMESTAMPS:
+            lo_us, hi_us = times.get(column, (None, None))
+            low = None if lo_us is None else EPOCH + timedelta(microseconds=lo_us)
+            high = None if hi_us is None else EPOCH + timedelta(microseconds=hi_us)
+        elif kind == "date":
+            low, high = _date(mins.get(column)), _date(maxs.get(column))
+        elif kind == "string" or kind in INTEGERS:
+            low, high = mins.get(column), maxs.get(column)
+        else:
+            continue
+        out[column] = ColumnBounds(low, high, int(nulls[column]))
+    return out
+
+
+def pins_of(fields: Sequence[PartitionField], facts: FileFacts, types: Mapping[str, str]) -> tuple[Pin, ...] | None:
+    """The partition every row of a file lies in (a pin per field), or None: split it."""
+    if facts.num_records is None:
+        return None
+    bounds = column_bounds(facts, types, [f.column for f in fields])
+    return file_pins(fields, bounds, facts.num_records)
+
+
+def _date(value: Any) -> date | None:
+    return date.fromisoformat(value) if isinstance(value, str) else None

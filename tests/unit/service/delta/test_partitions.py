@@ -1,0 +1,109 @@
+"""A Delta table's partitioning (``commit_service.delta.partitions``) and where a file's footer puts
+it (``commit_service.round.partitions``): the partition values of a pinned file must be what Spark's
+generated column gives each of its rows, here computed from the rows themselves in Python (UTC)."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, date, datetime, timedelta
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from commit_service.delta.partitions import GENERATION, DeltaPartitioning
+from commit_service.domain.partitioning import parse_spec
+from commit_service.round.partitions import pins_of
+from commit_service.storage.facts import FileFacts
+from commit_service.storage.footer import footer_facts
+from commit_service.storage.reader import footer as read_footer
+
+TYPES = {"ts": "timestamp", "d": "date", "s": "string", "n": "long", "region": "string"}
+
+
+def facts_of(table: pa.Table) -> FileFacts:
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    got = footer_facts(read_footer(pa.BufferReader(buf.getvalue())))
+    return FileFacts(1, 0, got.num_rows, got.stats_json, times=got.times)
+
+
+def spark_value(transform: str, ts: datetime) -> str:
+    """What Spark's generated column expression (session time zone UTC) gives ``ts``, as Delta writes it."""
+    at = ts.astimezone(UTC)
+    return {
+        "year": f"{at.year}",
+        "month": at.strftime("%Y-%m"),
+        "day": at.date().isoformat(),
+        "hour": at.strftime("%Y-%m-%d-%H"),
+    }[transform]
+
+
+moments = st.datetimes(min_value=datetime(1901, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(UTC))
+
+
+@pytest.mark.parametrize("transform", ["year", "month", "day", "hour"])
+@given(first=moments, width=st.integers(0, 3 * 24 * 3600 * 10**6))
+def test_a_file_is_pinned_exactly_when_every_row_gives_one_value(transform: str, first: datetime, width: int) -> None:
+    times = [first, first + timedelta(microseconds=width // 2), first + timedelta(microseconds=width)]
+    layout = DeltaPartitioning(parse_spec([f"{transform}(ts)"]))
+    facts = facts_of(pa.table({"ts": pa.array(times, pa.timestamp("us", "UTC"))}))
+    pins = pins_of(layout.fields, facts, TYPES)
+    rows = {spark_value(transform, t) for t in times}
+    if len(rows) == 1:
+        assert pins is not None and layout.values(pins) == {f"ts_{transform}": rows.pop()}
+    else:
+        assert pins is None
+
+
+def test_dates_strings_integers_and_nulls_pin_and_a_bucket_or_a_timestamp_identity_never_does() -> None:
+    table = pa.table(
+        {
+            "d": pa.array([date(2026, 2, 3)] * 2),
+            "s": pa.array(["abcdef", "abcxyz"]),
+            "n": pa.array([1203, 1299], pa.int64()),
+            "region": pa.array([None, None], pa.string()),
+            "ts": pa.array([datetime(2026, 1, 1, tzinfo=UTC)] * 2, pa.timestamp("ms", "UTC")),
+        }
+    )
+    facts = facts_of(table)
+    layout = DeltaPartitioning(parse_spec(["month(d)", "truncate(3, s)", "truncate(100, n)", "region"]))
+    pins = pins_of(layout.fields, facts, TYPES)
+    assert pins is not None
+    assert layout.values(pins) == {"d_month": "2026-02", "s_trunc": "abc", "n_trunc": "1200", "region": None}
+    for spec in (["bucket(4, n)"], ["ts"]):  # Spark's hash, a timestamp's text: the file is rewritten
+        other = DeltaPartitioning(parse_spec(spec))
+        found = pins_of(other.fields, facts, TYPES)
+        assert found is None or other.values(found) is None
+    assert (
+        pins_of(DeltaPartitioning(parse_spec(["truncate(100, n)"])).fields, facts_of(table.slice(0, 0)), TYPES) is None
+    )
+
+
+def test_generated_columns_are_added_after_the_rounds_and_an_other_layout_is_named() -> None:
+    layout = DeltaPartitioning(parse_spec(["region", "day(ts)", "truncate(10, n)"]))
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}},
+            {"name": "region", "type": "string", "nullable": True, "metadata": {}},
+            {"name": "n", "type": "long", "nullable": True, "metadata": {}},
+        ],
+    }
+    full = layout.with_generated(schema)
+    assert [(f["name"], f["type"], f["metadata"].get(GENERATION)) for f in full["fields"][3:]] == [
+        ("ts_day", "date", "CAST(`ts` AS DATE)"),
+        ("n_trunc", "long", "`n` - pmod(`n`, 10)"),
+    ]
+    assert layout.strip(full) == schema
+    assert layout.columns == ["region", "ts_day", "n_trunc"]
+    assert layout.mismatch(["region", "ts_day", "n_trunc"], full) is None
+    assert "not (region, ts_day, n_trunc)" in (layout.mismatch(["region"], full) or "")
+    retyped = {**full, "fields": [*full["fields"][:3], {**full["fields"][3], "metadata": {GENERATION: "YEAR(ts)"}}]}
+    assert "ts_day = 'YEAR(ts)'" in (layout.mismatch(layout.columns, retyped) or "")
+    assert layout.problem({"ts": "string", "region": "string", "n": "long"}) == (
+        "partition_by day(ts): the column 'ts' is string, which day does not take"
+    )
+    assert "which the table's files do not have" in (layout.problem({"ts": "timestamp"}) or "")
