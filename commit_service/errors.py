@@ -199,10 +199,11 @@ class TableUnavailableError(TableWriteError):
 
 
 class TableLayoutError(CommitError):
-    """The table is laid out as Lakegate's config does not say (partitioned by columns, where the
-    table's ``partition_by`` is empty): nothing is committed, since a file added without its
-    partition's values would be hidden from every query that filters on them. Never blamed on a
-    file: retried with backoff until the config or the table changes."""
+    """The table is laid out as Lakegate's config does not say (partitioned otherwise than its
+    ``partition_by``, or at all where that is empty), or the round's columns cannot be partitioned
+    so (a transform of a column of the wrong type): nothing is committed, since a file added
+    without its partition's values would be hidden from every query that filters on them. Never
+    blamed on a file: retried with backoff until the config or the table changes."""
 
     status, code, retryable, transient = 409, "table_layout", True, True
 

@@ -123,8 +123,6 @@ class TableConfig:
             raise ConfigError(f"{where}: {exc}") from None
         if not spec:
             return
-        if self.format is TableFormat.ICEBERG:
-            raise ConfigError(f"{where}: partitioned Iceberg tables are not built yet (Delta tables only); leave it []")
         if self.mode is TableMode.UPSERT:
             raise ConfigError(f"{where}: partitioned upsert tables are not built yet (append tables only); leave it []")
 

@@ -26,10 +26,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from commit_service.domain.partitioning import EPOCH, TIME, PartitionField, Pin, Transform
+from commit_service.domain.partitioning import EPOCH, INTEGERS, PartitionField, Pin, Transform
 
 GENERATION = "delta.generationExpression"  # a generated column's expression in its field metadata
-INTEGERS = ("byte", "short", "integer", "long")
 
 
 def _expression(f: PartitionField, source_type: str) -> tuple[str, str]:
@@ -50,16 +49,6 @@ def _expression(f: PartitionField, source_type: str) -> tuple[str, str]:
     return f"SUBSTRING({c}, 1, {f.width})", "string"
 
 
-def _fits(f: PartitionField, source_type: str) -> bool:
-    if f.transform is Transform.HOUR:
-        return source_type in ("timestamp", "timestamp_ntz")
-    if f.transform in TIME:
-        return source_type in ("timestamp", "timestamp_ntz", "date")
-    if f.transform is Transform.TRUNCATE:
-        return source_type == "string" or source_type in INTEGERS
-    return True
-
-
 def _normal(expression: str) -> str:
     return re.sub(r"\s+", "", expression.replace("`", "")).lower()
 
@@ -74,16 +63,6 @@ class DeltaPartitioning:
     def columns(self) -> list[str]:
         """The table's partitionColumns, in ``partition_by``'s order."""
         return [f.name for f in self.fields]
-
-    def problem(self, types: Mapping[str, str]) -> str | None:
-        """Why the round's columns (name -> Spark type) cannot be partitioned so, or None."""
-        for f in self.fields:
-            kind = types.get(f.column)
-            if kind is None:
-                return f"partition_by {f} names the column {f.column!r}, which the table's files do not have"
-            if not _fits(f, kind):
-                return f"partition_by {f}: the column {f.column!r} is {kind}, which {f.transform.value} does not take"
-        return None
 
     def generated(self, types: Mapping[str, str]) -> list[dict[str, Any]]:
         """The generated partition columns, as Spark schema fields (appended to the table's schema)."""

@@ -37,6 +37,8 @@ class Transform(str, Enum):
 
 
 TIME = (Transform.YEAR, Transform.MONTH, Transform.DAY, Transform.HOUR)
+TIMESTAMPS = ("timestamp", "timestamp_ntz")  # Spark's type names
+INTEGERS = ("byte", "short", "integer", "long")
 WIDTHS = (Transform.BUCKET, Transform.TRUNCATE)
 SUFFIX = {Transform.BUCKET: "bucket", Transform.TRUNCATE: "trunc"}
 
@@ -213,3 +215,26 @@ def file_pins(fields: Sequence[PartitionField], bounds: dict[str, ColumnBounds],
             return None
         pins.append(pin)
     return tuple(pins)
+
+
+def takes(field: PartitionField, spark_type: str) -> bool:
+    """Whether ``field``'s transform takes a column of Spark type ``spark_type``."""
+    if field.transform is Transform.HOUR:
+        return spark_type in TIMESTAMPS
+    if field.transform in TIME:
+        return spark_type in TIMESTAMPS or spark_type == "date"
+    if field.transform is Transform.TRUNCATE:
+        return spark_type == "string" or spark_type in INTEGERS
+    return True
+
+
+def spec_problem(fields: Sequence[PartitionField], types: dict[str, str]) -> str | None:
+    """Why columns of these Spark ``types`` (top-level name -> type) cannot be partitioned by
+    ``fields``, or None."""
+    for f in fields:
+        kind = types.get(f.column)
+        if kind is None:
+            return f"partition_by {f} names the column {f.column!r}, which the table's files do not have"
+        if not takes(f, kind):
+            return f"partition_by {f}: the column {f.column!r} is {kind}, which {f.transform.value} does not take"
+    return None

@@ -53,6 +53,7 @@ def iceberg_committer_factory(config: ServiceConfig, spark: SparkHandle, storage
             offset_check=table.offset_check,
             placement=table.placement,
             upsert=table.upsert,
+            partition_by=table.partition_spec,
             facts=table_facts(storage, readers, table.name, table.root),
         )
 

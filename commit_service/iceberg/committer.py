@@ -29,43 +29,39 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from commit_service.config import Placement
-from commit_service.domain import round_guard
 from commit_service.domain.content import Unwrap
 from commit_service.domain.coverage import OffsetCheck
 from commit_service.domain.maintenance import MaintenancePolicy
-from commit_service.domain.plan import CommitPlan, PendingFile
-from commit_service.domain.round_schema import FileShape, Schema, fits, reconcile, resolved_schema
+from commit_service.domain.partitioning import PartitionField
+from commit_service.domain.plan import CommitPlan
 from commit_service.domain.upsert import UpsertSpec
 from commit_service.errors import (
     CommitError,
     OffsetsMovedError,
-    SchemaMismatchError,
     TableLayoutError,
     TableUnavailableError,
     TableWriteError,
     UnexpectedCommitError,
 )
-from commit_service.iceberg import datafiles
+from commit_service.iceberg.append import IcebergAppend
 from commit_service.iceberg.ledger import IcebergLedger
 from commit_service.iceberg.maintenance import IcebergMaintainer
-from commit_service.iceberg.schema import addable_as_is, iceberg_schema, same_columns
 from commit_service.iceberg.summary import COMMIT, COMMIT_ID, OFFSETS, encode
 from commit_service.iceberg.tables import IcebergTable
 from commit_service.iceberg.upsert import IcebergUpsert, RowChanges
 from commit_service.iceberg.validator import offsets_unchanged
 from commit_service.ports import TableSnapshot
 from commit_service.round.commit import Opened, RoundCommit, RoundFiles, Written
-from commit_service.round.convert import FrameReader
 from commit_service.round.sources import ParquetSchemas
 from commit_service.spark.java_errors import ICEBERG_VALIDATION, Failure, classify, java_summary, thrown
 from commit_service.storage.prefetch import FactsCache, storage_facts
-from commit_service.storage.reader import FileFacts, StorageReader
-from lakegate_core.protocol import DataFile, FileFormat
+from commit_service.storage.reader import StorageReader
+from lakegate_core.protocol import DataFile
 from lakegate_core.status import CommitRecord, MaintenanceKind, MaintenanceRecord
 from lakegate_core.types import PartitionOffsets
 
@@ -102,6 +98,7 @@ class IcebergCommitter:
         facts: FactsCache | None = None,
         placement: Placement = Placement.IN_PLACE,
         upsert: UpsertSpec | None = None,
+        partition_by: tuple[PartitionField, ...] = (),
     ) -> None:
         self._spark_factory = spark  # the process's session, started on first need
         self.table = table
@@ -117,6 +114,9 @@ class IcebergCommitter:
         self.upsert = upsert
         self._validator: Any = None  # the round's io.lakegate.iceberg.OffsetsUnchanged
         self._upsert: IcebergUpsert | None = None  # built with the session (upsert tables)
+        self._append = IcebergAppend(
+            table, catalog, storage, placement=placement, partition_by=partition_by, parts=self._parts
+        )
         self._round = RoundCommit(
             table, self, storage, self.facts, unwrap=unwrap, offset_check=offset_check, clock=clock
         )
@@ -194,12 +194,12 @@ class IcebergCommitter:
         table = tables.load()
         base, base_text = tables.read(table)  # base_text: what the round lands on, as stored
         schema = tables.spark_schema(table) if table is not None else None
-        if table is not None and table.spec().isPartitioned():
+        if self.upsert is not None and table is not None and table.spec().isPartitioned():
             fields = ", ".join(f"{f.transform().toString()} as {f.name()}" for f in table.spec().fields())
             raise TableLayoutError(
-                f"table {self.table} is partitioned ({fields}) and its tables[].partition_by is "
-                "empty: Lakegate writes unpartitioned tables only (a data file without its partition values would "
-                "be hidden from queries that filter on them); nothing was committed"
+                f"table {self.table} is partitioned ({fields}): partitioned upsert tables are not built yet "
+                "(a data file without its partition values would be hidden from queries that filter on them); "
+                "nothing was committed"
             )
         return Opened(_Base(table, base, base_text), base.version, base.offsets, schema)
 
@@ -209,7 +209,7 @@ class IcebergCommitter:
         r = round_files
         if self._upsert is not None:  # every file is read as changes and merged by key
             return Written(self._upsert.round(table, r.files, r.reader, r.facts, r.commit_id), 0, len(r.files))
-        return self._append(table, r.files, r.reader, r.facts, self._parts()[3], r.commit_id)
+        return self._append.round(table, r.files, r.reader, r.facts, r.commit_id)
 
     def land(self, opened: Opened, written: RowChanges, plan: CommitPlan, record: CommitRecord) -> Callable[[], int]:
         """One append (or row delta) holding the round's files and, in its snapshot summary, the
@@ -253,98 +253,6 @@ class IcebergCommitter:
                 delta.validateDataFilesExist(changes.referenced)
                 delta.validateDeletedFiles()
         return delta
-
-    def _append(
-        self,
-        table: Any | None,
-        files: Sequence[PendingFile],
-        reader: FrameReader,
-        facts: dict[str, FileFacts],
-        schemas: ParquetSchemas,
-        commit_id: str,
-    ) -> Written:
-        """An append round's data files: plain Parquet that fits added as it is, the rest written
-        by Spark; the table created or grown to the round's schema first."""
-        spark, _, tables, _, _ = self._parts()
-        table_schema = tables.spark_schema(table) if table is not None else None
-        shapes = {p.file.path: reader.shape(p, facts[p.file.path]) for p in files}
-        joined = reconcile(table_schema, [FileShape(p.file.path, shapes[p.file.path]) for p in files], widen=False)
-        if joined.refused:
-            path, reason = next(iter(joined.refused.items()))
-            raise SchemaMismatchError(path, reason)
-        target = iceberg_schema(resolved_schema(joined.schema))
-        if table is None:  # another writer may create it first: its schema is then checked below
-            table = tables.create(target)
-            table_schema = tables.spark_schema(table)
-        if table_schema is not None and not same_columns(target, table_schema):
-            tables.grow(table, target)
-
-        in_place, rewritten = self._split(files, reader, facts, schemas, target)
-        mapping = tables.name_mapping(table)
-        added = datafiles.data_files(
-            spark, table, [(self._place(table, p), facts[p.file.path].size_bytes) for p in in_place], mapping
-        )
-        round_guard.check(
-            self.table,
-            [
-                round_guard.Source(p.file.path, reader.rows(p, facts[p.file.path]), shapes[p.file.path])
-                for p in in_place
-            ],
-            added.rows,
-            target,
-        )
-        rows = list(added.files)
-        if rewritten:
-            frame = reader.frame(rewritten, facts, target)
-            directory = f"{table.location().rstrip('/')}/data/lakegate-{commit_id}"
-            datafiles.write(frame, directory)
-            written = datafiles.data_files(spark, table, datafiles.parquet_files(spark, directory), mapping)
-            sources = [
-                round_guard.Source(p.file.path, reader.rows(p, facts[p.file.path]), shapes[p.file.path])
-                for p in rewritten
-            ]
-            round_guard.check(self.table, sources, written.rows, json.loads(frame.schema.json()))
-            rows.extend(written.files)
-        return Written(RowChanges(table, rows, upsert=False), len(in_place), len(rewritten))
-
-    def _split(
-        self,
-        files: Sequence[PendingFile],
-        reader: FrameReader,
-        facts: dict[str, FileFacts],
-        schemas: ParquetSchemas,
-        target: Schema,
-    ) -> tuple[list[PendingFile], list[PendingFile]]:
-        """The files added as they are (plain Parquet whose columns and types fit the table's and
-        that every Iceberg reader reads: zero copy), and those rewritten by Spark (JSON lines, CSV,
-        the sink's envelope, other types)."""
-        in_place: list[PendingFile] = []
-        rewritten: list[PendingFile] = []
-        fitting: dict[str | None, bool] = {}  # footer schema -> whether files of it are added as they are
-        for p in files:
-            f = facts[p.file.path]
-            if p.file.format is not FileFormat.PARQUET or reader.lifts(p, f):
-                rewritten.append(p)
-                continue
-            if f.schema_key not in fitting:
-                physical = schemas.get(p.file.path, f.schema_key)
-                fitting[f.schema_key] = (
-                    f.schema_key is not None and addable_as_is(f.schema_key) and fits(physical, target)
-                )
-            (in_place if fitting[f.schema_key] else rewritten).append(p)
-        return in_place, rewritten
-
-    def _place(self, table: Any, p: PendingFile) -> str:
-        """Where a file added as it is lives in the table: where the sink wrote it (Iceberg names
-        data files by absolute URI, so anywhere), or with ``copy_into_table`` a copy under the
-        table's ``data/<topic>/<partition>/``."""
-        if self.placement is not Placement.COPY_INTO_TABLE:
-            return p.file.path
-        target = (
-            f"{table.location().rstrip('/')}/data/{p.file.topic}/{p.file.partition}/{p.file.path.rsplit('/', 1)[1]}"
-        )
-        self.storage.copy(p.file.path, target)
-        return target
 
     def _landed_version(self, table: Any, commit_id: str, planned: int) -> int:
         """The sequence number of the snapshot that holds ``commit_id`` (the head, unless another

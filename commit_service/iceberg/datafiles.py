@@ -8,6 +8,7 @@ round that fails leaves files no snapshot names; orphan removal deletes them).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -23,39 +24,68 @@ class Written:
     rows: int
 
 
-def write(frame: Any, directory: str) -> None:
-    """Write ``frame`` as Parquet files into ``directory`` (new: a round's own)."""
-    frame.write.mode("errorifexists").parquet(directory)
+Placed = tuple[str, int, "list[str] | None"]  # a file's URI, size, and partition values (None: unpartitioned)
 
 
-def parquet_files(spark: Any, directory: str) -> list[tuple[str, int]]:
-    """The Parquet files directly in ``directory`` and their sizes, through Hadoop's file system
+def write(frame: Any, directory: str, split: Sequence[tuple[str, str]] = ()) -> None:
+    """Write ``frame`` as Parquet files into ``directory`` (new: a round's own); with ``split``
+    (name, SQL expression of each partition value), one directory per partition, Hive style."""
+    if not split:
+        frame.write.mode("errorifexists").parquet(directory)
+        return
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's own idiom)
+
+    columns = [F.expr(expression).alias(name) for name, expression in split]
+    frame.select("*", *columns).write.mode("errorifexists").partitionBy(*[n for n, _ in split]).parquet(directory)
+
+
+def parquet_files(spark: Any, directory: str, split: Sequence[tuple[str, str]] = ()) -> list[Placed]:
+    """The Parquet files Spark wrote in ``directory``, their sizes and (with ``split``) the
+    partition values their directories name, in ``split``'s order, through Hadoop's file system
     (``s3a://`` or ``file:``, as Spark wrote them)."""
     jvm = spark._jvm
     path = jvm.org.apache.hadoop.fs.Path(directory)
     fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    return sorted(
-        (str(s.getPath().toString()), int(s.getLen()))
-        for s in fs.listStatus(path)
-        if s.isFile() and s.getPath().getName().endswith(".parquet")
-    )
+    if not split:
+        return sorted(
+            (str(s.getPath().toString()), int(s.getLen()), None)
+            for s in fs.listStatus(path)
+            if s.isFile() and s.getPath().getName().endswith(".parquet")
+        )
+    unescape = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.unescapePathName
+    root = str(fs.makeQualified(path).toString()).rstrip("/") + "/"
+    found = []
+    listing = fs.listFiles(path, True)
+    while listing.hasNext():
+        status = listing.next()
+        uri = str(status.getPath().toString())
+        if not uri.endswith(".parquet"):
+            continue
+        named = dict(part.split("=", 1) for part in uri[len(root) :].split("/")[:-1])
+        found.append((uri, int(status.getLen()), [str(unescape(named[n])) for n, _ in split]))
+    return sorted(found)
 
 
-def data_files(spark: Any, table: Any, files: list[tuple[str, int]], mapping: Any) -> Written:
-    """Iceberg ``DataFile`` of each Parquet file, its metrics read from its footer by Iceberg's own
-    ``ParquetUtil.fileMetrics`` (columns found by ``mapping``, the table's name mapping), on up to
-    :data:`THREADS` threads: each footer is one more read in the JVM, and one after another they
-    cost 13 ms a file (docs/performance.md)."""
+def data_files(spark: Any, table: Any, files: Sequence[Placed], mapping: Any) -> Written:
+    """Iceberg ``DataFile`` of each Parquet file (in its partition of the table's spec), its metrics
+    read from its footer by Iceberg's own ``ParquetUtil.fileMetrics`` (columns found by
+    ``mapping``, the table's name mapping), on up to :data:`THREADS` threads: each footer is one
+    more read in the JVM, and one after another they cost 13 ms a file (docs/performance.md)."""
     jvm = spark._jvm
     metrics_config = jvm.org.apache.iceberg.MetricsConfig.forTable(table)
     io = table.io()
     spec = table.spec()
 
-    def one(item: tuple[str, int]) -> tuple[Any, int]:
-        path, size = item
+    def one(item: Placed) -> tuple[Any, int]:
+        path, size, values = item
         source = io.newInputFile(path, size)
         metrics = jvm.org.apache.iceberg.parquet.ParquetUtil.fileMetrics(source, metrics_config, mapping)
         built = jvm.org.apache.iceberg.DataFiles.builder(spec).withInputFile(source).withFormat("PARQUET")
+        if values is not None:
+            listed = jvm.java.util.ArrayList()
+            for value in values:
+                listed.add(value)
+            built = built.withPartitionValues(listed)
         return built.withMetrics(metrics).build(), int(metrics.recordCount())
 
     if len(files) <= 1:
@@ -66,7 +96,7 @@ def data_files(spark: Any, table: Any, files: list[tuple[str, int]], mapping: An
     return Written([f for f, _ in results], sum(rows for _, rows in results))
 
 
-def delete_files(spark: Any, table: Any, files: list[tuple[str, int]]) -> list[Any]:
+def delete_files(spark: Any, table: Any, files: Sequence[Placed]) -> list[Any]:
     """Iceberg position ``DeleteFile`` of each Parquet file holding ``file_path`` and ``pos`` (with
     the field ids the spec reserves for them), its metrics from its footer: the bounds of
     ``file_path`` tell readers which data files it touches. Files with no rows are left out."""
@@ -75,7 +105,7 @@ def delete_files(spark: Any, table: Any, files: list[tuple[str, int]]) -> list[A
     io = table.io()
     spec = table.spec()
     out = []
-    for path, size in files:
+    for path, size, _ in files:
         source = io.newInputFile(path, size)
         metrics = jvm.org.apache.iceberg.parquet.ParquetUtil.fileMetrics(source, metrics_config)
         if int(metrics.recordCount()) == 0:

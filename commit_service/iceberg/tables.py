@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
+from commit_service.domain.partitioning import PartitionField
 from commit_service.domain.round_schema import Schema
+from commit_service.iceberg.partitions import build_spec
 from commit_service.iceberg.summary import decode
 from commit_service.iceberg.validator import offset_texts
 from commit_service.ports import TableSnapshot
@@ -61,9 +64,9 @@ class IcebergTable:
             self._said_location = True
         return table
 
-    def create(self, schema: Schema) -> Any:
-        """Create the table with ``schema`` (Spark's JSON form) at the configured location, its
-        namespace too; if another writer created it meanwhile, that table."""
+    def create(self, schema: Schema, partition_by: Sequence[PartitionField] = ()) -> Any:
+        """Create the table with ``schema`` (Spark's JSON form), partitioned by ``partition_by``, at
+        the configured location, its namespace too; if another writer created it meanwhile, that table."""
         jvm = self._jvm
         catalog = self._catalog()
         namespace = self._ident.namespace()
@@ -79,10 +82,11 @@ class IcebergTable:
         # One transaction, so the table is born with its name mapping: a reader (or a second
         # Lakegate service) never sees it without one.
         try:
+            iceberg = self._iceberg_schema(schema)
             txn = catalog.newCreateTableTransaction(
                 self._ident,
-                self._iceberg_schema(schema),
-                jvm.org.apache.iceberg.PartitionSpec.unpartitioned(),
+                iceberg,
+                build_spec(jvm, iceberg, partition_by),
                 self.location,
                 props,
             )

@@ -13,12 +13,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from commit_service.domain.partitioning import Bound, ColumnBounds, PartitionField, Pin, file_pins
+from commit_service.domain.partitioning import INTEGERS, TIMESTAMPS, Bound, ColumnBounds, PartitionField, Pin, file_pins
+from commit_service.domain.plan import PendingFile
 from commit_service.storage.facts import FileFacts
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-TIMESTAMPS = ("timestamp", "timestamp_ntz")
-INTEGERS = ("byte", "short", "integer", "long")
 
 
 def column_types(schema: dict[str, Any]) -> dict[str, str]:
@@ -64,3 +63,16 @@ def pins_of(fields: Sequence[PartitionField], facts: FileFacts, types: Mapping[s
 
 def _date(value: Any) -> date | None:
     return date.fromisoformat(value) if isinstance(value, str) else None
+
+
+def missing_column(
+    fields: Sequence[PartitionField], files: Sequence[PendingFile], shapes: Mapping[str, dict[str, Any]]
+) -> tuple[str, PartitionField] | None:
+    """The first file (its path) lacking a partition's source column, and that partition; None when
+    every file holds every one."""
+    for p in files:
+        held = {f["name"] for f in shapes[p.file.path]["fields"]}
+        for f in fields:
+            if f.column not in held:
+                return p.file.path, f
+    return None

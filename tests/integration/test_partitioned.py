@@ -1,16 +1,17 @@
-"""Partitioned Delta tables (``tables[].partition_by``) on real Spark + Delta, read back by value.
+"""Partitioned tables (``tables[].partition_by``) on real Spark, Delta and Iceberg, read back by value.
 
 Files as a sink writes them: a Parquet file whose rows all fall in one partition is added where it
 lies with that partition's values; one that spans partitions (a flush across midnight) is rewritten
 by Spark, one file per partition; JSON lines in Aiven's envelope are rewritten into partitions of
-``_kafka_timestamp``. Every field of every record is compared with what delta-rs and Spark read,
-and both readers are shown to prune by a filter on the source column.
+``_kafka_timestamp``. Every field of every record is compared with what the independent reader
+(delta-rs; pyiceberg) returns, and both it and Spark are shown to prune by a filter on the source
+column. The same test for both formats: only reading the table back differs.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,156 +26,268 @@ from commit_service.domain.partitioning import parse_spec
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.errors import SchemaMismatchError, TableLayoutError
+from commit_service.iceberg.committer import IcebergCommitter
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.fidelity import same
+from lakegate_stack.iceberg_read import jdbc_metadata_location
 from tests.delta_helpers import commit_all
+from tests.fixtures import ICEBERG_CATALOG
 
 TOPIC = "clicks"
 DAY = datetime(2026, 11, 27, tzinfo=UTC)
+SCHEMA = pa.schema(
+    [("id", pa.int64()), ("ts", pa.timestamp("us", "UTC")), ("page", pa.string()), ("offset", pa.int64())]
+)
 
 
-def parquet_file(root: Path, partition: int, start: int, times: list[datetime | None]) -> tuple[PendingFile, list]:
-    """A plain Parquet file of the sink under the table root (``id``, ``ts``, ``page``)."""
-    rows = [
-        {"id": partition * 1000 + start + i, "ts": t, "page": f"/p/{start + i}", "offset": start + i}
-        for i, t in enumerate(times)
-    ]
-    schema = pa.schema(
-        [("id", pa.int64()), ("ts", pa.timestamp("us", "UTC")), ("page", pa.string()), ("offset", pa.int64())]
-    )
-    path = root / "landing" / f"{TOPIC}-{partition}-{start}"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
-    end = start + len(times) - 1
-    f = DataFile(f"file://{path}", TOPIC, partition, start, end, path.stat().st_size, FileFormat.PARQUET, len(times))
-    return PendingFile(f, f"m-{partition}-{start}", "sc-1"), rows
+class Landing:
+    """Files as the sink writes them, under ``<tmp>/t/landing`` (inside a Delta table's root)."""
+
+    def __init__(self, root: Path) -> None:
+        self.dir = root / "landing"
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def parquet(self, partition: int, start: int, times: list[datetime | None]) -> tuple[PendingFile, list]:
+        rows = [
+            {"id": partition * 1000 + start + i, "ts": t, "page": f"/p/{start + i}", "offset": start + i}
+            for i, t in enumerate(times)
+        ]
+        path = self.dir / f"{TOPIC}-{partition}-{start}"
+        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path)
+        end = start + len(times) - 1
+        f = DataFile(path.as_uri(), TOPIC, partition, start, end, path.stat().st_size, FileFormat.PARQUET, len(times))
+        return PendingFile(f, f"m-{partition}-{start}", "sc-1"), rows
+
+    def envelope_jsonl(self, partition: int, envelopes: list[dict[str, Any]]) -> PendingFile:
+        path = self.dir / f"{TOPIC}-{partition}-{envelopes[0]['offset']}"
+        path.write_text("".join(json.dumps(e) + "\n" for e in envelopes))
+        first, last = envelopes[0]["offset"], envelopes[-1]["offset"]
+        f = DataFile(path.as_uri(), TOPIC, partition, first, last, path.stat().st_size, FileFormat.JSONL)
+        return PendingFile(f, f"m-{partition}-{first}", "sc-1")
 
 
-def adds(root: Path, version: int) -> list[dict[str, Any]]:
-    text = (root / "_delta_log" / f"{version:020d}.json").read_text()
-    return [json.loads(line)["add"] for line in text.splitlines() if "add" in json.loads(line)]
+class Table:
+    """One partitioned table of either format: its committer and an independent reader of it."""
+
+    def __init__(self, spark: Any, tmp_path: Path, table_format: str, name: str, *spec: str) -> None:
+        self.spark, self.format, self.tmp_path = spark, table_format, tmp_path
+        self.root = tmp_path / name
+        roots = StorageReader(local_roots=[str(tmp_path)])
+        fields = parse_spec(spec)
+        self.committer: Any
+        if table_format == "delta":
+            self.name = name
+            self.committer = DeltaCommitter(spark, name, str(self.root), roots, partitioning=DeltaPartitioning(fields))
+        else:
+            self.name = f"lakegate_parts.{name}"
+            location = (tmp_path / "iceberg" / name).as_uri()
+            self.committer = IcebergCommitter(
+                lambda: spark, self.name, ICEBERG_CATALOG, location, roots, partition_by=fields
+            )
+        self.state = TableState(name)
+
+    def commit(self, files: list[PendingFile]) -> Any:
+        return commit_all(self.committer, self.state, files)
+
+    def _iceberg(self) -> Any:
+        from pyiceberg.table import StaticTable
+
+        database = Path(self.spark.conf.get(f"spark.sql.catalog.{ICEBERG_CATALOG}.uri").removeprefix("jdbc:sqlite:"))
+        return StaticTable.from_metadata(jdbc_metadata_location(database, self.name))
+
+    def rows(self, **where: str) -> list[dict[str, Any]]:
+        """Every row (of the partitions ``where`` names) as the independent reader returns it."""
+        if self.format == "delta":
+            parts = [(k, "=", v) for k, v in where.items()] or None
+            return DeltaTable(str(self.root)).to_pyarrow_table(partitions=parts).to_pylist()
+        from pyiceberg.expressions import AlwaysTrue, And, EqualTo
+
+        condition: Any = AlwaysTrue()
+        for column, value in where.items():  # a filter on a source column: pruned by its partition
+            condition = And(condition, EqualTo(column, value))
+        return self._iceberg().scan(row_filter=condition).to_arrow().to_pylist()
+
+    def files(self) -> list[tuple[str, dict[str, str | None], int]]:
+        """Each live data file: its path, its partition's values as text, its records."""
+        if self.format == "delta":
+            dt = DeltaTable(str(self.root))
+            actions = dt.get_add_actions(flatten=True).to_pylist()
+            names = dt.metadata().partition_columns
+            return [(a["path"], {n: a[f"partition.{n}"] for n in names}, a["num_records"]) for a in actions]
+        files = self._iceberg().inspect.files().to_pylist()
+        return [(f["file_path"], {k: text(v) for k, v in f["partition"].items()}, f["record_count"]) for f in files]
+
+    def planned(self, ts_from: datetime) -> list[str]:
+        """The files the independent reader plans for ``ts >= ts_from`` (pruned by partition)."""
+        if self.format == "delta":
+            dt = DeltaTable(str(self.root))
+            return dt.files([("ts_day", ">=", ts_from.date().isoformat())])
+        from pyiceberg.expressions import GreaterThanOrEqual
+
+        tasks = self._iceberg().scan(row_filter=GreaterThanOrEqual("ts", ts_from.isoformat())).plan_files()
+        return [t.file.file_path for t in tasks]
+
+    def spark_frame(self) -> Any:
+        if self.format == "delta":
+            return self.spark.read.format("delta").load(str(self.root))
+        return self.spark.table(f"{ICEBERG_CATALOG}.{self.name}")
 
 
-def committer_for(spark: Any, root: Path, tmp_path: Path, *spec: str) -> DeltaCommitter:
-    return DeltaCommitter(
-        spark,
-        "clicks",
-        str(root),
-        StorageReader(local_roots=[str(tmp_path)]),
-        partitioning=DeltaPartitioning(parse_spec(spec)),
-    )
+def text(value: Any) -> str | None:
+    return None if value is None else value.isoformat() if isinstance(value, date) else str(value)
 
 
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
 def test_a_day_partitioned_table_adds_pinned_files_in_place_and_splits_one_across_midnight(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, table_format: str
 ) -> None:
-    root = tmp_path / "clicks"
-    committer = committer_for(spark, root, tmp_path, "day(ts)")
-    one_day = [DAY + timedelta(hours=10, minutes=i) for i in range(50)]  # all on the 27th
-    midnight = [DAY + timedelta(hours=23, minutes=35 + i) for i in range(50)]  # 25 on the 27th, 25 on the 28th
-    a, rows_a = parquet_file(root, 0, 0, one_day)
-    b, rows_b = parquet_file(root, 0, 50, midnight)
-    c, rows_c = parquet_file(root, 1, 0, [None] * 10)  # no time at all: the null partition
-    state = TableState("clicks")
-    record = commit_all(committer, state, [a, b, c])
-    assert record.version == 0 and record.records == 110
+    table = Table(spark, tmp_path, table_format, "clicks", "day(ts)")
+    landing = Landing(table.root)
+    a, rows_a = landing.parquet(0, 0, [DAY + timedelta(hours=10, minutes=i) for i in range(50)])  # the 27th
+    b, rows_b = landing.parquet(0, 50, [DAY + timedelta(hours=23, minutes=35 + i) for i in range(50)])  # 25 + 25
+    c, rows_c = landing.parquet(1, 0, [None] * 10)  # no time at all: the null partition
+    record = table.commit([a, b, c])
+    assert (record.records, record.in_place, record.rewritten, record.split) == (110, 2, 1, 1)
 
-    landed = adds(root, 0)
-    by_path = {x["path"]: x for x in landed}
-    assert by_path[f"landing/{TOPIC}-0-0"]["partitionValues"] == {"ts_day": "2026-11-27"}  # in place, not copied
-    assert by_path[f"landing/{TOPIC}-1-0"]["partitionValues"] == {"ts_day": None}
-    split = [x for x in landed if not x["path"].startswith("landing/")]
-    assert sorted(x["partitionValues"]["ts_day"] for x in split) == ["2026-11-27", "2026-11-28"]
-    assert all(x["path"].startswith(f"ts_day={x['partitionValues']['ts_day']}/") for x in split)
-    assert sorted(json.loads(x["stats"])["numRecords"] for x in split) == [25, 25]
-
-    meta = json.loads(DeltaTable(str(root)).metadata().schema.to_json())  # the generated column, as Delta holds it
-    generated = {f["name"]: f["metadata"] for f in meta["fields"]}["ts_day"]
-    assert generated == {"delta.generationExpression": "CAST(`ts` AS DATE)"}
-    assert DeltaTable(str(root)).metadata().partition_columns == ["ts_day"]
+    files = table.files()
+    in_place = {path.rsplit("/", 2)[-2:][1]: part for path, part, _ in files if "/landing/" in f"/{path}"}
+    assert in_place == {f"{TOPIC}-0-0": {"ts_day": "2026-11-27"}, f"{TOPIC}-1-0": {"ts_day": None}}
+    split = sorted((part["ts_day"], n) for path, part, n in files if "/landing/" not in f"/{path}")
+    assert split == [("2026-11-27", 25), ("2026-11-28", 25)]
 
     expected = {r["id"]: {**r, "ts_day": r["ts"].date() if r["ts"] else None} for r in rows_a + rows_b + rows_c}
-    spark_rows = [r.asDict() for r in spark.read.format("delta").load(str(root)).collect()]
-    rs_rows = DeltaTable(str(root)).to_pyarrow_table().to_pylist()
-    for got in (spark_rows, rs_rows):
-        assert sorted(r["id"] for r in got) == sorted(expected)
-        for r in got:
-            assert same(expected[r["id"]], r), f"{expected[r['id']]} != {r}"
+    got = table.rows()
+    assert sorted(r["id"] for r in got) == sorted(expected)
+    for r in got:
+        want = expected[r["id"]] if table_format == "delta" else {**expected[r["id"]], "ts_day": None}
+        row = r if table_format == "delta" else {**r, "ts_day": None}  # Iceberg's partition is hidden: no column
+        assert same(want, row), f"{want} != {row}"
+    # a filter on the source column prunes by the partition: the independent reader and Spark
+    late = [r["id"] for r in rows_b if r["ts"] >= DAY + timedelta(days=1)]
+    planned = table.planned(DAY + timedelta(days=1))
+    assert len(planned) == 1 and "2026-11-28" in planned[0]
+    frame = table.spark_frame().where("ts >= '2026-11-28 00:00:00'")
+    assert sorted(r["id"] for r in frame.collect()) == sorted(late)
+    if table_format == "delta":  # Delta's partition filter from the generated column (Iceberg's scan is V2)
+        assert [f.rsplit("/", 2)[-2] for f in frame.inputFiles()] == ["ts_day=2026-11-28"]
 
-    # a filter on the source column prunes by the generated partition (Spark), and delta-rs by the partition
-    late = spark.read.format("delta").load(str(root)).where("ts >= '2026-11-28 00:00:00'")
-    assert [f.rsplit("/", 2)[-2] for f in late.inputFiles()] == ["ts_day=2026-11-28"]
-    assert late.count() == 25
-    on_28th = DeltaTable(str(root)).to_pyarrow_table(partitions=[("ts_day", "=", "2026-11-28")])
-    assert sorted(on_28th.column("id").to_pylist()) == sorted(r["id"] for r in rows_b if r["ts"] >= DAY + timedelta(1))
-
-    # the next round goes into the same table and layout
-    d, _ = parquet_file(root, 0, 100, [DAY + timedelta(days=1, hours=3)] * 5)
-    commit_all(committer, state, [d])
-    assert [x["partitionValues"] for x in adds(root, 1)] == [{"ts_day": "2026-11-28"}]
-    assert spark.read.format("delta").load(str(root)).where("ts_day = '2026-11-28'").count() == 30
+    # the next round goes into the same layout: a file of one hour of the 28th, in place
+    d, _ = landing.parquet(0, 100, [DAY + timedelta(days=1, hours=3)] * 5)
+    record = table.commit([d])
+    assert (record.in_place, record.rewritten) == (1, 0)
+    assert sorted(n for _, part, n in table.files() if part["ts_day"] == "2026-11-28") == [5, 25]
 
 
-def test_envelope_json_lines_are_rewritten_into_hour_and_identity_partitions(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+def test_envelope_json_lines_are_rewritten_into_identity_and_hour_partitions(
+    spark: Any, tmp_path: Path, table_format: str
+) -> None:
     """Aiven's default output (JSON lines in the envelope) into ``[region, hour(_kafka_timestamp)]``:
-    every record in the partition of its Kafka timestamp's hour, every field read back."""
-    root = tmp_path / "events"
-    committer = committer_for(spark, root, tmp_path, "region", "hour(_kafka_timestamp)")
+    every record in the partition of its region and Kafka timestamp's hour, every field read back."""
+    table = Table(spark, tmp_path, table_format, "events", "region", "hour(_kafka_timestamp)")
     base = int((DAY + timedelta(hours=13, minutes=50)).timestamp() * 1000)
     envelopes = [
         {
             "key": f"k{i}",
-            "value": {"id": i, "region": "eu" if i % 3 else "us", "amount": i * 1.5},
+            "value": {"id": i, "region": "eu" if i % 3 else "us/east", "amount": i * 1.5},
             "offset": i,
             "timestamp": base + i * 60_000,  # 13:50 .. 14:09: two hours
         }
         for i in range(20)
     ]
-    path = tmp_path / "landing" / f"{TOPIC}-0-0"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(e) + "\n" for e in envelopes))
-    f = DataFile(f"file://{path}", TOPIC, 0, 0, 19, path.stat().st_size, FileFormat.JSONL)
-    commit_all(committer, TableState("clicks"), [PendingFile(f, "m-0-0", "sc-1")])
+    record = table.commit([Landing(table.root).envelope_jsonl(0, envelopes)])
+    assert (record.in_place, record.rewritten, record.split) == (0, 1, None)
 
-    landed = adds(root, 0)
-    assert sorted(tuple(sorted(x["partitionValues"].items())) for x in landed) == sorted(
-        (("_kafka_timestamp_hour", h), ("region", r)) for h in ("2026-11-27-13", "2026-11-27-14") for r in ("eu", "us")
-    )
-    rows = {r["id"]: r for r in DeltaTable(str(root)).to_pyarrow_table().to_pylist()}
+    hour_of = {
+        "delta": lambda at: at.strftime("%Y-%m-%d-%H"),
+        "iceberg": lambda at: str(int(at.timestamp()) // 3600),
+    }[table_format]
+    want_parts = {
+        (r, hour_of(datetime.fromtimestamp(e["timestamp"] / 1000, UTC)))
+        for e in envelopes
+        for r in [e["value"]["region"]]
+    }
+    got_parts = {(p["region"], p["_kafka_timestamp_hour"]) for _, p, _ in table.files()}
+    assert got_parts == want_parts and len(got_parts) == 4
+
+    rows = {r["id"]: r for r in table.rows()}
     assert sorted(rows) == list(range(20))
     for e in envelopes:
         at = datetime.fromtimestamp(e["timestamp"] / 1000, UTC)
-        want = {
-            **e["value"],
-            "_kafka_key": e["key"],
-            "_kafka_offset": e["offset"],
-            "_kafka_timestamp": at,
-            "_kafka_timestamp_hour": at.strftime("%Y-%m-%d-%H"),
-        }
-        assert same(want, {k: v for k, v in rows[e["value"]["id"]].items() if k in want}), rows[e["value"]["id"]]
-    two = DeltaTable(str(root)).to_pyarrow_table(partitions=[("_kafka_timestamp_hour", "=", "2026-11-27-14")])
-    assert two.num_rows == 10
+        want = {**e["value"], "_kafka_key": e["key"], "_kafka_offset": e["offset"], "_kafka_timestamp": at}
+        if table_format == "delta":
+            want["_kafka_timestamp_hour"] = hour_of(at)
+        got = {k: v for k, v in rows[e["value"]["id"]].items() if k in want or k == "_kafka_timestamp_hour"}
+        assert same(want, got), f"{want} != {got}"
+    assert sorted(r["id"] for r in table.rows(region="us/east")) == [i for i in range(20) if i % 3 == 0]
 
 
-def test_a_table_of_another_layout_and_a_file_without_the_column_are_refused(spark: Any, tmp_path: Path) -> None:
-    root = tmp_path / "clicks"
-    a, _ = parquet_file(root, 0, 0, [DAY] * 3)
-    commit_all(committer_for(spark, root, tmp_path, "day(ts)"), TableState("clicks"), [a])
+def test_a_delta_table_of_another_layout_and_a_file_without_the_column_are_refused(spark: Any, tmp_path: Path) -> None:
+    made = Table(spark, tmp_path, "delta", "clicks", "day(ts)")
+    landing = Landing(made.root)
+    made.commit([landing.parquet(0, 0, [DAY] * 3)[0]])
     for other in (("hour(ts)",), ()):  # partition_by changed, or dropped, after the table was made
-        committer = committer_for(spark, root, tmp_path, *other)
-        b, _ = parquet_file(root, 0, 3, [DAY] * 3)
-        state = TableState("clicks")
-        snap = committer.snapshot()
-        state.recovered(snap.offsets, snap.version)
+        table = Table(spark, tmp_path, "delta", "clicks", *other)
+        snap = table.committer.snapshot()
+        table.state.recovered(snap.offsets, snap.version)
         with pytest.raises(TableLayoutError, match=r"ts_day"):
-            commit_all(committer, state, [b])
-    assert DeltaTable(str(root)).version() == 0
+            table.commit([landing.parquet(0, 3, [DAY] * 3)[0]])
+    assert DeltaTable(str(made.root)).version() == 0
 
-    fresh = tmp_path / "fresh"
-    path = fresh / "landing" / f"{TOPIC}-0-0"
+    fresh = Table(spark, tmp_path, "delta", "fresh", "day(ts)")
+    path = fresh.root / "landing" / f"{TOPIC}-0-0"
     path.parent.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist([{"id": 1, "offset": 0}]), path)
-    f = DataFile(f"file://{path}", TOPIC, 0, 0, 0, path.stat().st_size, FileFormat.PARQUET, 1)
+    f = DataFile(path.as_uri(), TOPIC, 0, 0, 0, path.stat().st_size, FileFormat.PARQUET, 1)
     with pytest.raises(SchemaMismatchError, match=r"no column 'ts'.*day\(ts\)"):
-        commit_all(committer_for(spark, fresh, tmp_path, "day(ts)"), TableState("clicks"), [PendingFile(f, "m", "s")])
+        fresh.commit([PendingFile(f, "m", "s")])
+
+
+def test_an_iceberg_table_partitioned_outside_lakegate_is_adopted_and_its_spec_evolution_followed(
+    spark: Any, tmp_path: Path
+) -> None:
+    """``partition_by: []``, a table made by Spark SQL partitioned by ``region``: its rounds go into
+    its own spec; once another writer adds ``bucket(4, id)`` to the spec, the next round follows it."""
+    name = "lakegate_parts.adopted"
+    location = (tmp_path / "iceberg" / "adopted").as_uri()
+    spark.sql(
+        f"CREATE TABLE {ICEBERG_CATALOG}.{name} (id BIGINT, region STRING, n BIGINT) USING iceberg "
+        f"PARTITIONED BY (region) LOCATION '{location}'"
+    )
+    table = Table(spark, tmp_path, "iceberg", "adopted")
+    assert table.name == name
+    landing = Landing(tmp_path / "adopted")
+
+    def regional(partition: int, start: int, regions: list[str]) -> tuple[PendingFile, list[dict[str, Any]]]:
+        rows = [{"id": partition * 100 + start + i, "region": r, "n": (start + i) * 7} for i, r in enumerate(regions)]
+        path = landing.dir / f"{TOPIC}-{partition}-{start}"
+        pq.write_table(pa.Table.from_pylist(rows), path)
+        f = DataFile(
+            path.as_uri(),
+            TOPIC,
+            partition,
+            start,
+            start + len(rows) - 1,
+            path.stat().st_size,
+            FileFormat.PARQUET,
+            len(rows),
+        )
+        return PendingFile(f, f"m-{partition}-{start}", "sc-1"), rows
+
+    eu, rows_eu = regional(0, 0, ["eu"] * 4)
+    mixed, rows_mixed = regional(1, 0, ["eu", "us", "us"])
+    record = table.commit([eu, mixed])
+    assert (record.in_place, record.split) == (1, 1)
+    assert sorted((p["region"], n) for _, p, n in table.files()) == [("eu", 1), ("eu", 4), ("us", 2)]
+
+    spark.sql(f"ALTER TABLE {ICEBERG_CATALOG}.{name} ADD PARTITION FIELD bucket(4, id)")
+    later, rows_later = regional(0, 4, ["us"] * 6)  # ids 4..9: several buckets, so it is split
+    record = table.commit([later])
+    assert (record.in_place, record.rewritten, record.split) == (0, 1, 1)
+    newest = [p for _, p, _ in table.files() if p.get("id_bucket") is not None]
+    assert {p["region"] for p in newest} == {"us"} and len(newest) > 1
+    rows = {r["id"]: r for r in table.rows()}
+    for want in rows_eu + rows_mixed + rows_later:
+        assert same(want, rows[want["id"]]), f"{want} != {rows[want['id']]}"
+    assert len(rows) == 13

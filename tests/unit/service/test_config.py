@@ -206,6 +206,8 @@ def test_partition_by_is_parsed_and_an_upsert_table_cannot_take_it_yet(tmp_path:
     upsert = text.replace("topics: [orders]", "topics: [orders]\n    mode: upsert\n    key: [id]")
     with pytest.raises(ConfigError, match=r"partition_by: partitioned upsert tables are not built yet"):
         load_config(write(tmp_path, upsert), environ=ENV)
-    iceberg = ICEBERG.replace("partition_by: []", "partition_by: ['day(ts)']")
-    with pytest.raises(ConfigError, match=r"partition_by: partitioned Iceberg tables are not built yet"):
-        load_config(write(tmp_path, iceberg), environ=ENV)
+    iceberg = ICEBERG.replace("partition_by: []", "partition_by: ['hour(ts)', 'truncate(4, region)']")
+    assert [str(f) for f in load_config(write(tmp_path, iceberg), environ=ENV).tables[0].partition_spec] == [
+        "hour(ts)",
+        "truncate(4, region)",
+    ]

@@ -1,4 +1,5 @@
-"""A Delta table's partitioning (``commit_service.delta.partitions``) and where a file's footer puts
+"""A table's partitioning in Delta's and Iceberg's terms (``commit_service.delta.partitions``,
+``commit_service.iceberg.partitions``) and where a file's footer puts
 it (``commit_service.round.partitions``): the partition values of a pinned file must be what Spark's
 generated column gives each of its rows, here computed from the rows themselves in Python (UTC)."""
 
@@ -14,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from commit_service.delta.partitions import GENERATION, DeltaPartitioning
-from commit_service.domain.partitioning import parse_spec
+from commit_service.domain.partitioning import Pin, Transform, parse_spec, spec_problem, time_value
+from commit_service.iceberg.partitions import HIVE_NULL, IcebergPartitioning
 from commit_service.round.partitions import pins_of
 from commit_service.storage.facts import FileFacts
 from commit_service.storage.footer import footer_facts
@@ -103,7 +105,30 @@ def test_generated_columns_are_added_after_the_rounds_and_an_other_layout_is_nam
     assert "not (region, ts_day, n_trunc)" in (layout.mismatch(["region"], full) or "")
     retyped = {**full, "fields": [*full["fields"][:3], {**full["fields"][3], "metadata": {GENERATION: "YEAR(ts)"}}]}
     assert "ts_day = 'YEAR(ts)'" in (layout.mismatch(layout.columns, retyped) or "")
-    assert layout.problem({"ts": "string", "region": "string", "n": "long"}) == (
+    assert spec_problem(layout.fields, {"ts": "string", "region": "string", "n": "long"}) == (
         "partition_by day(ts): the column 'ts' is string, which day does not take"
     )
-    assert "which the table's files do not have" in (layout.problem({"ts": "timestamp"}) or "")
+    assert "which the table's files do not have" in (spec_problem(layout.fields, {"ts": "timestamp"}) or "")
+
+
+def test_an_iceberg_files_partition_values_are_what_withpartitionvalues_parses() -> None:
+    """Iceberg's partition values as text: a day as its date, hours/months/years as integers since
+    1970 (what ``Conversions.fromPartitionString`` reads for the transforms' result types)."""
+    fields = parse_spec(["day(ts)", "hour(ts2)", "month(d)", "year(d2)", "region", "truncate(3, s)"])
+    spec = IcebergPartitioning(fields, tuple(f.name for f in fields))
+    at = datetime(2026, 11, 27, 13, 5, tzinfo=UTC)
+    pins = [
+        Pin(time_value(Transform.DAY, at)),
+        Pin(time_value(Transform.HOUR, at)),
+        Pin(time_value(Transform.MONTH, at)),
+        Pin(time_value(Transform.YEAR, at)),
+        Pin(None),
+        Pin("abc"),
+    ]
+    assert spec.values(pins) == ["2026-11-27", str(20784 * 24 + 13), str(56 * 12 + 10), "56", HIVE_NULL, "abc"]
+    assert spec.values([Pin(7, hashed_by_format=True), *pins[1:]]) is None
+    assert spec.split_columns("lake")[:2] == [
+        ("__lakegate_part_0", "lake.system.days(`ts`)"),
+        ("__lakegate_part_1", "lake.system.hours(`ts2`)"),
+    ]
+    assert spec.split_columns("lake")[5] == ("__lakegate_part_5", "lake.system.truncate(3, `s`)")

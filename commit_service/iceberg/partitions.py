@@ -1,0 +1,106 @@
+"""An Iceberg table's partition spec in a round's terms.
+
+Lakegate creates a table with ``partition_by``'s spec (Iceberg's transforms and its default field
+names: ``ts_day``, ``id_bucket``, ``s_trunc``); an existing table is adopted with its own spec,
+read afresh each round, so a spec evolved by others is followed. From the spec come a pinned
+file's partition values (as ``DataFiles.Builder.withPartitionValues`` parses them: a day as its
+ISO date, years, months and hours as integers since 1970, the null partition as Hive's marker) and
+the columns a rewritten frame is split by, computed by Iceberg's own Spark functions
+(``<catalog>.system.days(ts)``, ``bucket(16, id)``, ...), so Spark's split and Iceberg's
+partition agree by construction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from commit_service.domain.partitioning import EPOCH, PartitionField, Pin, Transform
+
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the null partition, as Iceberg and Spark write it
+SPLIT_COLUMN = "__lakegate_part_{}"  # a rewritten frame's i-th partition value (never in a file)
+FUNCTIONS = {
+    Transform.YEAR: "years",
+    Transform.MONTH: "months",
+    Transform.DAY: "days",
+    Transform.HOUR: "hours",
+    Transform.BUCKET: "bucket",
+    Transform.TRUNCATE: "truncate",
+}
+TRANSFORM_TEXT = re.compile(r"^(?P<name>[a-z]+)(?:\[(?P<width>\d+)\])?$")
+
+
+class UnknownSpecError(ValueError):
+    """The table's spec has a transform or a source column Lakegate cannot place files by."""
+
+
+def build_spec(jvm: Any, schema: Any, fields: Sequence[PartitionField]) -> Any:
+    """``partition_by``'s ``PartitionSpec`` over Iceberg ``schema`` (unpartitioned when empty)."""
+    builder = jvm.org.apache.iceberg.PartitionSpec.builderFor(schema)
+    for f in fields:
+        if f.transform is Transform.IDENTITY:
+            builder = builder.identity(f.column)
+        elif f.transform in (Transform.BUCKET, Transform.TRUNCATE):
+            builder = getattr(builder, f.transform.value)(f.column, f.width)
+        else:
+            builder = getattr(builder, f.transform.value)(f.column)
+    return builder.build()
+
+
+@dataclass(frozen=True)
+class IcebergPartitioning:
+    """One table's spec: its fields (Lakegate's terms) and their names, in the spec's order."""
+
+    fields: tuple[PartitionField, ...]
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, table: Any) -> IcebergPartitioning:
+        """The table's current spec (:class:`UnknownSpecError` for one Lakegate cannot place files by)."""
+        schema = table.schema()
+        fields, names = [], []
+        for pf in table.spec().fields():
+            text = str(pf.transform().toString())
+            column = str(schema.findColumnName(pf.sourceId()))
+            m = TRANSFORM_TEXT.match(text)
+            transform = next((t for t in Transform if m is not None and t.value == m["name"]), None)
+            if m is None or transform is None or "." in column:
+                raise UnknownSpecError(f"{pf.name()} = {text}({column})")
+            width = int(m["width"]) if m["width"] else None
+            fields.append(PartitionField(transform, column, width))
+            names.append(str(pf.name()))
+        return cls(tuple(fields), tuple(names))
+
+    def values(self, pins: Sequence[Pin]) -> list[str] | None:
+        """A pinned file's partition values, or None when one is Iceberg's to compute (a bucket's
+        hash, a timestamp's identity): the file is then rewritten."""
+        out = []
+        for f, pin in zip(self.fields, pins, strict=True):
+            if pin.value is None:
+                out.append(HIVE_NULL)
+            elif pin.hashed_by_format or isinstance(pin.value, datetime):
+                return None
+            elif f.transform is Transform.DAY:
+                out.append((EPOCH + timedelta(days=int(pin.value))).isoformat())  # type: ignore[arg-type]
+            elif isinstance(pin.value, date):
+                out.append(pin.value.isoformat())
+            else:
+                out.append(str(pin.value))
+        return out
+
+    def split_columns(self, catalog: str) -> list[tuple[str, str]]:
+        """The (name, Spark SQL expression) of each partition value of a rewritten frame's rows."""
+        out = []
+        for i, f in enumerate(self.fields):
+            column = f"`{f.column}`"
+            if f.transform is Transform.IDENTITY:
+                expression = column
+            elif f.width is not None:
+                expression = f"{catalog}.system.{FUNCTIONS[f.transform]}({f.width}, {column})"
+            else:
+                expression = f"{catalog}.system.{FUNCTIONS[f.transform]}({column})"
+            out.append((SPLIT_COLUMN.format(i), expression))
+        return out
