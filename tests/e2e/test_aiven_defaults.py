@@ -3,15 +3,18 @@
 Two connectors on one real Connect worker, both writing JSON lines with Aiven's defaults (gzip, the
 envelope on, ``file.compression.type`` unset): one names objects by ``aws.s3.prefix`` (zero-padded
 offsets, ``.gz`` appended), the other by the default template (``<topic>-<partition>-<start>.gz``).
-Neither sidecar is told the format: each reads it from its connector. At quiesce every record is
-in the table exactly once as top-level columns with its Kafka offset, ``txn`` equals Connect's
-committed offsets, and delta-rs agrees with Spark.
+Neither sidecar is told the format: each reads it from its connector. The table is partitioned by
+the hour of each record's Kafka timestamp (``partition_by: [hour(_kafka_timestamp)]``), as event
+tables are. At quiesce every record is in the table exactly once as top-level columns with its
+Kafka offset, in the partition of its timestamp's hour, ``txn`` equals Connect's committed
+offsets, and delta-rs agrees with Spark.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,15 @@ def test_aiven_defaults_land_exactly_once_as_top_level_columns(
         create_topic(kafka_broker.bootstrap_servers, t, PARTITIONS)
     service = ServiceProcess(
         tmp_path,
-        [{"name": TABLE, "path": f"s3a://{BUCKET}/{TABLE}", "topics": topics, "commit": {"interval_seconds": 2}}],
+        [
+            {
+                "name": TABLE,
+                "path": f"s3a://{BUCKET}/{TABLE}",
+                "topics": topics,
+                "partition_by": ["hour(_kafka_timestamp)"],
+                "commit": {"interval_seconds": 2},
+            }
+        ],
         [f"s3a://{BUCKET}/"],  # the landing keys are outside the table root: JSON lines are rewritten into it
         s3={"endpoint": s3_server.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
     ).start()
@@ -112,6 +123,12 @@ def test_aiven_defaults_land_exactly_once_as_top_level_columns(
     assert sorted(ids) == sorted(n * 100_000 + i for n in range(len(topics)) for i in range(PER_TOPIC)), "exactly once"
     by_id = dict(zip(ids, data.column("_kafka_offset").to_pylist(), strict=True))
     assert by_id[PARTITIONS * 10] == 10, "record i is offset i // PARTITIONS of its partition"
+    assert table.metadata().partition_columns == ["_kafka_timestamp_hour"]
+    hours = data.column("_kafka_timestamp_hour").to_pylist()  # delta-rs: from each file's partitionValues
+    stamps = data.column("_kafka_timestamp").to_pylist()
+    assert all(h == t.astimezone(UTC).strftime("%Y-%m-%d-%H") for h, t in zip(hours, stamps, strict=True))
+    one_hour = table.to_pyarrow_table(partitions=[("_kafka_timestamp_hour", "=", hours[0])])
+    assert one_hour.num_rows == hours.count(hours[0])
     for tp in partitions:
         assert connect[tp] == ends[tp]
         assert table.transaction_version(f"lakegate-{TABLE}-{tp.topic}-{tp.partition}") == connect[tp]

@@ -5,19 +5,26 @@ warehouse on the S3 server; read back by pyiceberg through the same catalog, val
 One Iceberg table takes three topics of different shapes (``topics_regex``), each from its own
 connector and format: JSON lines, Parquet (a struct gaining fields gives files of different
 schemas) and Aiven's default headerless CSV. Later batches add nested fields and null whole
-fields. At quiesce the table equals what was produced, every field, and the newest snapshot's
-``lakegate.offsets`` equals every partition's committed offset in Connect.
+fields. The table is partitioned by the day of each record's Kafka timestamp and a bucket of its
+``uid`` (``partition_by``: Iceberg's hidden partitioning). At quiesce the table equals what was
+produced, every field, every partition holds exactly the rows whose values fall in it, and the
+newest snapshot's ``lakegate.offsets`` equals every partition's committed offset in Connect.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyiceberg.catalog import load_catalog
+from pyiceberg.expressions import EqualTo
+from pyiceberg.transforms import BucketTransform
+from pyiceberg.types import StringType
 
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker
@@ -29,6 +36,7 @@ from tests.kafka_helpers import committed_offsets, create_topic
 from tests.pipeline_helpers import assert_landed_as_sent, produce, shape, sink_with_sidecar, wait_committed
 
 BUCKET, PARTITIONS, PER_BATCH = "lake-iceberg", 2, 120
+EPOCH = date(1970, 1, 1)
 TABLE = "e2e.mixed"
 # connector -> (topic, the shape its records take, sink settings)
 CONNECTORS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -73,6 +81,7 @@ def test_every_field_of_three_shapes_lands_in_an_iceberg_table_with_connects_off
             "format": "iceberg",
             "path": f"s3a://{BUCKET}/warehouse/e2e/mixed",
             "topics_regex": "ice-.*",
+            "partition_by": ["day(_kafka_timestamp)", "bucket(4, uid)"],
             "commit": {"interval_seconds": 2},
         }
     ]
@@ -112,6 +121,20 @@ def test_every_field_of_three_shapes_lands_in_an_iceberg_table_with_connects_off
     table = catalog.load_table(TABLE)
     rows = table.scan().to_arrow().to_pylist()
     assert_landed_as_sent(sent, rows)
+    assert [(f.name, str(f.transform)) for f in table.spec().fields] == [
+        ("_kafka_timestamp_day", "day"),
+        ("uid_bucket", "bucket[4]"),
+    ]
+    bucket = BucketTransform(4).transform(StringType())
+    want = Counter(((r["_kafka_timestamp"].date() - EPOCH).days, bucket(r["uid"])) for r in rows)
+    files: Counter[tuple[int, int]] = Counter()
+    for f in table.inspect.files().to_pylist():
+        day = f["partition"]["_kafka_timestamp_day"]
+        files[((day - EPOCH).days if isinstance(day, date) else day, f["partition"]["uid_bucket"])] += f["record_count"]
+    assert files == want, "every row in the partition of its day and uid's bucket"
+    some = rows[0]["uid"]  # a filter on uid plans only its bucket's files
+    planned = table.scan(row_filter=EqualTo("uid", some)).plan_files()
+    assert {t.file.partition[1] for t in planned} == {bucket(some)}
     offsets = json.loads(table.current_snapshot().summary["lakegate.offsets"])
     for tp, committed in connect.items():
         assert offsets[tp.topic][str(tp.partition)] == committed, (tp, offsets)
