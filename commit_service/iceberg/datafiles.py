@@ -13,6 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from commit_service.iceberg.partitions import partition_text
+
 THREADS = 8  # footers read at once for a round's DataFiles
 
 
@@ -62,7 +64,7 @@ def parquet_files(spark: Any, directory: str, split: Sequence[tuple[str, str]] =
         if not uri.endswith(".parquet"):
             continue
         named = dict(part.split("=", 1) for part in uri[len(root) :].split("/")[:-1])
-        found.append((uri, int(status.getLen()), [str(unescape(named[n])) for n, _ in split]))
+        found.append((uri, int(status.getLen()), [partition_text(str(unescape(named[n]))) for n, _ in split]))
     return sorted(found)
 
 

@@ -22,6 +22,7 @@ from commit_service.domain.partitioning import EPOCH, PartitionField, Pin, Trans
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the null partition, as Iceberg and Spark write it
 SPLIT_COLUMN = "__lakegate_part_{}"  # a rewritten frame's i-th partition value (never in a file)
+MARK = "v"  # before every split value: an empty string's directory is not the null partition's
 FUNCTIONS = {
     Transform.YEAR: "years",
     Transform.MONTH: "months",
@@ -92,7 +93,9 @@ class IcebergPartitioning:
         return out
 
     def split_columns(self, catalog: str) -> list[tuple[str, str]]:
-        """The (name, Spark SQL expression) of each partition value of a rewritten frame's rows."""
+        """The (name, Spark SQL expression) of each partition value of a rewritten frame's rows, as
+        text after a ``v`` (Spark writes an empty string's directory as the null partition's: the
+        mark keeps ``''`` apart from null; :func:`partition_text` takes it off)."""
         out = []
         for i, f in enumerate(self.fields):
             column = f"`{f.column}`"
@@ -102,5 +105,11 @@ class IcebergPartitioning:
                 expression = f"{catalog}.system.{FUNCTIONS[f.transform]}({f.width}, {column})"
             else:
                 expression = f"{catalog}.system.{FUNCTIONS[f.transform]}({column})"
-            out.append((SPLIT_COLUMN.format(i), expression))
+            out.append((SPLIT_COLUMN.format(i), f"CONCAT('{MARK}', CAST({expression} AS STRING))"))
         return out
+
+
+def partition_text(directory_value: str) -> str:
+    """A partition value as ``withPartitionValues`` reads it, from the (unescaped) directory name
+    Spark gave a :meth:`IcebergPartitioning.split_columns` value."""
+    return HIVE_NULL if directory_value == HIVE_NULL else directory_value.removeprefix(MARK)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from commit_service.delta.partitions import GENERATION, DeltaPartitioning
 from commit_service.domain.partitioning import Pin, Transform, parse_spec, spec_problem, time_value
-from commit_service.iceberg.partitions import HIVE_NULL, IcebergPartitioning
+from commit_service.iceberg.partitions import HIVE_NULL, IcebergPartitioning, partition_text
 from commit_service.round.partitions import pins_of
 from commit_service.storage.facts import FileFacts
 from commit_service.storage.footer import footer_facts
@@ -128,7 +128,8 @@ def test_an_iceberg_files_partition_values_are_what_withpartitionvalues_parses()
     assert spec.values(pins) == ["2026-11-27", str(20784 * 24 + 13), str(56 * 12 + 10), "56", HIVE_NULL, "abc"]
     assert spec.values([Pin(7, hashed_by_format=True), *pins[1:]]) is None
     assert spec.split_columns("lake")[:2] == [
-        ("__lakegate_part_0", "lake.system.days(`ts`)"),
-        ("__lakegate_part_1", "lake.system.hours(`ts2`)"),
+        ("__lakegate_part_0", "CONCAT('v', CAST(lake.system.days(`ts`) AS STRING))"),
+        ("__lakegate_part_1", "CONCAT('v', CAST(lake.system.hours(`ts2`) AS STRING))"),
     ]
-    assert spec.split_columns("lake")[5] == ("__lakegate_part_5", "lake.system.truncate(3, `s`)")
+    assert spec.split_columns("lake")[4] == ("__lakegate_part_4", "CONCAT('v', CAST(`region` AS STRING))")
+    assert [partition_text(t) for t in ("v", "v2026-11-27", "vv", HIVE_NULL)] == ["", "2026-11-27", "v", HIVE_NULL]
