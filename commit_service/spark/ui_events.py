@@ -42,6 +42,9 @@ def event_json(record: CommitRecord, table_format: str) -> str:
             "committedAtMs": record.committed_at_ms or 0,
             "sparkJobs": list(record.spark_jobs),
             "released": list(record.released or ()),
+            "inPlace": -1 if record.in_place is None else record.in_place,
+            "rewritten": -1 if record.rewritten is None else record.rewritten,
+            "split": record.split or 0,
         }
     )
 

@@ -38,19 +38,40 @@ class CommitRows(HTMLParser):
             self.rows.append({k[5:]: v for k, v in found.items() if k.startswith("data-")})
 
 
-def commit_rows(html: str) -> list[tuple[str, int, int, int, str, Any]]:
+Row = tuple[str, int, int, int, int, int, str, Any]
+
+
+def commit_rows(html: str) -> list[Row]:
     parser = CommitRows()
     parser.feed(html)
     return [
-        (r["table"], int(r["version"]), int(r["files"]), int(r["records"]), r["jobs"], json.loads(r["offsets"]))
+        (
+            r["table"],
+            int(r["version"]),
+            int(r["files"]),
+            int(r["in-place"]),
+            int(r["rewritten"]),
+            int(r["records"]),
+            r["jobs"],
+            json.loads(r["offsets"]),
+        )
         for r in parser.rows
     ]
 
 
-def expected(*records: dict[str, Any]) -> list[tuple[str, int, int, int, str, Any]]:
+def expected(*records: dict[str, Any]) -> list[Row]:
     """The tab's rows for these commit records, newest first."""
     return [
-        (r["table"], r["version"], r["files"], r["records"], ",".join(map(str, r["spark_jobs"])), r["offsets"])
+        (
+            r["table"],
+            r["version"],
+            r["files"],
+            r["in_place"],
+            r["rewritten"],
+            r["records"],
+            ",".join(map(str, r["spark_jobs"])),
+            r["offsets"],
+        )
         for r in sorted(records, key=lambda r: r["version"], reverse=True)
     ]
 
@@ -90,6 +111,7 @@ def test_every_commit_is_in_the_lakegate_tab_live_and_in_the_history_server(tmp_
         rewritten = service.commit_now("orders")
         assert created["committed"] and zero_copy["committed"] and rewritten["committed"], (zero_copy, rewritten)
         assert zero_copy["spark_jobs"] == [] and rewritten["spark_jobs"], (zero_copy, rewritten)
+        assert [(r["in_place"], r["rewritten"]) for r in (zero_copy, rewritten)] == [(1, 0), (0, 1)]
 
         live = wait_for(f"http://127.0.0.1:{service.ui_port}/lakegate/")
         assert commit_rows(live) == expected(created, zero_copy, rewritten)

@@ -16,7 +16,7 @@ def test_a_commit_as_the_event_the_plugin_reads() -> None:
     tp = TopicPartition("orders", 0)
     record = CommitRecord(
         "orders", 7, "c-1", 2, 30, PartitionOffsets({tp: 30}), vtts=None, duration_ms=12, committed_at_ms=5,
-        spark_jobs=(3, 4), starts=PartitionOffsets({tp: 0}),
+        spark_jobs=(3, 4), starts=PartitionOffsets({tp: 0}), in_place=1, rewritten=1, split=1,
     )  # fmt: skip
     event = json.loads(event_json(record, "delta"))
     assert event == {
@@ -33,6 +33,9 @@ def test_a_commit_as_the_event_the_plugin_reads() -> None:
         "committedAtMs": 5,
         "sparkJobs": [3, 4],
         "released": [],
+        "inPlace": 1,
+        "rewritten": 1,
+        "split": 1,
     }
 
 

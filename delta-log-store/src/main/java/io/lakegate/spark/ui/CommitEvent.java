@@ -35,6 +35,12 @@ public final class CommitEvent implements SparkListenerEvent {
     public long[] sparkJobs = new long[0];
     /** The dead letters whose ranges this commit skipped (an admin's release). */
     public String[] released = new String[0];
+    /** Of {@code files}, those added where they lay (zero copy); -1 when not recorded. */
+    public long inPlace = -1;
+    /** Of {@code files}, those whose rows Spark rewrote; -1 when not recorded. */
+    public long rewritten = -1;
+    /** Of those rewritten, Parquet files split because their rows spanned partitions; -1 when not recorded. */
+    public long split = -1;
 
     public CommitEvent() {
         // for Jackson (the event log, the History Server's replay)

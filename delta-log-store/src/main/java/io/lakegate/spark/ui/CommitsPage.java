@@ -21,7 +21,7 @@ import scala.xml.Unparsed;
 
 /**
  * The tab's one page: each table (commits, last version, records) and then each commit, newest
- * first, with its version, files, records, offsets, duration, VTTS and the Spark jobs it ran
+ * first, with its version, files (how many in place, rewritten, split), records, offsets, duration, VTTS and the Spark jobs it ran
  * (linked), zero-copy commits included. Rows carry {@code data-} attributes so tools can read them.
  */
 final class CommitsPage extends WebUIPage {
@@ -91,10 +91,12 @@ final class CommitsPage extends WebUIPage {
         for (CommitEvent c : commits.subList(0, Math.min(SHOWN, commits.size()))) {
             out.append("<tr data-table=\"").append(escape(c.table)).append("\" data-version=\"").append(c.version)
                     .append("\" data-records=\"").append(c.records).append("\" data-files=\"").append(c.files)
+                    .append("\" data-in-place=\"").append(c.inPlace).append("\" data-rewritten=\"").append(c.rewritten)
+                    .append("\" data-split=\"").append(c.split)
                     .append("\" data-jobs=\"").append(jobIds(c)).append("\" data-offsets=\"").append(escape(c.offsets))
                     .append("\"><td>").append(escape(c.table)).append("</td><td>").append(c.version)
                     .append("</td><td>").append(Instant.ofEpochMilli(c.committedAtMs)).append("</td><td>")
-                    .append(c.files).append("</td><td>").append(c.records).append("</td><td><code>")
+                    .append(c.files).append(placed(c)).append("</td><td>").append(c.records).append("</td><td><code>")
                     .append(escape(c.offsets)).append("</code></td><td>")
                     .append(c.durationMs < 0 ? "-" : c.durationMs + " ms").append("</td><td>")
                     .append(c.vtts < 0 ? "-" : Instant.ofEpochMilli(c.vtts).toString()).append("</td><td>")
@@ -105,6 +107,15 @@ final class CommitsPage extends WebUIPage {
             out.append("<tr><td colspan=\"10\">No commit yet.</td></tr>");
         }
         return out.append("</tbody></table>").toString();
+    }
+
+    /** How the commit's files went in, after their count: in place, rewritten, and split among those. */
+    private static String placed(CommitEvent c) {
+        if (c.inPlace < 0 || c.rewritten < 0) {
+            return "";
+        }
+        return " (" + c.inPlace + " in place, " + c.rewritten + " rewritten" + (c.split > 0 ? ", " + c.split + " split" : "")
+                + ")";
     }
 
     private static String jobIds(CommitEvent c) {
