@@ -100,6 +100,11 @@ class TableLedger(Protocol):
         """The table's top-level columns."""
         ...
 
+    def derived(self) -> frozenset[str]:
+        """Columns the table computes from others (a Delta table's generated partition columns),
+        which no Kafka record holds: the value audit does not compare them."""
+        ...
+
     def tally(self, ranges: list[tuple[int, int]], limit: int) -> OffsetTally:
         """The rows counted per offset against ``ranges`` (every partition's committed ranges: an
         offset in two of them is expected twice); the first ``limit`` runs where they disagree."""

@@ -210,6 +210,7 @@ class Auditor:
         wanted = sorted({o for offsets in picks.values() for o in offsets})
         rows = self.ledger.rows_at(wanted) if wanted else {}
         sampled = matched = 0
+        skip = SKIP | self.ledger.derived()
         for tp, offsets in sorted(picks.items()):
             records = log.records(tp, offsets, bounds[tp][1])
             for offset in offsets:
@@ -218,7 +219,7 @@ class Auditor:
                     continue  # no record at this offset (a transaction marker, a compacted record)
                 sampled += 1
                 candidates = rows.get(offset, [])
-                found = best_match(expected_row(record, columns), candidates, SKIP)
+                found = best_match(expected_row(record, columns), candidates, skip)
                 if found is not None and not found[1]:
                     matched += 1
                 elif found is None and not self.upsert:

@@ -135,7 +135,9 @@ class DeltaCommitter:
     # -- maintenance (between commit rounds; see delta_maintenance) ------------------------
 
     def ledger(self) -> DeltaLedger:
-        return DeltaLedger(self.spark, self.storage, self.table, self.root, self.location)
+        return DeltaLedger(
+            self.spark, self.storage, self.table, self.root, self.location, frozenset(self.partitioning.generated_names)
+        )
 
     def file_count(self) -> int:
         return self._maintainer.file_count()

@@ -71,12 +71,24 @@ def commit_of(table: str, version: int, text: str) -> LedgerCommit:
 class DeltaLedger(RowAudit):
     """The :class:`~commit_service.ports.TableLedger` of one Delta table (its rows: :class:`RowAudit`'s)."""
 
-    def __init__(self, spark: Any, storage: StorageReader, table: str, root: str, location: str) -> None:
+    def __init__(
+        self,
+        spark: Any,
+        storage: StorageReader,
+        table: str,
+        root: str,
+        location: str,
+        generated: frozenset[str] = frozenset(),
+    ) -> None:
         self.table = table
+        self.generated = generated  # the generated partition columns (partition_by's transforms)
         self.storage = storage
         self.root = root
         self.location = location
         super().__init__(spark, lambda: spark.read.format("delta").load(location), self._file_column)
+
+    def derived(self) -> frozenset[str]:
+        return self.generated
 
     @staticmethod
     def _file_column(df: Any) -> Any:

@@ -74,6 +74,11 @@ class DeltaPartitioning:
             out.append({"name": f.name, "type": kind, "nullable": True, "metadata": {GENERATION: expression}})
         return out
 
+    @property
+    def generated_names(self) -> list[str]:
+        """The generated partition columns (every transform but identity)."""
+        return [f.name for f in self.fields if f.transform is not Transform.IDENTITY]
+
     @staticmethod
     def strip(schema: dict[str, Any]) -> dict[str, Any]:
         """``schema`` without its generated columns (which no file holds and Delta computes)."""

@@ -30,6 +30,9 @@ class RowAudit:
     def columns(self) -> list[str]:
         return list(self.frame().columns)
 
+    def derived(self) -> frozenset[str]:
+        return frozenset()
+
     def offset_column(self, df: Any) -> str | None:
         return next((c for c in OFFSET_COLUMNS if c in df.columns), None)
 

@@ -2,7 +2,9 @@
 table afterwards is reported (and makes ``lakegate-audit`` exit 1).
 
 Records go Kafka -> the S3 sink on a real Connect worker (JSON lines) -> a sidecar -> the service,
-into a Delta table on the local disk. With the connector gone, the table's log is edited as a
+into a Delta table on the local disk, partitioned by the day of each record's Kafka timestamp (a
+generated column, which the value audit does not compare with the record: the table computes
+it). With the connector gone, the table's log is edited as a
 careless writer would: a data file added a second time under another name, a value edited in a
 rewritten file, and a partition's offset moved past records Kafka holds that were never written.
 """
@@ -50,6 +52,12 @@ def cli(service: ServiceProcess) -> subprocess.CompletedProcess[str]:
     )
 
 
+def renamed(path: str, prefix: str) -> str:
+    """A data file's path with ``prefix`` before its name (in its partition's directory)."""
+    folder, _, name = path.rpartition("/")
+    return f"{folder}/{prefix}{name}" if folder else prefix + name
+
+
 def log_actions(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for f in sorted(log.glob("*.json")) for line in f.read_text().splitlines() if line]
 
@@ -68,7 +76,15 @@ def test_a_clean_table_passes_and_each_seeded_breach_is_reported(
     create_topic(bootstrap, TOPIC, PARTITIONS)
     s3_server.create_bucket(BUCKET)
     root = tmp_path / "lake" / TABLE
-    tables = [{"name": TABLE, "path": str(root), "topics": [TOPIC], "commit": {"interval_seconds": 2}}]
+    tables = [
+        {
+            "name": TABLE,
+            "path": str(root),
+            "topics": [TOPIC],
+            "partition_by": ["day(_kafka_timestamp)"],
+            "commit": {"interval_seconds": 2},
+        }
+    ]
     service = ServiceProcess(
         tmp_path, tables, [(tmp_path / "lake").as_uri() + "/", f"s3a://{BUCKET}/"], s3=_s3(s3_server), kafka=bootstrap
     ).start()
@@ -97,7 +113,8 @@ def test_a_clean_table_passes_and_each_seeded_breach_is_reported(
         adds = [a["add"] for a in log_actions(log) if "add" in a]
         assert len(adds) >= 2, adds
         # 1. a data file added again under another name
-        dup = dict(adds[0], path=f"dup-{adds[0]['path']}", dataChange=True)
+        assert all(set(a["partitionValues"]) == {"_kafka_timestamp_day"} for a in adds), adds
+        dup = dict(adds[0], path=renamed(adds[0]["path"], "dup-"), dataChange=True)
         shutil.copy(root / adds[0]["path"], root / dup["path"])
         write_commit(log, [{"add": dup}])
         # 2. one value edited in a rewritten file (a compaction that changed data)
@@ -105,7 +122,7 @@ def test_a_clean_table_passes_and_each_seeded_breach_is_reported(
         rows = pq.read_table(root / source["path"]).to_pylist()
         edited_offset = rows[0]["_kafka_offset"]
         rows[0]["name"] = "edited"
-        edited = dict(source, path=f"edited-{source['path']}", dataChange=False)
+        edited = dict(source, path=renamed(source["path"], "edited-"), dataChange=False)
         pq.write_table(pq.read_table(root / source["path"]).from_pylist(rows), root / edited["path"])
         edited["size"] = (root / edited["path"]).stat().st_size
         removed = {"path": source["path"], "deletionTimestamp": int(time.time() * 1000), "dataChange": False}
