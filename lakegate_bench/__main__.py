@@ -28,6 +28,7 @@ PARTS = (
     "upsert",
     "iceberg",
     "iceberg-peer",
+    "partition-by",
 )  # also run's parts
 
 

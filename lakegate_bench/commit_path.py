@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from commit_service.config import Placement, SparkSettings, TableConfig
 from commit_service.coordination.table_coordinator import TableCoordinator
 from commit_service.delta.committer import DeltaCommitter
+from commit_service.delta.partitions import DeltaPartitioning
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import CommitPolicy, PendingFile
 from commit_service.domain.state import TableState
@@ -122,7 +123,9 @@ class Bench:
         )
         self._tables = 0
 
-    def coordinator(self, name: str, policy: MaintenancePolicy | None = None) -> TableCoordinator:
+    def coordinator(
+        self, name: str, policy: MaintenancePolicy | None = None, partition_by: tuple[str, ...] = ()
+    ) -> TableCoordinator:
         """A table as the service runs it: its coordinator, its committer, its read-ahead cache."""
         self._tables += 1
         root = self.work / f"{name}-{self._tables}"
@@ -133,6 +136,7 @@ class Bench:
             placement=Placement.IN_PLACE_ABSOLUTE,  # the landing is outside the root: add, never rewrite
             commit=CommitPolicy(max_files=1_000_000, max_bytes=1 << 50, max_pending_files=1_000_000),
             maintenance=policy or MaintenancePolicy(),
+            partition_by=partition_by,
         )
         committer = DeltaCommitter(
             self.spark,
@@ -142,6 +146,7 @@ class Bench:
             placement=config.placement,
             checkpoint_in_commit=not config.maintenance.background_checkpoints,
             facts=FactsCache(storage_facts(self.storage), threads=threads_for(config.path), name=name),
+            partitioning=DeltaPartitioning(config.partition_spec),
         )
         coordinator = TableCoordinator(config, committer, time.time)
         coordinator.load()

@@ -34,7 +34,7 @@ def bench_catalog(work: Path) -> IcebergCatalog:
     )
 
 
-def iceberg_coordinator(bench: Bench, name: str) -> TableCoordinator:
+def iceberg_coordinator(bench: Bench, name: str, partition_by: tuple[str, ...] = ()) -> TableCoordinator:
     """An Iceberg table (``bench.<name>``) as the service runs it."""
     table = f"{CATALOG}.{name}"
     config = TableConfig(
@@ -44,6 +44,7 @@ def iceberg_coordinator(bench: Bench, name: str) -> TableCoordinator:
         placement=Placement.IN_PLACE_ABSOLUTE,
         commit=CommitPolicy(max_files=1_000_000, max_bytes=1 << 50, max_pending_files=1_000_000),
         format=TableFormat.ICEBERG,
+        partition_by=partition_by,
     )
     committer = IcebergCommitter(
         lambda: bench.spark,
@@ -53,6 +54,7 @@ def iceberg_coordinator(bench: Bench, name: str) -> TableCoordinator:
         bench.storage,
         placement=config.placement,
         facts=FactsCache(storage_facts(bench.storage), name=table),
+        partition_by=config.partition_spec,
     )
     coordinator = TableCoordinator(config, committer, time.time)
     coordinator.load()

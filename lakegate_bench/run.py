@@ -68,6 +68,7 @@ from typing import Any
 from lakegate_bench.commit_path import Bench
 from lakegate_bench.http_load import part_http
 from lakegate_bench.iceberg import part_iceberg
+from lakegate_bench.partition_by import part_partition_by
 from lakegate_bench.report import plot, report
 
 PARTS = (
@@ -84,6 +85,7 @@ PARTS = (
     "iceberg",
     "iceberg-peer",
     "adopt",
+    "partition-by",
 )
 # parts that need no Spark session in this process (their own processes, or none at all)
 OWN_PROCESSES = ("intake", "http", "service", "partitions", "pipeline", "iceberg-peer", "adopt")
@@ -302,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         "jsonl": lambda: bench.part_jsonl(args.jsonl_files),
         "upsert": lambda: bench.part_upsert(args.upsert_rows, args.upsert_files, args.upsert_keys),
         "iceberg": lambda: part_iceberg(bench, args.files, args.jsonl_files),
+        "partition-by": lambda: part_partition_by(bench, args.files),
     }
     for part in in_process:
         write_part(part, machine, runs[part], args)
