@@ -126,7 +126,9 @@ class IcebergCommitter:
         if self._ready is None:
             spark = self._spark_factory()
             writer = spark.newSession()  # shares the SparkContext; SQL settings of its own
-            for key, value in WRITER_CONF.items():
+            catalog = f"spark.sql.catalog.{self.catalog}"  # set at run time: a new session lacks it
+            settings = {k: v for k, v in spark.conf.getAll.items() if k == catalog or k.startswith(f"{catalog}.")}
+            for key, value in {**settings, **WRITER_CONF}.items():  # the catalog: Iceberg's functions split rewrites
                 writer.conf.set(key, value)
             table = IcebergTable(spark, self.catalog, self.table, self.path)
             if self.upsert is not None:

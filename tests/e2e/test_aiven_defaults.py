@@ -127,7 +127,7 @@ def test_aiven_defaults_land_exactly_once_as_top_level_columns(
     hours = data.column("_kafka_timestamp_hour").to_pylist()  # delta-rs: from each file's partitionValues
     stamps = data.column("_kafka_timestamp").to_pylist()
     assert all(h == t.astimezone(UTC).strftime("%Y-%m-%d-%H") for h, t in zip(hours, stamps, strict=True))
-    one_hour = table.to_pyarrow_table(partitions=[("_kafka_timestamp_hour", "=", hours[0])])
+    one_hour = table.to_pyarrow_table(filters=[("_kafka_timestamp_hour", "=", hours[0])])
     assert one_hour.num_rows == hours.count(hours[0])
     for tp in partitions:
         assert connect[tp] == ends[tp]

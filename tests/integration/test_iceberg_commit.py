@@ -188,8 +188,8 @@ def test_a_writer_planned_from_old_offsets_never_lands_twice(
     overtaken: list[Any] = []
     inside: list[bool] = []
 
-    def write_then_be_overtaken(frame: Any, directory: str) -> None:
-        write(frame, directory)
+    def write_then_be_overtaken(frame: Any, directory: str, split: Any = ()) -> None:
+        write(frame, directory, split)
         if not inside:  # the zombie has read the offsets and written its files: now the other lands
             inside.append(True)
             overtaken.append(commit_all(alive, alive_state, round_files))
