@@ -52,7 +52,8 @@ from lakegate_core.types import PartitionOffsets
 
 # Internal exception -> where it is caught and what it becomes there.
 INTERNAL = {
-    "commit_service.domain.partitioning.PartitionSpecError": "not raised outside domain/ yet (partitioned tables are not built)",
+    "commit_service.domain.partitioning.PartitionSpecError": "config: ConfigError naming partition_by; a round: the file is split",
+    "commit_service.iceberg.partitions.UnknownSpecError": "iceberg.append: TableLayoutError naming the spec's field",
     "commit_service.domain.paths.UnsafePathError": "config: ConfigError; intake: BadRequestError; storage: DataFileError",
     "commit_service.domain.content.ContentError": "delta.convert: DataFileError (the file is unreadable)",
     "commit_service.domain.json_infer.LineError": "delta.convert: DataFileError naming the line",
