@@ -25,14 +25,13 @@ from commit_service.delta.jvm_actions import ActionBuilder, ActionKind
 from commit_service.delta.jvm_handles import JvmHandles
 from commit_service.delta.partitions import UNPARTITIONED, DeltaPartitioning
 from commit_service.domain import round_guard
-from commit_service.domain.partitioning import spec_problem
 from commit_service.domain.paths import delta_path
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import FileShape, Widening, fits, reconcile, resolved_schema
-from commit_service.errors import SchemaMismatchError, TableLayoutError
+from commit_service.errors import SchemaMismatchError
 from commit_service.round.commit import Written
 from commit_service.round.convert import FrameReader
-from commit_service.round.partitions import column_types, missing_column, pins_of
+from commit_service.round.partitions import check_partitionable, column_types, pins_of
 from commit_service.round.sources import ParquetSchemas
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.protocol import FileFormat
@@ -135,17 +134,7 @@ class AppendWriter:
         file must hold each column ``partition_by`` names (else that file is refused), and the
         round's schema must give it a type its transform takes (else nothing commits)."""
         types = column_types(target)
-        if not self.partitioning.fields:
-            return types
-        lacking = missing_column(self.partitioning.fields, files, shapes)
-        if lacking is not None:
-            path, f = lacking
-            raise SchemaMismatchError(
-                path, f"has no column {f.column!r}, which tables[{self.table}].partition_by {f} needs"
-            )
-        problem = spec_problem(self.partitioning.fields, types)
-        if problem is not None:
-            raise TableLayoutError(f"table {self.table}: {problem}; nothing was committed")
+        check_partitionable(self.table, self.partitioning.fields, files, shapes, types)
         return types
 
     def _partition_values(self, facts: FileFacts, types: dict[str, str]) -> dict[str, str | None] | None:

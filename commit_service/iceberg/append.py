@@ -25,7 +25,7 @@ from typing import Any
 
 from commit_service.config import Placement
 from commit_service.domain import round_guard
-from commit_service.domain.partitioning import PartitionField, spec_problem
+from commit_service.domain.partitioning import PartitionField
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import FileShape, Schema, fits, reconcile, resolved_schema
 from commit_service.errors import SchemaMismatchError, TableLayoutError
@@ -36,7 +36,7 @@ from commit_service.iceberg.tables import IcebergTable
 from commit_service.iceberg.upsert import RowChanges
 from commit_service.round.commit import Written
 from commit_service.round.convert import FrameReader
-from commit_service.round.partitions import column_types, missing_column, pins_of
+from commit_service.round.partitions import check_partitionable, column_types, pins_of
 from commit_service.round.sources import ParquetSchemas
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.protocol import FileFormat
@@ -81,7 +81,7 @@ class IcebergAppend:
         target = iceberg_schema(resolved_schema(joined.schema))
         types = column_types(target)
         if table is None:  # another writer may create it first: its schema is then checked below
-            self._check(self.partition_by, files, shapes, types)
+            check_partitionable(self.table, self.partition_by, files, shapes, types)
             table = tables.create(target, self.partition_by)
             table_schema = tables.spark_schema(table)
         if table_schema is not None and not same_columns(target, table_schema):
@@ -92,7 +92,7 @@ class IcebergAppend:
             raise TableLayoutError(
                 f"table {self.table} is partitioned by {exc}, which Lakegate cannot place files by; nothing was committed"
             ) from None
-        self._check(spec.fields, files, shapes, types)
+        check_partitionable(self.table, spec.fields, files, shapes, types)
 
         candidates, rewritten = self._split(files, reader, facts, schemas, target)
         in_place: list[tuple[PendingFile, list[str] | None]] = []
@@ -133,23 +133,6 @@ class IcebergAppend:
             round_guard.check(self.table, sources, written.rows, json.loads(frame.schema.json()))
             rows.extend(written.files)
         return Written(RowChanges(table, rows, upsert=False), len(in_place), len(rewritten), split)
-
-    def _check(
-        self,
-        fields: Sequence[PartitionField],
-        files: Sequence[PendingFile],
-        shapes: dict[str, Schema],
-        types: dict[str, str],
-    ) -> None:
-        """Every file holds each partition's source column (else that file is refused), of a type
-        its transform takes (else nothing commits)."""
-        lacking = missing_column(fields, files, shapes)
-        if lacking is not None:
-            path, f = lacking
-            raise SchemaMismatchError(path, f"has no column {f.column!r}, which the table's partition {f} needs")
-        problem = spec_problem(fields, types)
-        if problem is not None:
-            raise TableLayoutError(f"table {self.table}: {problem}; nothing was committed")
 
     @staticmethod
     def _values(spec: IcebergPartitioning, facts: FileFacts, types: dict[str, str]) -> list[str] | None:

@@ -13,8 +13,18 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from commit_service.domain.partitioning import INTEGERS, TIMESTAMPS, Bound, ColumnBounds, PartitionField, Pin, file_pins
+from commit_service.domain.partitioning import (
+    INTEGERS,
+    TIMESTAMPS,
+    Bound,
+    ColumnBounds,
+    PartitionField,
+    Pin,
+    file_pins,
+    spec_problem,
+)
 from commit_service.domain.plan import PendingFile
+from commit_service.errors import SchemaMismatchError, TableLayoutError
 from commit_service.storage.facts import FileFacts
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -76,3 +86,22 @@ def missing_column(
             if f.column not in held:
                 return p.file.path, f
     return None
+
+
+def check_partitionable(
+    table: str,
+    fields: Sequence[PartitionField],
+    files: Sequence[PendingFile],
+    shapes: Mapping[str, dict[str, Any]],
+    types: dict[str, str],
+) -> None:
+    """Every file holds each partition's source column (else that file is refused:
+    :class:`SchemaMismatchError`), of a type its transform takes (else nothing commits:
+    :class:`TableLayoutError`)."""
+    lacking = missing_column(fields, files, shapes)
+    if lacking is not None:
+        path, f = lacking
+        raise SchemaMismatchError(path, f"has no column {f.column!r}, which table {table}'s partition {f} needs")
+    problem = spec_problem(fields, types)
+    if problem is not None:
+        raise TableLayoutError(f"table {table}: {problem}; nothing was committed")
