@@ -6,7 +6,8 @@ whose records draw fields from one pool (a field name has one type wherever it a
 structs that gain fields, arrays, unicode and empty strings, longs and doubles, nulls anywhere,
 whole files where a field is null), written as JSON lines, Parquet or Aiven's headerless CSV,
 with Aiven's envelope or plain, split into files and rounds at random, and committed through the real
-:class:`~commit_service.delta.committer.DeltaCommitter` into an append, an upsert or a Debezium table.
+:class:`~commit_service.delta.committer.DeltaCommitter` into an append, an upsert or a Debezium table,
+unpartitioned or partitioned by a random spec (:func:`partition_specs`).
 :func:`check` then reads the table with delta-rs and with Spark and compares every field of every
 row with a model computed here from the records alone.
 """
@@ -48,10 +49,15 @@ class Case:
 
     mode: str
     rounds: list[list[SinkFile]] = field(default_factory=list)
+    partition_by: tuple[str, ...] = ()  # the table's ``partition_by`` (empty: unpartitioned)
 
     def describe(self) -> str:
         files = [f for r in self.rounds for f in r]
-        return f"{self.mode}: {len(self.rounds)} rounds, {len(files)} files, {sum(len(f.envelopes) for f in files)} records"
+        spec = f", partition_by {list(self.partition_by)}" if self.partition_by else ""
+        return (
+            f"{self.mode}: {len(self.rounds)} rounds, {len(files)} files, "
+            f"{sum(len(f.envelopes) for f in files)} records{spec}"
+        )
 
 
 # -- record shapes ---------------------------------------------------------------------------
@@ -99,7 +105,7 @@ def cases(draw: Any, mode: str | None = None) -> Case:
     # an upsert table's files share one format: a schemaless key is JSON text in Parquet and an
     # object in JSON lines, two types of one _kafka_key column (refused, see docs/configuration.md)
     one_format = draw(st.sampled_from(list(FileFormat))) if mode != "append" else None
-    case = Case(mode)
+    case = Case(mode, partition_by=draw(partition_specs(mode, pool, fields_of)))
     next_offset: dict[tuple[str, int], int] = {}
     live: dict[int, dict[str, Any]] = {}  # debezium: each key's current row, for before images
     for _ in range(draw(st.integers(1, 3))):
@@ -118,6 +124,29 @@ def cases(draw: Any, mode: str | None = None) -> Case:
             files.append(SinkFile(topic, partition, start, tuple(envelopes), fmt, envelope))
         case.rounds.append(files)
     return case
+
+
+@st.composite
+def partition_specs(draw: Any, mode: str, pool: dict[str, Any], fields_of: dict[str, list[str]]) -> tuple[str, ...]:
+    """Half the time none; else a transform of the key (``rid``, or the upsert key ``k``: the merge
+    then reads only its keys' partitions) and maybe one of a long or string column every topic's
+    records have (nulls among them). No identity of a string column: Delta stores an empty string
+    partition value as null (its rule, not Lakegate's)."""
+    if draw(st.booleans()):
+        return ()
+    key = "rid" if mode == "append" else "k"
+    spec = [draw(st.sampled_from([key, f"bucket(4, {key})", f"truncate(3, {key})"]))]
+    shared = [
+        n
+        for n in sorted(pool)
+        if pool[n] in ("long", "string") and n.isascii() and all(n in f for f in fields_of.values())
+    ]
+    if shared and draw(st.booleans()):
+        column = draw(st.sampled_from(shared))
+        spec.append(draw(st.sampled_from([f"bucket(3, {column})", f"truncate(2, {column})"])))
+        if pool[column] == "long" and draw(st.booleans()):
+            spec[-1] = column
+    return tuple(spec)
 
 
 def _record(
@@ -231,15 +260,18 @@ def same(expected: Any, got: Any) -> bool:
     return bool(expected == got)
 
 
-def differences(case: Case, readers: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Every way in which what each reader returned differs from :func:`model` (empty: whole)."""
+def differences(
+    case: Case, readers: dict[str, list[dict[str, Any]]], derived: frozenset[str] = frozenset()
+) -> list[str]:
+    """Every way in which what each reader returned differs from :func:`model` (empty: whole); the
+    ``derived`` columns (a Delta table's generated partition columns) are not the records'."""
     want = model(case)
     key = "rid" if case.mode == "append" else "k"
     problems = []
     for reader, rows in readers.items():
         got: dict[Any, dict[str, Any]] = {}
         for r in rows:
-            row = {k: v for k, v in r.items() if not k.startswith("_kafka_")}
+            row = {k: v for k, v in r.items() if not k.startswith("_kafka_") and k not in derived}
             if row.get(key) in got:
                 problems.append(f"{reader}: {key}={row.get(key)!r} twice")
             got[row.get(key)] = row

@@ -118,13 +118,9 @@ class TableConfig:
     def _check_partition_by(self) -> None:
         where = f"tables[{self.name}].partition_by"
         try:
-            spec = self.partition_spec
+            parse_spec(self.partition_by)
         except PartitionSpecError as exc:
             raise ConfigError(f"{where}: {exc}") from None
-        if not spec:
-            return
-        if self.mode is TableMode.UPSERT:
-            raise ConfigError(f"{where}: partitioned upsert tables are not built yet (append tables only); leave it []")
 
     @functools.cached_property
     def partition_spec(self) -> tuple[PartitionField, ...]:

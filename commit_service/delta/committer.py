@@ -116,7 +116,9 @@ class DeltaCommitter:
             type_widening=type_widening,
             partitioning=partitioning,
         )
-        self._upsert = UpsertWriter(spark, self.location, upsert, type_widening) if upsert is not None else None
+        self._upsert = (
+            UpsertWriter(spark, self.location, upsert, type_widening, partitioning) if upsert is not None else None
+        )
         self._round = RoundCommit(
             table, self, storage, self.facts, unwrap=unwrap, offset_check=offset_check, clock=clock
         )

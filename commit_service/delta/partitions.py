@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from commit_service.domain.partitioning import EPOCH, INTEGERS, PartitionField, Pin, Transform
+from commit_service.domain.partitioning import EPOCH, INTEGERS, KeyPartition, PartitionField, Pin, Transform, key_fields
 
 GENERATION = "delta.generationExpression"  # a generated column's expression in its field metadata
 
@@ -88,6 +88,17 @@ class DeltaPartitioning:
         """A round's schema (no generated columns) with the table's generated columns after it."""
         types = {f["name"]: f["type"] for f in schema["fields"] if isinstance(f["type"], str)}
         return {**schema, "fields": [*schema["fields"], *self.generated(types)]}
+
+    def key_parts(self, key: Sequence[str], types: Mapping[str, str]) -> list[KeyPartition]:
+        """The partition columns an upsert ``key`` decides: each as the table holds it (a partition
+        column, which Spark and Delta prune by) and as computed from a key's columns."""
+        out = []
+        for f in key_fields(self.fields, key):
+            if f.transform is Transform.IDENTITY:
+                out.append(KeyPartition(f"`{f.column}`", f"`{f.column}`"))
+            else:
+                out.append(KeyPartition(f"`{f.name}`", _expression(f, types[f.column])[0]))
+        return out
 
     def mismatch(self, partition_columns: Sequence[str], schema: dict[str, Any] | None) -> str | None:
         """Why an existing table's layout is not this one (its partition columns, and each generated

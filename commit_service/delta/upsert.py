@@ -17,22 +17,31 @@ The steps, all in Spark:
    rewrites the touched files' other rows and removes the files;
 4. every upserted row is written by ``txn.writeFiles``.
 
-Files not holding a changed key are not touched.
+Files not holding a changed key are not touched. On a partitioned table whose partitions the key
+decides (``bucket(8, id)`` with key ``id``), steps 2 and 3 read only the partitions the changed keys
+are in (:func:`commit_service.round.partitions.key_scope`); partitions another column decides
+(``day(ts)``) are read whole, as a key's old row may be in any of them: it is deleted there and its
+new row written where its new values put it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from commit_service.delta.partitions import UNPARTITIONED, DeltaPartitioning
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import Widening
 from commit_service.domain.upsert import UpsertSpec
 from commit_service.faults import MID_MERGE, crash_point
 from commit_service.round.convert import FrameReader
+from commit_service.round.partitions import check_round_columns, column_types
 from commit_service.round.upsert_round import RoundChanges
 from commit_service.storage.facts import FileFacts
+
+logger = logging.getLogger(__name__)
 
 FILE_COLUMN = "__lakegate_file"
 ROW_COLUMN = "__lakegate_row_index"
@@ -49,11 +58,19 @@ def _has_vectors(snapshot: Any) -> bool:
 class UpsertWriter:
     """Builds each upsert round's actions for one table (owned by its DeltaCommitter)."""
 
-    def __init__(self, spark: Any, location: str, spec: UpsertSpec, type_widening: bool = False) -> None:
+    def __init__(
+        self,
+        spark: Any,
+        location: str,
+        spec: UpsertSpec,
+        type_widening: bool = False,
+        partitioning: DeltaPartitioning = UNPARTITIONED,
+    ) -> None:
         self.spark = spark
         self.location = location
         self.spec = spec
         self.type_widening = type_widening
+        self.partitioning = partitioning
         self._jvm = spark._jvm
         self._changes = RoundChanges(location, spec, type_widening)
 
@@ -74,11 +91,22 @@ class UpsertWriter:
         table = None
         if read_version >= 0:
             table = self.spark.read.format("delta").option("versionAsOf", read_version).load(self.location)
-        changes = self._changes.read(files, reader, facts, table_schema, table)
-        set_schema(changes.schema, changes.widened)
+        scope = self.partitioning.key_parts(self.spec.key, column_types(table_schema)) if table_schema else []
+        changes = self._changes.read(files, reader, facts, table_schema, table, scope)
+        check_round_columns(self.location, self.partitioning.fields, changes.schema)
+        # the generated partition columns come last, computed by txn.writeFiles (no row holds them)
+        set_schema(self.partitioning.with_generated(DeltaPartitioning.strip(changes.schema)), changes.widened)
         if table is None or changes.keys is None:  # a new table: every row is new
             return [self._write(txn, changes.rows, 1)]
-        candidates = txn.filterFiles()  # the transaction read every file: a writer changing one conflicts
+        if changes.scope is None:
+            candidates = txn.filterFiles()  # the transaction read every file: a writer changing one conflicts
+        else:  # only the partitions the changed keys are in: read, and registered as read
+            logger.info("%s: the merge reads the partitions where %s", self.location, changes.scope_text)
+            table = table.where(changes.scope)
+            filters = self._jvm.java.util.ArrayList()
+            filters.add(self.spark._jsparkSession.sessionState().sqlParser().parseExpression(changes.scope))
+            seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(filters).toList()
+            candidates = txn.filterFiles(seq, False)  # (filters, keepNumRecords): the one-argument form takes files
         if self.spec.deletion_vectors and _has_vectors(txn.snapshot()):
             applied = self._mark_deleted(txn, table, changes.keys, candidates)
             rows, touched = changes.rows, 0
@@ -87,8 +115,10 @@ class UpsertWriter:
         return [applied, self._write(txn, rows, max(1, touched))]
 
     def _write(self, txn: Any, rows: Any, files: int) -> Any:
-        """The AddFiles of ``rows`` written by the transaction, in at most ``files`` files."""
-        written = self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(txn.writeFiles(rows.coalesce(files)._jdf))
+        """The AddFiles of ``rows`` written by the transaction, in at most ``files`` files (the
+        generated partition columns computed by Delta, in the partitions they name)."""
+        rows = rows.drop(*self.partitioning.generated_names).coalesce(files)
+        written = self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(txn.writeFiles(rows._jdf))
         crash_point(MID_MERGE)
         return written
 

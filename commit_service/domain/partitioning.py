@@ -238,3 +238,18 @@ def spec_problem(fields: Sequence[PartitionField], types: dict[str, str]) -> str
         if not takes(f, kind):
             return f"partition_by {f}: the column {f.column!r} is {kind}, which {f.transform.value} does not take"
     return None
+
+
+@dataclass(frozen=True)
+class KeyPartition:
+    """A partition value a row's key decides (its transform's source is a key column), so an upsert
+    round's changed keys name the only partitions their old rows can be in: the value as SQL over
+    a table's row (what its reader prunes by), and as SQL over a changed key's columns."""
+
+    on_table: str  # e.g. Delta's generated column `id_bucket`, or Iceberg's `cat.system.bucket(8, `id`)`
+    of_key: str  # the same value from the key's columns, e.g. `pmod(hash(`id`), 8)`
+
+
+def key_fields(fields: Sequence[PartitionField], key: Sequence[str]) -> list[PartitionField]:
+    """The partition fields whose source column is one of the upsert ``key``'s columns."""
+    return [f for f in fields if f.column in key]

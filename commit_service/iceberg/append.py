@@ -28,9 +28,9 @@ from commit_service.domain import round_guard
 from commit_service.domain.partitioning import PartitionField
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import FileShape, Schema, fits, reconcile, resolved_schema
-from commit_service.errors import SchemaMismatchError, TableLayoutError
+from commit_service.errors import SchemaMismatchError
 from commit_service.iceberg import datafiles
-from commit_service.iceberg.partitions import IcebergPartitioning, UnknownSpecError
+from commit_service.iceberg.partitions import IcebergPartitioning, spec_of
 from commit_service.iceberg.schema import addable_as_is, iceberg_schema, same_columns
 from commit_service.iceberg.tables import IcebergTable
 from commit_service.iceberg.upsert import RowChanges
@@ -86,12 +86,7 @@ class IcebergAppend:
             table_schema = tables.spark_schema(table)
         if table_schema is not None and not same_columns(target, table_schema):
             tables.grow(table, target)
-        try:
-            spec = IcebergPartitioning.of(table)
-        except UnknownSpecError as exc:
-            raise TableLayoutError(
-                f"table {self.table} is partitioned by {exc}, which Lakegate cannot place files by; nothing was committed"
-            ) from None
+        spec = spec_of(table, self.table)
         check_partitionable(self.table, spec.fields, files, shapes, types)
 
         candidates, rewritten = self._split(files, reader, facts, schemas, target)

@@ -43,7 +43,6 @@ from commit_service.domain.upsert import UpsertSpec
 from commit_service.errors import (
     CommitError,
     OffsetsMovedError,
-    TableLayoutError,
     TableUnavailableError,
     TableWriteError,
     UnexpectedCommitError,
@@ -112,6 +111,7 @@ class IcebergCommitter:
         self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
         self._ready: tuple[Any, Any, IcebergTable, ParquetSchemas, IcebergMaintainer] | None = None
         self.upsert = upsert
+        self.partition_by = partition_by
         self._validator: Any = None  # the round's io.lakegate.iceberg.OffsetsUnchanged
         self._upsert: IcebergUpsert | None = None  # built with the session (upsert tables)
         self._append = IcebergAppend(
@@ -132,7 +132,7 @@ class IcebergCommitter:
                 writer.conf.set(key, value)
             table = IcebergTable(spark, self.catalog, self.table, self.path)
             if self.upsert is not None:
-                self._upsert = IcebergUpsert(spark, table, self.upsert)
+                self._upsert = IcebergUpsert(spark, table, self.upsert, self.partition_by)
             self._ready = (spark, writer, table, ParquetSchemas(writer), IcebergMaintainer(spark, table))
         return self._ready
 
@@ -196,13 +196,6 @@ class IcebergCommitter:
         table = tables.load()
         base, base_text = tables.read(table)  # base_text: what the round lands on, as stored
         schema = tables.spark_schema(table) if table is not None else None
-        if self.upsert is not None and table is not None and table.spec().isPartitioned():
-            fields = ", ".join(f"{f.transform().toString()} as {f.name()}" for f in table.spec().fields())
-            raise TableLayoutError(
-                f"table {self.table} is partitioned ({fields}): partitioned upsert tables are not built yet "
-                "(a data file without its partition values would be hidden from queries that filter on them); "
-                "nothing was committed"
-            )
         return Opened(_Base(table, base, base_text), base.version, base.offsets, schema)
 
     def write_round(self, opened: Opened, round_files: RoundFiles) -> Written:

@@ -29,16 +29,27 @@ class Written:
 Placed = tuple[str, int, "list[str] | None"]  # a file's URI, size, and partition values (None: unpartitioned)
 
 
-def write(frame: Any, directory: str, split: Sequence[tuple[str, str]] = ()) -> None:
+def write(
+    frame: Any,
+    directory: str,
+    split: Sequence[tuple[str, str]] = (),
+    drop: Sequence[str] = (),
+    order: Sequence[str] = (),
+) -> None:
     """Write ``frame`` as Parquet files into ``directory`` (new: a round's own); with ``split``
-    (name, SQL expression of each partition value), one directory per partition, Hive style."""
+    (name, SQL expression of each partition value), one directory per partition, Hive style,
+    without the ``drop`` columns, each file sorted by ``order`` (when given)."""
     if not split:
+        frame = frame.sortWithinPartitions(*order) if order else frame
         frame.write.mode("errorifexists").parquet(directory)
         return
     from pyspark.sql import functions as F  # noqa: N812 (Spark's own idiom)
 
-    columns = [F.expr(expression).alias(name) for name, expression in split]
-    frame.select("*", *columns).write.mode("errorifexists").partitionBy(*[n for n, _ in split]).parquet(directory)
+    names = [n for n, _ in split]
+    out = frame.select("*", *[F.expr(expression).alias(name) for name, expression in split]).drop(*drop)
+    if order:  # the split columns first: Spark's writer then keeps this order instead of sorting by them alone
+        out = out.sortWithinPartitions(*names, *order)
+    out.write.mode("errorifexists").partitionBy(*names).parquet(directory)
 
 
 def parquet_files(spark: Any, directory: str, split: Sequence[tuple[str, str]] = ()) -> list[Placed]:
@@ -98,20 +109,35 @@ def data_files(spark: Any, table: Any, files: Sequence[Placed], mapping: Any) ->
     return Written([f for f, _ in results], sum(rows for _, rows in results))
 
 
-def delete_files(spark: Any, table: Any, files: Sequence[Placed]) -> list[Any]:
+def delete_files(spark: Any, table: Any, files: Sequence[Placed], spec: Any = None) -> list[Any]:
     """Iceberg position ``DeleteFile`` of each Parquet file holding ``file_path`` and ``pos`` (with
-    the field ids the spec reserves for them), its metrics from its footer: the bounds of
-    ``file_path`` tell readers which data files it touches. Files with no rows are left out."""
+    the field ids the spec reserves for them), in its partition of ``spec`` (the table's current
+    one by default), which must be that of the data files it points into; its metrics from its
+    footer: the bounds of ``file_path`` tell readers which data files it touches. Files with no
+    rows are left out."""
     jvm = spark._jvm
     metrics_config = jvm.org.apache.iceberg.MetricsConfig.forPositionDelete(table)
     io = table.io()
-    spec = table.spec()
+    spec = spec if spec is not None else table.spec()
     out = []
-    for path, size, _ in files:
+    for path, size, values in files:
         source = io.newInputFile(path, size)
         metrics = jvm.org.apache.iceberg.parquet.ParquetUtil.fileMetrics(source, metrics_config)
         if int(metrics.recordCount()) == 0:
             continue
         built = jvm.org.apache.iceberg.FileMetadata.deleteFileBuilder(spec).ofPositionDeletes()
+        if values is not None:
+            built = built.withPartition(_partition(jvm, spec, values))
         out.append(built.withInputFile(source).withFormat("PARQUET").withMetrics(metrics).build())
     return out
+
+
+def _partition(jvm: Any, spec: Any, values: Sequence[str]) -> Any:
+    """The partition tuple of ``spec`` that ``values`` (as ``withPartitionValues`` reads them) name.
+    A delete file's builder takes only a tuple or a path (whose text cannot hold every string), so
+    the tuple is parsed by a data file's builder, as a round's data files are."""
+    listed = jvm.java.util.ArrayList()
+    for value in values:
+        listed.add(value)
+    parsed = jvm.org.apache.iceberg.DataFiles.builder(spec).withPath("partition-only.parquet").withFormat("PARQUET")
+    return parsed.withFileSizeInBytes(0).withRecordCount(0).withPartitionValues(listed).build().partition()

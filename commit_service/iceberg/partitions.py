@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from commit_service.domain.partitioning import EPOCH, PartitionField, Pin, Transform
+from commit_service.domain.partitioning import EPOCH, KeyPartition, PartitionField, Pin, Transform, key_fields
+from commit_service.errors import TableLayoutError
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the null partition, as Iceberg and Spark write it
 SPLIT_COLUMN = "__lakegate_part_{}"  # a rewritten frame's i-th partition value (never in a file)
@@ -96,17 +97,35 @@ class IcebergPartitioning:
         """The (name, Spark SQL expression) of each partition value of a rewritten frame's rows, as
         text after a ``v`` (Spark writes an empty string's directory as the null partition's: the
         mark keeps ``''`` apart from null; :func:`partition_text` takes it off)."""
-        out = []
-        for i, f in enumerate(self.fields):
-            column = f"`{f.column}`"
-            if f.transform is Transform.IDENTITY:
-                expression = column
-            elif f.width is not None:
-                expression = f"{catalog}.system.{FUNCTIONS[f.transform]}({f.width}, {column})"
-            else:
-                expression = f"{catalog}.system.{FUNCTIONS[f.transform]}({column})"
-            out.append((SPLIT_COLUMN.format(i), f"CONCAT('{MARK}', CAST({expression} AS STRING))"))
-        return out
+        return [
+            (SPLIT_COLUMN.format(i), f"CONCAT('{MARK}', CAST({_expression(f, catalog)} AS STRING))")
+            for i, f in enumerate(self.fields)
+        ]
+
+    def key_parts(self, catalog: str, key: Sequence[str]) -> list[KeyPartition]:
+        """The partition values an upsert ``key`` decides, by Iceberg's own functions (which its
+        Spark scan pushes down to prune by), over a table's row and a key's columns alike."""
+        return [KeyPartition(_expression(f, catalog), _expression(f, catalog)) for f in key_fields(self.fields, key)]
+
+
+def _expression(f: PartitionField, catalog: str) -> str:
+    """Spark SQL computing ``f``'s partition value of a row, by Iceberg's functions in ``catalog``."""
+    column = f"`{f.column}`"
+    if f.transform is Transform.IDENTITY:
+        return column
+    if f.width is not None:
+        return f"{catalog}.system.{FUNCTIONS[f.transform]}({f.width}, {column})"
+    return f"{catalog}.system.{FUNCTIONS[f.transform]}({column})"
+
+
+def spec_of(table: Any, name: str) -> IcebergPartitioning:
+    """``table``'s current spec; one Lakegate cannot place files by is refused (nothing commits)."""
+    try:
+        return IcebergPartitioning.of(table)
+    except UnknownSpecError as exc:
+        raise TableLayoutError(
+            f"table {name} is partitioned by {exc}, which Lakegate cannot place files by; nothing was committed"
+        ) from None
 
 
 def partition_text(directory_value: str) -> str:

@@ -24,21 +24,27 @@ The steps:
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from commit_service.domain import round_guard
+from commit_service.domain.partitioning import PartitionField
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.upsert import UpsertSpec
 from commit_service.faults import MID_MERGE, crash_point
 from commit_service.iceberg import datafiles
+from commit_service.iceberg.partitions import MARK, SPLIT_COLUMN, spec_of
 from commit_service.iceberg.schema import iceberg_schema, same_columns
 from commit_service.iceberg.tables import IcebergTable
 from commit_service.round.conform import conform
 from commit_service.round.convert import FrameReader
+from commit_service.round.partitions import check_round_columns
 from commit_service.round.upsert_round import RoundChanges
 from commit_service.storage.facts import FileFacts
+
+logger = logging.getLogger(__name__)
 
 # Field ids Iceberg's spec reserves for a position delete file's columns.
 DELETE_FILE_PATH_ID = 2147483546
@@ -62,10 +68,13 @@ class RowChanges:
 class IcebergUpsert:
     """Builds each upsert round's files for one Iceberg table (owned by its IcebergCommitter)."""
 
-    def __init__(self, spark: Any, tables: IcebergTable, spec: UpsertSpec) -> None:
+    def __init__(
+        self, spark: Any, tables: IcebergTable, spec: UpsertSpec, partition_by: tuple[PartitionField, ...] = ()
+    ) -> None:
         self.spark = spark
         self.tables = tables
         self.spec = spec
+        self.partition_by = partition_by  # the spec a table Lakegate creates gets
         self._changes = RoundChanges(tables.location, spec)
 
     def round(
@@ -81,20 +90,27 @@ class IcebergUpsert:
         head = table.currentSnapshot() if table is not None else None
         planned_from = int(head.snapshotId()) if head is not None else None
         table_schema = self.tables.spark_schema(table) if table is not None else None
+        catalog, name = self.tables.catalog, self.tables.name
+        scope = spec_of(table, name).key_parts(catalog, self.spec.key) if table is not None else []
         frame = self._at(planned_from, "*") if planned_from is not None else None
-        changes = self._changes.read(files, reader, facts, table_schema, frame)
+        changes = self._changes.read(files, reader, facts, table_schema, frame, scope)
         target = iceberg_schema(changes.schema)
         if table is None:  # another writer may create it first: its schema is then checked below
-            table = self.tables.create(target)
+            check_round_columns(name, self.partition_by, target)
+            table = self.tables.create(target, self.partition_by)
             table_schema = self.tables.spark_schema(table)
         if not same_columns(target, table_schema):
             self.tables.grow(table, target)
+        spec = spec_of(table, name)
+        check_round_columns(name, spec.fields, target)
         rows = conform(changes.rows, json.loads(changes.rows.schema.json()), target)
-        written = self._write_rows(table, rows, commit_id)
+        written = self._write_rows(table, rows, commit_id, spec.split_columns(catalog))
         if planned_from is None or changes.keys is None:
             crash_point(MID_MERGE)
             return RowChanges(table, written)
-        deletes, referenced = self._deletes(table, planned_from, changes.keys, commit_id)
+        if changes.scope is not None:
+            logger.info("%s: the merge reads the partitions where %s", name, changes.scope_text)
+        deletes, referenced = self._deletes(table, planned_from, changes.keys, commit_id, changes.scope)
         crash_point(MID_MERGE)
         return RowChanges(table, written, deletes, referenced, planned_from)
 
@@ -103,14 +119,14 @@ class IcebergUpsert:
         name = ".".join(f"`{part}`" for part in (self.tables.catalog, *self.tables.name.split(".")))
         return self.spark.sql(f"SELECT {', '.join(columns)} FROM {name} VERSION AS OF {snapshot_id}")
 
-    def _write_rows(self, table: Any, rows: Any, commit_id: str) -> list[Any]:
-        """``rows`` written under the table's ``data/lakegate-<commit_id>/`` as data files; the
-        round guard checks that their footers hold every row."""
+    def _write_rows(self, table: Any, rows: Any, commit_id: str, split: Sequence[tuple[str, str]]) -> list[Any]:
+        """``rows`` written under the table's ``data/lakegate-<commit_id>/`` as data files (one
+        directory per partition of ``split``); the round guard checks that their footers hold every row."""
         expected = rows.count()
         directory = f"{table.location().rstrip('/')}/data/lakegate-{commit_id}"
-        datafiles.write(rows, directory)
+        datafiles.write(rows, directory, split)
         written = datafiles.data_files(
-            self.spark, table, datafiles.parquet_files(self.spark, directory), self.tables.name_mapping(table)
+            self.spark, table, datafiles.parquet_files(self.spark, directory, split), self.tables.name_mapping(table)
         )
         schema = json.loads(rows.schema.json())
         round_guard.check(
@@ -118,22 +134,44 @@ class IcebergUpsert:
         )
         return [f for f in written.files if int(f.recordCount()) > 0]  # Spark writes an empty frame as one empty file
 
-    def _deletes(self, table: Any, snapshot_id: int, keys: Any, commit_id: str) -> tuple[list[Any], list[str]]:
-        """Position delete files for the rows of ``keys`` in the table at ``snapshot_id``, and the
-        data files they point into."""
+    def _deletes(
+        self, table: Any, snapshot_id: int, keys: Any, commit_id: str, scope: Any = None
+    ) -> tuple[list[Any], list[str]]:
+        """Position delete files for the rows of ``keys`` in the table at ``snapshot_id`` (in the
+        partitions ``scope`` keeps, when given), and the data files they point into. On a
+        partitioned table each delete file lies in the partition (and spec) of the data files it
+        points into, as Iceberg applies a position delete only within its partition."""
         from pyspark.sql import functions as F
 
         key = list(self.spec.key)
-        located = self._at(snapshot_id, *(f"`{k}`" for k in key), "_file", "_pos").join(keys, key, "left_semi")
+        partitioned = any(s.isPartitioned() for s in table.specs().values())
+        placed = ["_spec_id", "_partition"] if partitioned else []
+        located = self._at(snapshot_id, *(f"`{k}`" for k in key), "_file", "_pos", *placed)
+        located = (located if scope is None else located.where(scope)).join(keys, key, "left_semi")
         positions = located.select(
             F.col("_file").alias("file_path", metadata={FIELD_ID: DELETE_FILE_PATH_ID}),
             F.col("_pos").alias("pos", metadata={FIELD_ID: DELETE_POS_ID}),
+            *(F.col(c).alias(f"_lakegate{c}") for c in placed),
         ).localCheckpoint()
         referenced = sorted(r[0] for r in positions.select("file_path").distinct().collect())
         if not referenced:
             return [], []
         directory = f"{table.location().rstrip('/')}/data/lakegate-{commit_id}-deletes"
-        # the spec wants each delete file sorted by file_path, then pos
-        ordered = positions.repartition("file_path").sortWithinPartitions("file_path", "pos")
-        datafiles.write(ordered, directory)
-        return datafiles.delete_files(self.spark, table, datafiles.parquet_files(self.spark, directory)), referenced
+        if not partitioned:  # the spec wants each delete file sorted by file_path, then pos
+            datafiles.write(positions.repartition("file_path"), directory, order=("file_path", "pos"))
+            return datafiles.delete_files(self.spark, table, datafiles.parquet_files(self.spark, directory)), referenced
+        out = []
+        for (spec_id,) in positions.select("_lakegate_spec_id").distinct().collect():
+            spec = table.specs().get(spec_id)
+            split = [
+                (SPLIT_COLUMN.format(i), f"CONCAT('{MARK}', CAST(`_lakegate_partition`.`{f.name()}` AS STRING))")
+                for i, f in enumerate(spec.fields())
+            ]
+            group = positions.where(F.col("_lakegate_spec_id") == spec_id).repartition("file_path")
+            within = f"{directory}/spec-{spec_id}"
+            datafiles.write(
+                group, within, split, drop=("_lakegate_spec_id", "_lakegate_partition"), order=("file_path", "pos")
+            )
+            found = datafiles.parquet_files(self.spark, within, split)
+            out.extend(datafiles.delete_files(self.spark, table, found, spec))
+        return out, referenced

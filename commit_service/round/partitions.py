@@ -1,5 +1,6 @@
 """Where each file of a round lies in a partitioned table: the one partition its footer's bounds
-put all its rows in, or none (the file is then rewritten, split by partition by Spark).
+put all its rows in, or none (the file is then rewritten, split by partition by Spark); and which
+partitions an upsert round's changed keys can be in (:func:`key_scope`).
 
 Called by a format's append writer (:class:`~commit_service.delta.append.AppendWriter`) for every
 Parquet file that would be added in place; the transforms and the pinning are
@@ -18,6 +19,7 @@ from commit_service.domain.partitioning import (
     TIMESTAMPS,
     Bound,
     ColumnBounds,
+    KeyPartition,
     PartitionField,
     Pin,
     file_pins,
@@ -28,6 +30,9 @@ from commit_service.errors import SchemaMismatchError, TableLayoutError
 from commit_service.storage.facts import FileFacts
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# An upsert round narrows its read of the table to its keys' partitions when they are at most this many
+# per partition field (a bucket's N, a day per changed key's day...); more are read whole.
+SCOPE_VALUES = 1_000
 
 
 def column_types(schema: dict[str, Any]) -> dict[str, str]:
@@ -102,6 +107,50 @@ def check_partitionable(
     if lacking is not None:
         path, f = lacking
         raise SchemaMismatchError(path, f"has no column {f.column!r}, which table {table}'s partition {f} needs")
-    problem = spec_problem(fields, types)
+    check_round_columns(table, fields, {"fields": [{"name": k, "type": v} for k, v in types.items()]})
+
+
+def key_scope(keys: Any, parts: Sequence[KeyPartition], limit: int = SCOPE_VALUES) -> tuple[str, str] | None:
+    """The filter (Spark SQL) keeping only the table's partitions that an upsert round's changed
+    ``keys`` (a frame of their columns) can be in, and what it keeps in words: one ``IN`` per part
+    (with ``OR IS NULL`` for a null value), joined by AND. SQL text, as both a DataFrame and
+    Delta's ``filterFiles`` take it. None when no part narrows the table (none given, or each with
+    more than ``limit`` distinct values, or of a type written here as no literal: the whole table
+    is then read)."""
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's own idiom)
+
+    clauses, text = [], []
+    for part in parts:
+        values = [r[0] for r in keys.select(F.expr(part.of_key)).distinct().limit(limit + 1).collect()]
+        written = [sql_literal(v) for v in values if v is not None]
+        literals = sorted(w for w in written if w is not None)
+        if len(values) > limit or len(literals) < len(written):
+            continue
+        one = f"{part.on_table} IN ({', '.join(literals)})" if literals else "FALSE"
+        if len(literals) < len(values):
+            one = f"({one} OR {part.on_table} IS NULL)"
+        clauses.append(one)
+        text.append(f"{part.on_table} in {len(values)} value{'s' if len(values) != 1 else ''}")
+    return (" AND ".join(clauses), " and ".join(text)) if clauses else None
+
+
+def sql_literal(value: Any) -> str | None:
+    """``value`` as a Spark SQL literal, or None for a type not written here (a float's, a
+    timestamp's: Python holds them inexactly or in its local zone; their partitions are read whole)."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return f"DATE'{value.isoformat()}'"
+    return None
+
+
+def check_round_columns(table: str, fields: Sequence[PartitionField], schema: dict[str, Any]) -> None:
+    """An upsert round's rows (their ``schema``) hold each partition's source column, of a type its
+    transform takes; else nothing commits (:class:`TableLayoutError`)."""
+    problem = spec_problem(fields, column_types(schema))
     if problem is not None:
         raise TableLayoutError(f"table {table}: {problem}; nothing was committed")

@@ -24,6 +24,7 @@ from typing import Any
 
 from commit_service.domain import round_guard
 from commit_service.domain import upsert as spec_of
+from commit_service.domain.partitioning import KeyPartition
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import (
     Conflict,
@@ -40,6 +41,7 @@ from commit_service.errors import DataFileError, SchemaMismatchError
 from commit_service.round import changes as changes_of
 from commit_service.round.conform import conform
 from commit_service.round.convert import FrameReader
+from commit_service.round.partitions import key_scope
 from commit_service.storage.facts import FileFacts
 
 # A round with at most this many changed keys sends them to every task joining them with the table
@@ -56,6 +58,8 @@ class UpsertChanges:
     keys: Any | None  # DataFrame: the distinct changed keys (broadcast when few); None without a table
     schema: Schema  # the table's schema after this round (Spark's JSON form)
     widened: tuple[Widening, ...]  # the table columns this round widens (Delta's type widening)
+    scope: str | None = None  # Spark SQL: the table's partitions the changed keys can be in (None: all)
+    scope_text: str = ""  # what ``scope`` keeps, for the log
 
 
 class RoundChanges:
@@ -73,9 +77,12 @@ class RoundChanges:
         facts: Mapping[str, FileFacts],
         table_schema: Schema | None,
         table: Any | None,
+        scope: Sequence[KeyPartition] = (),
     ) -> UpsertChanges:
         """The round's changes against ``table`` (a DataFrame of the table as planned from; None:
-        no rows yet) whose schema is ``table_schema`` (None: no table yet)."""
+        no rows yet) whose schema is ``table_schema`` (None: no table yet). With ``scope`` (the
+        partition values the key decides), the table is read only in the partitions the changed
+        keys are in, here and by the format's merge (:attr:`UpsertChanges.scope`)."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
@@ -89,6 +96,9 @@ class RoundChanges:
         changed = self._changes(files, reader, facts, table_schema, table_type, raw)
         last = changes_of.latest(changed, self.spec).localCheckpoint()  # read once, used several times
         small = True
+        narrowed = key_scope(last.select(*self.spec.key).distinct(), scope) if table is not None else None
+        if table is not None and narrowed is not None:
+            table = table.where(narrowed[0])
         if table is not None:
             # few enough keys are broadcast to each task scanning the table: the table is never shuffled
             small = last.count() <= BROADCAST_KEYS
@@ -123,7 +133,8 @@ class RoundChanges:
             keys = last.select(*self.spec.key).distinct()
             if small:
                 keys = F.broadcast(keys)
-        return UpsertChanges(rows, keys, schema, tuple(widened))
+        condition, text = narrowed if narrowed is not None else (None, "")
+        return UpsertChanges(rows, keys, schema, tuple(widened), condition, text)
 
     def _changes(
         self,

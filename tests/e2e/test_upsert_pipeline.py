@@ -6,6 +6,9 @@ One topic carries plain upserts and tombstones (``delete_on_tombstone``), the ot
 change envelopes (``cdc: debezium``) with the tombstone Debezium sends after each delete. Each
 kind of change is produced into two topics, one feeding a Delta table and one an Iceberg table (in
 Iceberg's REST catalog server, its warehouse on the S3 server), each through a connector of its own. Keys are updated many times across rounds.
+The plain upsert Delta table and the Debezium Iceberg table are partitioned by ``bucket(8, id)``
+and ``truncate(50, n)`` / ``truncate(50, visits)``: each update moves its key to another partition
+more often than not, and every row must end where its value puts it, its old row gone.
 At quiesce each table equals a model computed here from the produced records (one row per live
 key, latest value), read by delta-rs or by pyiceberg, and every partition's offset in the table
 (a Delta ``txn``, the Iceberg snapshot's ``lakegate.offsets``) equals Connect's committed offset.
@@ -40,14 +43,25 @@ from lakegate_stack.services import ServiceProcess, SidecarProcess, sidecar_conf
 from tests.kafka_helpers import committed_offsets, create_topic, end_offsets
 
 BUCKET, PARTITIONS, KEYS, BATCHES, PER_BATCH = "lake-upsert", 3, 60, 4, 150
+STEP = 50  # the partitioned tables' truncate width of n / visits (0..149: three partitions)
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
 # table -> (topic, connector, extra table keys); each kind of change goes to two topics (a topic
 # feeds one table): one for a Delta table, one for an Iceberg table
+# one table of each format is partitioned: by the key's bucket (each round's merge reads only its
+# keys' buckets) and by a value column that changes with each update (keys move partitions)
 TABLES = {
-    "users": ("users", "users-sink", {"delete_on_tombstone": True}),
+    "users": (
+        "users",
+        "users-sink",
+        {"delete_on_tombstone": True, "partition_by": ["bucket(8, id)", f"truncate({STEP}, n)"]},
+    ),
     "customers": ("db.inventory.customers", "customers-sink", {"cdc": "debezium"}),
     "ice.users": ("ice-users", "ice-users-sink", {"delete_on_tombstone": True, "format": "iceberg"}),
-    "ice.customers": ("ice-customers", "ice-customers-sink", {"cdc": "debezium", "format": "iceberg"}),
+    "ice.customers": (
+        "ice-customers",
+        "ice-customers-sink",
+        {"cdc": "debezium", "format": "iceberg", "partition_by": ["bucket(8, id)", f"truncate({STEP}, visits)"]},
+    ),
 }
 MODEL = {"users": "users", "customers": "customers", "ice.users": "users", "ice.customers": "customers"}
 COLUMNS = {"users": ["id", "name", "n"], "customers": ["id", "email", "visits"]}
@@ -211,6 +225,8 @@ def test_upsert_and_debezium_tables_equal_the_model_through_the_pipeline(
                 rows, offsets = delta_table(s3_server, name, topic, columns)
             assert rows == expected, name
             assert offsets == connect_by_table[name], name
+        assert_placed_users(s3_server)
+        assert_placed_customers(catalog, s3_server, models["customers"])
     finally:
         catalog.stop()
 
@@ -230,11 +246,30 @@ def delta_table(
     return table_rows(live_rows(table, columns)), offsets
 
 
-def iceberg_table(
-    catalog: IcebergRestCatalog, s3_server: S3Server, name: str, columns: list[str]
-) -> tuple[dict[int, dict[str, Any]], dict[TopicPartition, int]]:
-    """The Iceberg table's rows by key (read by pyiceberg through the REST catalog, position
-    deletes applied by it) and the offsets of its newest snapshot."""
+def assert_placed_users(s3_server: S3Server) -> None:
+    """Every row of the partitioned Delta table is in the partition its ``n`` names (the partition
+    values delta-rs reads from the log), however often its key moved."""
+    options = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV}
+    rows = live_rows(DeltaTable(f"s3://{BUCKET}/users", storage_options=options), ["id", "n", "n_trunc"])
+    wrong = [r for r in rows if r["n_trunc"] != r["n"] - r["n"] % STEP]
+    assert rows and not wrong, wrong[:5]
+
+
+def assert_placed_customers(catalog: IcebergRestCatalog, s3_server: S3Server, model: dict[int, Any]) -> None:
+    """pyiceberg's scan of each ``visits`` range (pruned by the ``truncate`` partition: a row in
+    another partition would not be read) holds exactly the model's keys in that range."""
+    from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
+
+    table = rest_table(catalog, s3_server, "ice.customers")
+    for low in range(0, PER_BATCH, STEP):
+        pruned = And(GreaterThanOrEqual("visits", low), LessThan("visits", low + STEP))
+        got = sorted(
+            r["id"] for r in table.scan(row_filter=pruned, selected_fields=("id", "visits")).to_arrow().to_pylist()
+        )
+        assert got == sorted(k for k, v in model.items() if low <= v["visits"] < low + STEP), low
+
+
+def rest_table(catalog: IcebergRestCatalog, s3_server: S3Server, name: str) -> Any:
     from pyiceberg.catalog import load_catalog
 
     properties = {
@@ -243,7 +278,15 @@ def iceberg_table(
         "s3.secret-access-key": s3mod.SECRET_KEY,
         "s3.region": s3mod.REGION,
     }
-    table = load_catalog("check", type="rest", uri=catalog.uri, **properties).load_table(name)
+    return load_catalog("check", type="rest", uri=catalog.uri, **properties).load_table(name)
+
+
+def iceberg_table(
+    catalog: IcebergRestCatalog, s3_server: S3Server, name: str, columns: list[str]
+) -> tuple[dict[int, dict[str, Any]], dict[TopicPartition, int]]:
+    """The Iceberg table's rows by key (read by pyiceberg through the REST catalog, position
+    deletes applied by it) and the offsets of its newest snapshot."""
+    table = rest_table(catalog, s3_server, name)
     assert len(table.snapshots()) >= BATCHES, name  # each batch committed in its own round(s)
     rows = [{c: r[c] for c in columns} for r in table.scan().to_arrow().to_pylist()]
     stored = json.loads(table.current_snapshot().summary["lakegate.offsets"])

@@ -1,8 +1,9 @@
 """The fidelity property through the real commit path (Spark + Delta, on local files and on the S3
 server): random record shapes, written as sinks write them and committed in random rounds, come
 back whole from delta-rs and from Spark, every field of every record (lakegate_stack.fidelity).
-``LAKEGATE_FIDELITY_EXAMPLES`` sets how many examples run on local files (60 by default, new ones
-each run: about 5 s an example, so CI stays within its time; a quarter of that on S3);
+Half the examples' tables are partitioned by a random spec. ``LAKEGATE_FIDELITY_EXAMPLES`` sets how
+many examples run on local files (24 by default, new ones each run: about 7 s an example, so CI
+stays within its time; a quarter of that on S3);
 ``scripts/fidelity`` runs the thousands (docs/performance.md)."""
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from hypothesis import HealthCheck, given, settings
 
 from commit_service.config import S3Settings
 from commit_service.delta.committer import DeltaCommitter
+from commit_service.delta.partitions import DeltaPartitioning
+from commit_service.domain.partitioning import parse_spec
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.domain.upsert import Cdc, UpsertSpec
@@ -29,7 +32,7 @@ from lakegate_stack.delta_read import live_rows
 from lakegate_stack.s3 import S3Server
 from tests.delta_helpers import commit_all, delta_rs_options
 
-EXAMPLES = int(os.environ.get("LAKEGATE_FIDELITY_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("LAKEGATE_FIDELITY_EXAMPLES", "24"))
 SPECS = {
     "append": None,
     "upsert": UpsertSpec(("k",), delete_on_tombstone=True),
@@ -41,14 +44,16 @@ Put = Callable[[fidelity.SinkFile], DataFile]  # stores a sink file, returns its
 
 def run_case(spark: Any, storage: StorageReader, table: str, put: Put, case: fidelity.Case, **rs: Any) -> list[str]:
     """Commit ``case`` into a new table at ``table``; the differences the readers show."""
-    committer = DeltaCommitter(spark, "t", table, storage, upsert=SPECS[case.mode])
+    partitioning = DeltaPartitioning(parse_spec(case.partition_by))
+    committer = DeltaCommitter(spark, "t", table, storage, upsert=SPECS[case.mode], partitioning=partitioning)
     state = TableState("t")
     for n, files in enumerate(case.rounds):
         commit_all(committer, state, [PendingFile(put(f), f"m-{n}-{i}", "sc") for i, f in enumerate(files)])
     spark_rows = [
         r.asDict(recursive=True) for r in spark.read.format("delta").load(table.replace("s3://", "s3a://")).collect()
     ]
-    return fidelity.differences(case, {"delta-rs": live_rows(DeltaTable(table, **rs)), "spark": spark_rows})
+    readers = {"delta-rs": live_rows(DeltaTable(table, **rs)), "spark": spark_rows}
+    return fidelity.differences(case, readers, frozenset(partitioning.generated_names))
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=SLOW)

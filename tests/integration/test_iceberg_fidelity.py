@@ -1,8 +1,8 @@
 """The fidelity property on Iceberg tables (lakegate_stack.fidelity, append mode): random record
 shapes, written as sinks write them (Parquet plain and enveloped, JSON lines, headerless CSV) and
 committed in random rounds by the IcebergCommitter into a JDBC catalog, come back whole from
-pyiceberg and from Spark, every field of every record. ``LAKEGATE_FIDELITY_EXAMPLES`` / 4 examples
-run (15 by default)."""
+pyiceberg and from Spark, every field of every record. ``LAKEGATE_FIDELITY_EXAMPLES`` / 2 examples
+run (12 by default); half the tables are partitioned by a random spec."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from commit_service.domain.partitioning import parse_spec
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.iceberg.committer import IcebergCommitter
@@ -23,7 +24,7 @@ from lakegate_stack.iceberg_read import jdbc_rows
 from tests.delta_helpers import commit_all
 from tests.fixtures import ICEBERG_CATALOG
 
-EXAMPLES = max(1, int(os.environ.get("LAKEGATE_FIDELITY_EXAMPLES", "60")) // 4)
+EXAMPLES = max(1, int(os.environ.get("LAKEGATE_FIDELITY_EXAMPLES", "24")) // 2)
 SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
 TABLES = itertools.count()
 
@@ -36,7 +37,12 @@ def test_every_field_of_every_record_comes_back_from_an_iceberg_table(
     root = tmp_path_factory.mktemp("iceberg-fidelity")
     name = f"fidelity.t{next(TABLES)}"
     committer = IcebergCommitter(
-        lambda: spark, name, ICEBERG_CATALOG, (root / "t").as_uri(), StorageReader(local_roots=[str(root)])
+        lambda: spark,
+        name,
+        ICEBERG_CATALOG,
+        (root / "t").as_uri(),
+        StorageReader(local_roots=[str(root)]),
+        partition_by=parse_spec(case.partition_by),
     )
     state = TableState(name)
     for n, files in enumerate(case.rounds):

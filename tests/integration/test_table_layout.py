@@ -1,8 +1,8 @@
-"""A table made outside Lakegate and partitioned, while its config's ``partition_by`` is empty:
-every round is refused before anything is written (a file added without its partition's values
-would be hidden from every query filtering on them): a Delta table, append or upsert (its layout
-is fixed, and Lakegate does not repartition it), and an Iceberg upsert table (partitioned upserts
-are not built yet). An Iceberg append table adopts its own spec instead (test_partitioned)."""
+"""A Delta table made outside Lakegate and partitioned, while its config's ``partition_by`` is
+empty: every round, append or upsert, is refused before anything is written (a file added without
+its partition's values would be hidden from every query filtering on them; a Delta table's layout
+is fixed, and Lakegate does not repartition it). An Iceberg table adopts its own spec instead
+(test_partitioned, test_partitioned_upsert)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,9 @@ from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.domain.upsert import UpsertSpec
 from commit_service.errors import TableLayoutError
-from commit_service.iceberg.committer import IcebergCommitter
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from tests.delta_helpers import commit_all
-from tests.fixtures import ICEBERG_CATALOG
 
 
 def sink_file(root: Path, upsert: bool) -> PendingFile:
@@ -40,31 +38,15 @@ def sink_file(root: Path, upsert: bool) -> PendingFile:
     return PendingFile(f, "m-0-0", "sc-1")
 
 
-@pytest.mark.parametrize(
-    ("table_format", "upsert"),
-    [("delta", None), ("delta", UpsertSpec(("id",))), ("iceberg", UpsertSpec(("id",)))],
-    ids=["delta-append", "delta-upsert", "iceberg-upsert"],
-)
-def test_a_table_partitioned_outside_lakegate_is_refused_and_left_as_it_was(
-    spark: Any, tmp_path: Path, table_format: str, upsert: UpsertSpec | None
+@pytest.mark.parametrize("upsert", [None, UpsertSpec(("id",))], ids=["append", "upsert"])
+def test_a_delta_table_partitioned_outside_lakegate_is_refused_and_left_as_it_was(
+    spark: Any, tmp_path: Path, upsert: UpsertSpec | None
 ) -> None:
     roots = StorageReader(local_roots=[str(tmp_path)])
-    committer: Any
-    if table_format == "delta":
-        where = tmp_path / "t"
-        spark.sql(f"CREATE TABLE delta.`{where}` (id BIGINT, region STRING) USING delta PARTITIONED BY (region)")
-        committer = DeltaCommitter(spark, "t", str(where), roots, upsert=upsert)
-        name = "t"
-    else:
-        name = f"lakegate_layout.t_{'upsert' if upsert else 'append'}"
-        spark.sql(
-            f"CREATE TABLE {ICEBERG_CATALOG}.{name} (id BIGINT, region STRING) USING iceberg "
-            f"PARTITIONED BY (region) LOCATION '{(tmp_path / 'iceberg').as_uri()}'"
-        )
-        committer = IcebergCommitter(
-            lambda: spark, name, ICEBERG_CATALOG, (tmp_path / "iceberg").as_uri(), roots, upsert=upsert
-        )
+    where = tmp_path / "t"
+    spark.sql(f"CREATE TABLE delta.`{where}` (id BIGINT, region STRING) USING delta PARTITIONED BY (region)")
+    committer = DeltaCommitter(spark, "t", str(where), roots, upsert=upsert)
     before = committer.snapshot()
-    with pytest.raises(TableLayoutError, match=r"partitioned .*region.*(partition_by|upsert)"):
-        commit_all(committer, TableState(name), [sink_file(tmp_path, upsert is not None)])
+    with pytest.raises(TableLayoutError, match=r"partitioned .*region.*partition_by"):
+        commit_all(committer, TableState("t"), [sink_file(tmp_path, upsert is not None)])
     assert committer.snapshot() == before

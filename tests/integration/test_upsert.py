@@ -417,8 +417,8 @@ def test_an_iceberg_round_planned_from_an_older_snapshot_never_lands(
     overtaken: list[Any] = []
     inside: list[bool] = []
 
-    def write_then_be_overtaken(frame: Any, directory: str) -> None:
-        write(frame, directory)
+    def write_then_be_overtaken(frame: Any, directory: str, *args: Any, **kwargs: Any) -> None:
+        write(frame, directory, *args, **kwargs)
         if directory.endswith("-deletes") and not inside:  # the zombie wrote rows and deletes
             inside.append(True)
             overtaken.append(commit_all(alive.committer, alive_state, [update]))

@@ -199,13 +199,12 @@ def test_what_an_iceberg_table_cannot_take_is_refused_by_name(tmp_path: Path, ad
         load_config(write(tmp_path, text), environ=ENV)
 
 
-def test_partition_by_is_parsed_and_an_upsert_table_cannot_take_it_yet(tmp_path: Path) -> None:
+def test_partition_by_is_parsed_for_append_and_upsert_tables(tmp_path: Path) -> None:
     text = SAMPLE.replace("partition_by: []", "partition_by: ['day(_kafka_timestamp)', region, 'bucket(8, id)']")
     spec = load_config(write(tmp_path, text), environ=ENV).tables[0].partition_spec
     assert [f.name for f in spec] == ["_kafka_timestamp_day", "region", "id_bucket"]
     upsert = text.replace("topics: [orders]", "topics: [orders]\n    mode: upsert\n    key: [id]")
-    with pytest.raises(ConfigError, match=r"partition_by: partitioned upsert tables are not built yet"):
-        load_config(write(tmp_path, upsert), environ=ENV)
+    assert load_config(write(tmp_path, upsert), environ=ENV).tables[0].partition_spec == spec
     iceberg = ICEBERG.replace("partition_by: []", "partition_by: ['hour(ts)', 'truncate(4, region)']")
     assert [str(f) for f in load_config(write(tmp_path, iceberg), environ=ENV).tables[0].partition_spec] == [
         "hour(ts)",

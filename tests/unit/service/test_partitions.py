@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from commit_service.delta.partitions import GENERATION, DeltaPartitioning
 from commit_service.domain.partitioning import Pin, Transform, parse_spec, spec_problem, time_value
 from commit_service.iceberg.partitions import HIVE_NULL, IcebergPartitioning, partition_text
-from commit_service.round.partitions import pins_of
+from commit_service.round.partitions import pins_of, sql_literal
 from commit_service.storage.facts import FileFacts
 from commit_service.storage.footer import footer_facts
 from commit_service.storage.reader import footer as read_footer
@@ -133,3 +133,32 @@ def test_an_iceberg_files_partition_values_are_what_withpartitionvalues_parses()
     ]
     assert spec.split_columns("lake")[4] == ("__lakegate_part_4", "CONCAT('v', CAST(`region` AS STRING))")
     assert [partition_text(t) for t in ("v", "v2026-11-27", "vv", HIVE_NULL)] == ["", "2026-11-27", "v", HIVE_NULL]
+
+
+def test_only_the_partitions_an_upsert_key_decides_narrow_a_merge() -> None:
+    fields = parse_spec(["bucket(8, id)", "day(ts)", "region", "truncate(10, n)"])
+    delta = DeltaPartitioning(fields).key_parts(("id", "region", "n"), {"id": "long", "ts": "timestamp", "n": "long"})
+    assert [(p.on_table, p.of_key) for p in delta] == [
+        ("`id_bucket`", "pmod(hash(`id`), 8)"),  # Delta prunes by its generated column
+        ("`region`", "`region`"),
+        ("`n_trunc`", "`n` - pmod(`n`, 10)"),
+    ]
+    iceberg = IcebergPartitioning(fields, ("id_bucket", "ts_day", "region", "n_trunc")).key_parts("cat", ("id",))
+    assert [(p.on_table, p.of_key) for p in iceberg] == [("cat.system.bucket(8, `id`)",) * 2]
+    assert DeltaPartitioning(fields).key_parts(("uid",), {}) == []  # day(ts) alone: every partition is read
+
+
+@pytest.mark.parametrize(
+    ("value", "literal"),
+    [
+        (7, "7"),
+        (-(2**40), "-1099511627776"),
+        (True, "TRUE"),
+        ("it's a \\ path", "'it\\'s a \\\\ path'"),
+        (date(2026, 11, 28), "DATE'2026-11-28'"),
+        (datetime(2026, 11, 28, 9, tzinfo=UTC), None),  # held in Python's zone: read whole instead
+        (1.5, None),
+    ],
+)
+def test_partition_values_are_written_as_spark_sql_literals_or_not_at_all(value: object, literal: str | None) -> None:
+    assert sql_literal(value) == literal
