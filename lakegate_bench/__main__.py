@@ -28,7 +28,7 @@ PARTS = (
     "upsert",
     "iceberg",
     "iceberg-peer",
-    "partition-by",
+    "partitioned",
 )  # also run's parts
 
 

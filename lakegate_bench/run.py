@@ -43,6 +43,10 @@ Parts (``--parts``, default all but ``service``, ``upsert``, ``iceberg`` and ``i
   ``--adopt-files`` one-record Parquet files, rounds of ``--adopt-max-files``; files per second
   caught up, the service's and sidecar's peak RSS, a steady round's listing against an empty
   bucket's and a full listing's (``lakegate_bench/adopt.py``).
+- ``partitioned``: one round of N Parquet files (N in ``--files``) over 30 days into Delta and
+  Iceberg tables, unpartitioned and ``day(ts)``, each file within a day, and one in 20 spanning
+  midnight; the share added in place, each round's seconds, and a one-day query's time and files
+  scanned on each 30-day table (``lakegate_bench/partitioned.py``).
 - ``iceberg-peer``: end-to-end freshness, CPU-seconds per million records, data files per snapshot
   and S3 requests of Lakegate's pipeline into an Iceberg table beside Apache Iceberg's own Kafka
   Connect sink on the same records, at each of ``--peer-intervals``, ``--rate`` for
@@ -68,7 +72,7 @@ from typing import Any
 from lakegate_bench.commit_path import Bench
 from lakegate_bench.http_load import part_http
 from lakegate_bench.iceberg import part_iceberg
-from lakegate_bench.partition_by import part_partition_by
+from lakegate_bench.partitioned import part_partitioned
 from lakegate_bench.report import plot, report
 
 PARTS = (
@@ -85,7 +89,7 @@ PARTS = (
     "iceberg",
     "iceberg-peer",
     "adopt",
-    "partition-by",
+    "partitioned",
 )
 # parts that need no Spark session in this process (their own processes, or none at all)
 OWN_PROCESSES = ("intake", "http", "service", "partitions", "pipeline", "iceberg-peer", "adopt")
@@ -304,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         "jsonl": lambda: bench.part_jsonl(args.jsonl_files),
         "upsert": lambda: bench.part_upsert(args.upsert_rows, args.upsert_files, args.upsert_keys),
         "iceberg": lambda: part_iceberg(bench, args.files, args.jsonl_files),
-        "partition-by": lambda: part_partition_by(bench, args.files),
+        "partitioned": lambda: part_partitioned(bench, args.files),
     }
     for part in in_process:
         write_part(part, machine, runs[part], args)

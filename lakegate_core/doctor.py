@@ -40,6 +40,7 @@ class Check(str, Enum):
     FORMAT = "format"  # the file format is one the service reads
     OFFSET_FIELD = "offset_field"  # the records carry their offset (the orphan guard)
     UPSERT_FIELDS = "upsert_fields"  # an upsert table's records carry what its merge reads
+    PARTITION_FIELDS = "partition_fields"  # a partitioned table's records carry the Kafka fields it is partitioned by
     KEY_CONVERTER = "key_converter"  # an upsert table's keys arrive as text it can read
     ERRORS_TOLERANCE = "errors_tolerance"  # errors.tolerance=all drops records silently without a DLQ
     FILE_CADENCE = "file_cadence"  # how often files complete against the table's commit interval

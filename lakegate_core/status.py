@@ -136,6 +136,8 @@ class TableSummary(WireModel):
     # per topic made again since the table began: its ledger epoch (POST /v1/tables/{table}/epochs);
     # None while every topic is in its first
     epochs: dict[str, int] | None = None
+    # the table's partition_by as configured (an Iceberg table adopted with a spec of its own holds that spec)
+    partition_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,9 @@
 """One table's side of the coordinator: its state, its committer, its commit rounds and maintenance.
 
-Owned by :class:`~commit_service.coordination.coordinator.Coordinator` (one per configured table). Every method
-takes the locks it needs and nothing outside reaches into the state: ``_lock`` guards the pure
-:class:`~commit_service.domain.state.TableState` (held briefly); ``_commit_lock`` serialises the table's
-commit rounds and maintenance runs, so intake continues while a commit runs and maintenance never
-overlaps a round.
+Owned by :class:`~commit_service.coordination.coordinator.Coordinator` (one per configured table). Every
+method takes the locks it needs and nothing outside reaches into the state: ``_lock`` guards the pure
+:class:`~commit_service.domain.state.TableState` (held briefly); ``_commit_lock`` serialises the table's commit
+rounds and maintenance runs, so intake continues while a commit runs and maintenance never overlaps a round.
 """
 
 from __future__ import annotations
@@ -438,6 +437,7 @@ class TableCoordinator:
                 format=self.config.format.value,
                 starts=starts_json(self._epochs.to_kafka(st.starts)) or None,
                 epochs=dict(self._epochs.by_topic) or None,
+                partition_by=self.config.partition_by,
             )
 
     def offsets(self) -> PartitionOffsets:

@@ -168,6 +168,39 @@ def upsert_fields(f: ConnectorFacts) -> list[DoctorFinding]:
     return out
 
 
+# The columns the service makes of the sink's record fields (after unwrap), by the field each needs;
+# _kafka_partition comes from the file's name, so every sink has it.
+KAFKA_COLUMNS = {
+    "_kafka_key": "key",
+    "_kafka_offset": "offset",
+    "_kafka_timestamp": "timestamp",
+    "_kafka_headers": "headers",
+}
+
+
+def partition_fields(f: ConnectorFacts) -> list[DoctorFinding]:
+    """A table partitioned by a Kafka field (``day(_kafka_timestamp)``) gets that field from the sink."""
+    out = []
+    fields = set(output_fields(f.config)) or {"value"}
+    for name, table in f.routed().items():
+        spec = table.partition_spec
+        missing = sorted({KAFKA_COLUMNS[p.column] for p in spec if p.column in KAFKA_COLUMNS} - fields)
+        if missing:
+            out.append(
+                f.finding(
+                    Check.PARTITION_FIELDS,
+                    BLOCKING,
+                    f"table {name} is partitioned by {[str(p) for p in spec]}; this sink leaves out {missing}",
+                    "its files lack a column a partition is computed from: every round is refused (409 "
+                    "table_layout, nothing committed) and the table stops",
+                    key="format.output.fields",
+                    fix=f"format.output.fields={','.join(sorted(fields | set(missing)))}",
+                    table=name,
+                )
+            )
+    return out
+
+
 def key_converter(f: ConnectorFacts) -> list[DoctorFinding]:
     """An upsert table that deletes by the record's key gets keys as text it can read."""
     needs_key = [n for n, t in f.routed().items() if t.upsert is not None and t.upsert.delete_on_tombstone]
@@ -321,6 +354,7 @@ SINK_CHECKS: dict[Check, CheckFn] = {
     Check.FILE_NAMING: file_naming,
     Check.OFFSET_FIELD: offset_field,
     Check.UPSERT_FIELDS: upsert_fields,
+    Check.PARTITION_FIELDS: partition_fields,
     Check.KEY_CONVERTER: key_converter,
     Check.ERRORS_TOLERANCE: errors_tolerance,
     Check.FILE_CADENCE: file_cadence,

@@ -89,6 +89,21 @@ def test_each_misconfiguration_is_blocking_under_its_check(change: dict[str, str
     assert check in found, found
 
 
+def test_a_table_partitioned_by_a_kafka_field_needs_the_sink_to_write_it() -> None:
+    daily = TableConfig(
+        name="orders",
+        path="s3a://lake/tables/orders",
+        topics=("orders",),
+        partition_by=("day(_kafka_timestamp)", "_kafka_partition", "bucket(4, id)"),
+    )
+    assert blocking(facts(GOOD, table=daily)) == {}
+    no_time = {**GOOD, "format.output.fields": "key,value,offset"}
+    [finding] = CHECKS[Check.PARTITION_FIELDS](facts(no_time, table=daily))
+    assert finding.severity is DoctorSeverity.BLOCKING and "['timestamp']" in finding.message
+    assert finding.fix == "format.output.fields=key,offset,timestamp,value"
+    assert CHECKS[Check.PARTITION_FIELDS](facts(no_time)) == []  # unpartitioned: nothing to carry
+
+
 def test_plain_parquet_the_zero_copy_path_is_a_warning_naming_the_risk() -> None:
     """Plain Parquet (value only) is what adding files in place needs: not blocking, but the
     finding says which crash it leaves unguarded and how to close it."""

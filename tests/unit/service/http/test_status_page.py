@@ -146,6 +146,17 @@ def test_the_page_shows_tables_commits_with_spark_job_links_leases_lag_and_sidec
     assert "<svg" in html and "no quarantined" not in html
 
 
+def test_a_partitioned_table_shows_its_partitions_on_the_page_and_in_the_api() -> None:
+    table = {**CONFIG["tables"][0], "partition_by": ["day(_kafka_timestamp)", "region"]}
+    client = make_app(JobsCommitter(), tables=[table]).test_client()
+    assert client.get("/v1/tables/orders", headers=h(READ)).json["partition_by"] == list(table["partition_by"])  # type: ignore[index]
+    html = client.get("/status/panel", headers=h(READ)).data.decode()
+    shown = re.search(r'<div class="partitioned"><span>partitioned by</span>(.*?)</div>', html)
+    assert shown is not None and shown.group(1) == "day(_kafka_timestamp), region"
+    plain = make_app(JobsCommitter()).test_client().get("/status/panel", headers=h(READ)).data.decode()
+    assert "partitioned by" not in plain
+
+
 def test_names_sent_by_clients_are_escaped(client: FlaskClient) -> None:
     evil = manifest("m1")
     evil["sidecar"] = {"id": "<script>alert(1)</script>", "worker": "<img src=x onerror=alert(1)>:1"}
