@@ -135,7 +135,9 @@ def partition_specs(draw: Any, mode: str, pool: dict[str, Any], fields_of: dict[
     if draw(st.booleans()):
         return ()
     key = "rid" if mode == "append" else "k"
-    spec = [draw(st.sampled_from([key, f"bucket(4, {key})", f"truncate(3, {key})"]))]
+    # (not the key's identity: a round whose other columns are all null would hold nothing but
+    # partition columns, which Delta refuses, and Lakegate with it: test_partitioned)
+    spec = [draw(st.sampled_from([f"bucket(4, {key})", f"truncate(3, {key})"]))]
     shared = [
         n
         for n in sorted(pool)

@@ -263,7 +263,11 @@ class DeltaCommitter:
         widened: Sequence[Widening] = (),
     ) -> None:
         """Create the table's metadata, or grow it to ``new_schema``; a column whose type widens
-        turns on Delta's type widening and is recorded as Delta records a type change."""
+        turns on Delta's type widening and is recorded as Delta records a type change. A round
+        whose every column would be a partition column is refused (nothing committed)."""
+        problem = self.partitioning.data_problem(new_schema)
+        if problem is not None:
+            raise TableLayoutError(f"table {self.table}: this round {problem}; nothing was committed")
         if read_version < 0:
             txn.updateMetadataForNewTable(self._metadata_action(new_schema, created=int(self.clock() * 1000)))
             return

@@ -100,6 +100,17 @@ class DeltaPartitioning:
                 out.append(KeyPartition(f"`{f.name}`", _expression(f, types[f.column])[0]))
         return out
 
+    def data_problem(self, schema: dict[str, Any]) -> str | None:
+        """Why a table of ``schema`` cannot be written (every column an identity partition column:
+        Delta stores those in no file and needs one that is), or None."""
+        identity = {f.column for f in self.fields if f.transform is Transform.IDENTITY}
+        if identity and all(f["name"] in identity for f in self.strip(schema)["fields"]):
+            return (
+                f"has no column but its partition columns ({', '.join(sorted(identity))}), and Delta needs one "
+                "that is not; partition by a transform of it (bucket, truncate) instead"
+            )
+        return None
+
     def mismatch(self, partition_columns: Sequence[str], schema: dict[str, Any] | None) -> str | None:
         """Why an existing table's layout is not this one (its partition columns, and each generated
         column's expression, compared), or None when it is."""

@@ -152,6 +152,16 @@ def test_a_delta_table_of_another_layout_and_a_file_without_the_column_are_refus
     with pytest.raises(SchemaMismatchError, match=r"no column 'ts'.*day\(ts\)"):
         fresh.commit([PendingFile(f, "m", "s")])
 
+    # a round whose every column is an identity partition: Delta stores those in no file, and
+    # refuses such a write (DELTA_NON_PARTITION_COLUMN_ABSENT); Lakegate says so first
+    only = Table(spark, tmp_path, "delta", "only", "page")
+    path = only.root / "landing" / f"{TOPIC}-0-0"
+    path.parent.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([{"page": "/a"}, {"page": "/b"}]), path)
+    f = DataFile(path.as_uri(), TOPIC, 0, 0, 1, path.stat().st_size, FileFormat.PARQUET, 2)
+    with pytest.raises(TableLayoutError, match=r"no column but its partition columns \(page\)"):
+        only.commit([PendingFile(f, "m", "s")])
+
 
 def test_an_iceberg_table_partitioned_outside_lakegate_is_adopted_and_its_spec_evolution_followed(
     spark: Any, tmp_path: Path
