@@ -15,8 +15,7 @@ ahead, each table existing before its measured round:
 Then a query of one day (``count(*)``, ``sum(amount)`` where ``ts`` is in day 15) by Spark on the
 30-day ``whole`` tables, partitioned and not: the median of :data:`QUERIES` runs after one warm-up
 run, and the data files each scan planned (Delta's file index after partition pruning, Iceberg's
-scan metric; adaptive query execution off while it runs, so that the plan holding the scan's
-metrics is the one that ran).
+own planning of the same filter).
 """
 
 from __future__ import annotations
@@ -132,39 +131,43 @@ def one_day_query(bench: Bench, fmt: str, table: Any) -> dict[str, Any]:
     """Spark's query of :data:`DAY_QUERIED` on ``table``: the median seconds of :data:`QUERIES`
     runs after a warm-up, the rows it counted, the data files its scan planned."""
     low, high = DAY_QUERIED.strftime("%Y-%m-%d %H:%M:%S"), (DAY_QUERIED + timedelta(days=1)).strftime("%Y-%m-%d")
-    name = table.config.name
-    frame = bench.spark.read.format("delta").load(table.config.path) if fmt == "delta" else bench.spark.table(name)
+    from lakegate_bench.iceberg import CATALOG
+
+    if fmt == "delta":
+        frame = bench.spark.read.format("delta").load(table.config.path)
+    else:
+        frame = bench.spark.table(f"{CATALOG}.{table.config.name}")
     day = frame.where(f"ts >= TIMESTAMP'{low}' AND ts < TIMESTAMP'{high} 00:00:00'").selectExpr(
         "count(*) AS n", "sum(amount) AS amount"
     )
-    adaptive = bench.spark.conf.get("spark.sql.adaptive.enabled") or "true"
-    bench.spark.conf.set("spark.sql.adaptive.enabled", "false")  # the scan's metrics in a plain plan
-    try:
-        counted = day.collect()[0]["n"]  # the warm-up
-        times = []
-        for _ in range(QUERIES):
-            started = time.perf_counter()
-            day.collect()
-            times.append(time.perf_counter() - started)
-        files = scanned(fmt, day)
-    finally:
-        bench.spark.conf.set("spark.sql.adaptive.enabled", adaptive)
+    counted = day.collect()[0]["n"]  # the warm-up
+    times = []
+    for _ in range(QUERIES):
+        started = time.perf_counter()
+        day.collect()
+        times.append(time.perf_counter() - started)
+    files = scanned(bench, fmt, day, f"{CATALOG}.{table.config.name}")
     return {"query_s": round(statistics.median(times), 4), "rows": counted, "files_scanned": files}
 
 
-def scanned(fmt: str, frame: Any) -> int:
-    """The data files ``frame``'s scan planned (it has run): Delta's pruned file index, Iceberg's
-    ``resultDataFiles`` metric."""
+def scanned(bench: Bench, fmt: str, frame: Any, name: str) -> int:
+    """The data files the one-day query plans: Delta's file index after partition pruning (the
+    frame has run), Iceberg's own planning of the same filter (``newScan().filter(...).planFiles()``:
+    partitions, then each file's column bounds)."""
     if fmt == "delta":
         return len(frame.inputFiles())
-    plan = frame._jdf.queryExecution().executedPlan()
-    leaves = plan.collectLeaves()
-    total = 0
-    for i in range(leaves.size()):
-        metrics = leaves.apply(i).metrics()
-        if metrics.contains("resultDataFiles"):
-            total += int(metrics.apply("resultDataFiles").value())
-    return total
+    jvm: Any = bench.spark._jvm
+    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(bench.spark._jsparkSession, name)
+    expressions = jvm.org.apache.iceberg.expressions.Expressions
+    low = int(DAY_QUERIED.timestamp() * 1_000_000)
+    high = int((DAY_QUERIED + timedelta(days=1)).timestamp() * 1_000_000)
+    condition = getattr(expressions, "and")(expressions.greaterThanOrEqual("ts", low), expressions.lessThan("ts", high))
+    files = table.newScan().filter(condition).planFiles().iterator()
+    count = 0
+    while files.hasNext():
+        files.next()
+        count += 1
+    return count
 
 
 def ratios(rounds: list[dict[str, Any]]) -> dict[str, float]:
