@@ -27,7 +27,6 @@ new row written where its new values put it.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -40,8 +39,6 @@ from commit_service.round.convert import FrameReader
 from commit_service.round.partitions import check_round_columns, column_types
 from commit_service.round.upsert_round import RoundChanges
 from commit_service.storage.facts import FileFacts
-
-logger = logging.getLogger(__name__)
 
 FILE_COLUMN = "__lakegate_file"
 ROW_COLUMN = "__lakegate_row_index"
@@ -101,7 +98,6 @@ class UpsertWriter:
         if changes.scope is None:
             candidates = txn.filterFiles()  # the transaction read every file: a writer changing one conflicts
         else:  # only the partitions the changed keys are in: read, and registered as read
-            logger.info("%s: the merge reads the partitions where %s", self.location, changes.scope_text)
             table = table.where(changes.scope)
             filters = self._jvm.java.util.ArrayList()
             filters.add(self.spark._jsparkSession.sessionState().sqlParser().parseExpression(changes.scope))

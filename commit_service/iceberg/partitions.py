@@ -97,15 +97,17 @@ class IcebergPartitioning:
         """The (name, Spark SQL expression) of each partition value of a rewritten frame's rows, as
         text after a ``v`` (Spark writes an empty string's directory as the null partition's: the
         mark keeps ``''`` apart from null; :func:`partition_text` takes it off)."""
-        return [
-            (SPLIT_COLUMN.format(i), f"CONCAT('{MARK}', CAST({_expression(f, catalog)} AS STRING))")
-            for i, f in enumerate(self.fields)
-        ]
+        return [(SPLIT_COLUMN.format(i), marked(_expression(f, catalog))) for i, f in enumerate(self.fields)]
 
     def key_parts(self, catalog: str, key: Sequence[str]) -> list[KeyPartition]:
         """The partition values an upsert ``key`` decides, by Iceberg's own functions (which its
         Spark scan pushes down to prune by), over a table's row and a key's columns alike."""
         return [KeyPartition(_expression(f, catalog), _expression(f, catalog)) for f in key_fields(self.fields, key)]
+
+
+def marked(expression: str) -> str:
+    """A split column's SQL: ``expression``'s value as text after :data:`MARK` (null stays null)."""
+    return f"CONCAT('{MARK}', CAST({expression} AS STRING))"
 
 
 def _expression(f: PartitionField, catalog: str) -> str:

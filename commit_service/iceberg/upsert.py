@@ -24,7 +24,6 @@ The steps:
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +34,7 @@ from commit_service.domain.plan import PendingFile
 from commit_service.domain.upsert import UpsertSpec
 from commit_service.faults import MID_MERGE, crash_point
 from commit_service.iceberg import datafiles
-from commit_service.iceberg.partitions import MARK, SPLIT_COLUMN, spec_of
+from commit_service.iceberg.partitions import SPLIT_COLUMN, marked, spec_of
 from commit_service.iceberg.schema import iceberg_schema, same_columns
 from commit_service.iceberg.tables import IcebergTable
 from commit_service.round.conform import conform
@@ -43,8 +42,6 @@ from commit_service.round.convert import FrameReader
 from commit_service.round.partitions import check_round_columns
 from commit_service.round.upsert_round import RoundChanges
 from commit_service.storage.facts import FileFacts
-
-logger = logging.getLogger(__name__)
 
 # Field ids Iceberg's spec reserves for a position delete file's columns.
 DELETE_FILE_PATH_ID = 2147483546
@@ -108,8 +105,6 @@ class IcebergUpsert:
         if planned_from is None or changes.keys is None:
             crash_point(MID_MERGE)
             return RowChanges(table, written)
-        if changes.scope is not None:
-            logger.info("%s: the merge reads the partitions where %s", name, changes.scope_text)
         deletes, referenced = self._deletes(table, planned_from, changes.keys, commit_id, changes.scope)
         crash_point(MID_MERGE)
         return RowChanges(table, written, deletes, referenced, planned_from)
@@ -164,7 +159,7 @@ class IcebergUpsert:
         for (spec_id,) in positions.select("_lakegate_spec_id").distinct().collect():
             spec = table.specs().get(spec_id)
             split = [
-                (SPLIT_COLUMN.format(i), f"CONCAT('{MARK}', CAST(`_lakegate_partition`.`{f.name()}` AS STRING))")
+                (SPLIT_COLUMN.format(i), marked(f"`_lakegate_partition`.`{f.name()}`"))
                 for i, f in enumerate(spec.fields())
             ]
             group = positions.where(F.col("_lakegate_spec_id") == spec_id).repartition("file_path")

@@ -107,7 +107,7 @@ def check_partitionable(
     if lacking is not None:
         path, f = lacking
         raise SchemaMismatchError(path, f"has no column {f.column!r}, which table {table}'s partition {f} needs")
-    check_round_columns(table, fields, {"fields": [{"name": k, "type": v} for k, v in types.items()]})
+    _check_types(table, fields, types)
 
 
 def key_scope(keys: Any, parts: Sequence[KeyPartition], limit: int = SCOPE_VALUES) -> tuple[str, str] | None:
@@ -151,6 +151,10 @@ def sql_literal(value: Any) -> str | None:
 def check_round_columns(table: str, fields: Sequence[PartitionField], schema: dict[str, Any]) -> None:
     """An upsert round's rows (their ``schema``) hold each partition's source column, of a type its
     transform takes; else nothing commits (:class:`TableLayoutError`)."""
-    problem = spec_problem(fields, column_types(schema))
+    _check_types(table, fields, column_types(schema))
+
+
+def _check_types(table: str, fields: Sequence[PartitionField], types: dict[str, str]) -> None:
+    problem = spec_problem(fields, types)
     if problem is not None:
         raise TableLayoutError(f"table {table}: {problem}; nothing was committed")

@@ -18,6 +18,7 @@ delta), each with the table as it was planned from (a Delta version, an Iceberg 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,8 @@ from commit_service.round.convert import FrameReader
 from commit_service.round.partitions import key_scope
 from commit_service.storage.facts import FileFacts
 
+logger = logging.getLogger(__name__)
+
 # A round with at most this many changed keys sends them to every task joining them with the table
 # (a broadcast join); more are joined by shuffling both sides, the table too.
 BROADCAST_KEYS = 2_000_000
@@ -59,7 +62,6 @@ class UpsertChanges:
     schema: Schema  # the table's schema after this round (Spark's JSON form)
     widened: tuple[Widening, ...]  # the table columns this round widens (Delta's type widening)
     scope: str | None = None  # Spark SQL: the table's partitions the changed keys can be in (None: all)
-    scope_text: str = ""  # what ``scope`` keeps, for the log
 
 
 class RoundChanges:
@@ -98,6 +100,7 @@ class RoundChanges:
         small = True
         narrowed = key_scope(last.select(*self.spec.key).distinct(), scope) if table is not None else None
         if table is not None and narrowed is not None:
+            logger.info("%s: the merge reads the partitions where %s", self.location, narrowed[1])
             table = table.where(narrowed[0])
         if table is not None:
             # few enough keys are broadcast to each task scanning the table: the table is never shuffled
@@ -133,8 +136,7 @@ class RoundChanges:
             keys = last.select(*self.spec.key).distinct()
             if small:
                 keys = F.broadcast(keys)
-        condition, text = narrowed if narrowed is not None else (None, "")
-        return UpsertChanges(rows, keys, schema, tuple(widened), condition, text)
+        return UpsertChanges(rows, keys, schema, tuple(widened), narrowed[0] if narrowed is not None else None)
 
     def _changes(
         self,
