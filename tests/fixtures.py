@@ -11,15 +11,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from pyiceberg.catalog import Catalog, load_catalog
 
 from commit_service.config import CatalogType, IcebergCatalog, S3Settings, SparkSettings
 from commit_service.spark.session import create_session
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker
+from lakegate_stack.iceberg_catalog import IcebergRestCatalog
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.process import free_port
 from lakegate_stack.s3 import S3Server
 
+ICEBERG_BUCKET = "lake-iceberg"  # the S3 REST catalog's bucket: its warehouse is s3a://<it>/warehouse
 ICEBERG_CATALOG = "ice"  # the Spark session's Iceberg catalog: JDBC on a sqlite file in the stack dir
 
 
@@ -94,3 +97,28 @@ def spark(stack_dir: Path, s3_server: S3Server):  # type: ignore[no-untyped-def]
     session = create_session(settings)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def s3_rest_catalog(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Iterator[IcebergRestCatalog]:
+    """Apache Iceberg's REST catalog server with its warehouse on the S3 server (``ICEBERG_BUCKET``)."""
+    s3_server.create_bucket(ICEBERG_BUCKET)
+    server = IcebergRestCatalog(tmp_path_factory.mktemp("iceberg-rest"), f"s3a://{ICEBERG_BUCKET}/warehouse", s3_server)
+    server.start()
+    yield server
+    server.stop()
+
+
+def pyiceberg_rest(rest: IcebergRestCatalog, s3_server: S3Server) -> Catalog:
+    """pyiceberg on ``rest``, reading the data files from the S3 server: the independent reader."""
+    return load_catalog(
+        "check",
+        type="rest",
+        uri=rest.uri,
+        **{
+            "s3.endpoint": s3_server.endpoint,
+            "s3.access-key-id": s3mod.ACCESS_KEY,
+            "s3.secret-access-key": s3mod.SECRET_KEY,
+            "s3.region": s3mod.REGION,
+        },
+    )

@@ -32,10 +32,12 @@ def sink_with_sidecar(
     name: str,
     topic: str,
     sink: dict[str, Any],
+    prefix: str | None = None,
 ) -> SidecarProcess:
-    """Connector ``name`` (one task, writing ``topic`` under ``landing/<name>/`` of ``bucket`` in
-    ``sink["output"]`` with ``sink``'s other settings and the fields key, value, offset, timestamp),
-    running, and a sidecar following it and sending to ``service``, started."""
+    """Connector ``name`` (one task, writing ``topic`` under ``prefix`` of ``bucket``, by default
+    ``landing/<name>/``, in ``sink["output"]`` with ``sink``'s other settings and the fields key,
+    value, offset, timestamp), running, and a sidecar following it and sending to ``service``, started."""
+    prefix = prefix or f"landing/{name}/"
     settings = {k: v for k, v in sink.items() if k != "output"}
     config = s3_sink_config(
         [topic],
@@ -43,7 +45,7 @@ def sink_with_sidecar(
         s3_server.endpoint,
         s3mod.ACCESS_KEY,
         s3mod.SECRET_KEY,
-        prefix=f"landing/{name}/",
+        prefix=prefix,
         output=sink["output"],
         tasks=1,
         **{"format.output.fields": FIELDS, **settings},
@@ -51,7 +53,7 @@ def sink_with_sidecar(
     client = worker.client()
     client.put_connector(name, config)
     client.wait_running(name, tasks=1)
-    landing = {"kind": "s3", "bucket": bucket, "prefix": f"landing/{name}/", "endpoint": s3_server.endpoint}
+    landing = {"kind": "s3", "bucket": bucket, "prefix": prefix, "endpoint": s3_server.endpoint}
     sidecar = sidecar_config(worker, [name], bootstrap, landing, service.url)
     return SidecarProcess(workdir, f"sidecar-{name}", sidecar, env=S3_ENV).start()
 

@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-import pytest
-from pyiceberg.catalog import load_catalog
 from pyiceberg.expressions import EqualTo
 from pyiceberg.transforms import BucketTransform
 from pyiceberg.types import StringType
@@ -32,10 +29,11 @@ from lakegate_stack.iceberg_catalog import IcebergRestCatalog
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
 from lakegate_stack.services import ADMIN_TOKEN, ServiceProcess, SidecarProcess
+from tests.fixtures import ICEBERG_BUCKET, pyiceberg_rest
 from tests.kafka_helpers import committed_offsets, create_topic
 from tests.pipeline_helpers import assert_landed_as_sent, produce, shape, sink_with_sidecar, wait_committed
 
-BUCKET, PARTITIONS, PER_BATCH = "lake-iceberg", 2, 120
+PARTITIONS, PER_BATCH = 2, 120
 EPOCH = date(1970, 1, 1)
 TABLE = "e2e.mixed"
 # connector -> (topic, the shape its records take, sink settings)
@@ -48,20 +46,6 @@ CONNECTORS: dict[str, tuple[str, str, dict[str, Any]]] = {
         {"output": "csv", "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"},
     ),
 }
-PYICEBERG_S3 = {
-    "s3.access-key-id": s3mod.ACCESS_KEY,
-    "s3.secret-access-key": s3mod.SECRET_KEY,
-    "s3.region": s3mod.REGION,
-}
-
-
-@pytest.fixture(scope="module")
-def rest_catalog(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Iterator[IcebergRestCatalog]:
-    s3_server.create_bucket(BUCKET)
-    server = IcebergRestCatalog(tmp_path_factory.mktemp("iceberg-rest"), f"s3a://{BUCKET}/warehouse", s3_server)
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_every_field_of_three_shapes_lands_in_an_iceberg_table_with_connects_offsets(
@@ -69,7 +53,7 @@ def test_every_field_of_three_shapes_lands_in_an_iceberg_table_with_connects_off
     kafka_broker: KafkaBroker,
     connect_worker: ConnectWorker,
     s3_server: S3Server,
-    rest_catalog: IcebergRestCatalog,
+    s3_rest_catalog: IcebergRestCatalog,
 ) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     topics = [topic for topic, _, _ in CONNECTORS.values()]
@@ -79,22 +63,24 @@ def test_every_field_of_three_shapes_lands_in_an_iceberg_table_with_connects_off
         {
             "name": TABLE,
             "format": "iceberg",
-            "path": f"s3a://{BUCKET}/warehouse/e2e/mixed",
+            "path": f"s3a://{ICEBERG_BUCKET}/warehouse/e2e/mixed",
             "topics_regex": "ice-.*",
             "partition_by": ["day(_kafka_timestamp)", "bucket(4, uid)"],
             "commit": {"interval_seconds": 2},
         }
     ]
     s3 = {"endpoint": s3_server.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY}
-    catalogs = [{"name": "lake", "type": "rest", "uri": rest_catalog.uri}]
-    service = ServiceProcess(tmp_path, tables, [f"s3a://{BUCKET}/"], s3=s3, catalogs=catalogs).start()
+    catalogs = [{"name": "lake", "type": "rest", "uri": s3_rest_catalog.uri}]
+    service = ServiceProcess(tmp_path, tables, [f"s3a://{ICEBERG_BUCKET}/"], s3=s3, catalogs=catalogs).start()
     client = connect_worker.client()
     sidecars: list[SidecarProcess] = []
     sent: dict[str, dict[str, Any]] = {}  # uid -> value
     try:
         for name, (topic, _, sink) in CONNECTORS.items():
             sidecars.append(
-                sink_with_sidecar(tmp_path, connect_worker, s3_server, BUCKET, service, bootstrap, name, topic, sink)
+                sink_with_sidecar(
+                    tmp_path, connect_worker, s3_server, ICEBERG_BUCKET, service, bootstrap, name, topic, sink
+                )
             )
 
         for batch in range(2):
@@ -115,10 +101,7 @@ def test_every_field_of_three_shapes_lands_in_an_iceberg_table_with_connects_off
             client.delete_connector(name)
         service.stop()
 
-    catalog = load_catalog(
-        "check", type="rest", uri=rest_catalog.uri, **{"s3.endpoint": s3_server.endpoint, **PYICEBERG_S3}
-    )
-    table = catalog.load_table(TABLE)
+    table = pyiceberg_rest(s3_rest_catalog, s3_server).load_table(TABLE)
     rows = table.scan().to_arrow().to_pylist()
     assert_landed_as_sent(sent, rows)
     assert [(f.name, str(f.transform)) for f in table.spec().fields] == [
