@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from commit_service.iceberg.partitions import partition_text
+from commit_service.iceberg.partitions import HIVE_NULL, partition_text, timestamp_micros
 
 THREADS = 8  # footers read at once for a round's DataFiles
 
@@ -88,17 +88,17 @@ def data_files(spark: Any, table: Any, files: Sequence[Placed], mapping: Any) ->
     metrics_config = jvm.org.apache.iceberg.MetricsConfig.forTable(table)
     io = table.io()
     spec = table.spec()
+    stamps = _timestamp_fields(spec)
 
     def one(item: Placed) -> tuple[Any, int]:
         path, size, values = item
         source = io.newInputFile(path, size)
         metrics = jvm.org.apache.iceberg.parquet.ParquetUtil.fileMetrics(source, metrics_config, mapping)
         built = jvm.org.apache.iceberg.DataFiles.builder(spec).withInputFile(source).withFormat("PARQUET")
-        if values is not None:
-            listed = jvm.java.util.ArrayList()
-            for value in values:
-                listed.add(value)
-            built = built.withPartitionValues(listed)
+        if values is not None and stamps:
+            built = built.withPartition(_partition(jvm, spec, values, stamps))
+        elif values is not None:
+            built = built.withPartitionValues(_listed(jvm, values))
         return built.withMetrics(metrics).build(), int(metrics.recordCount())
 
     if len(files) <= 1:
@@ -127,17 +127,35 @@ def delete_files(spark: Any, table: Any, files: Sequence[Placed], spec: Any = No
             continue
         built = jvm.org.apache.iceberg.FileMetadata.deleteFileBuilder(spec).ofPositionDeletes()
         if values is not None:
-            built = built.withPartition(_partition(jvm, spec, values))
+            built = built.withPartition(_partition(jvm, spec, values, _timestamp_fields(spec)))
         out.append(built.withInputFile(source).withFormat("PARQUET").withMetrics(metrics).build())
     return out
 
 
-def _partition(jvm: Any, spec: Any, values: Sequence[str]) -> Any:
+def _partition(jvm: Any, spec: Any, values: Sequence[str], stamps: Sequence[int]) -> Any:
     """The partition tuple of ``spec`` that ``values`` (as ``withPartitionValues`` reads them) name.
     A delete file's builder takes only a tuple or a path (whose text cannot hold every string), so
-    the tuple is parsed by a data file's builder, as a round's data files are."""
+    the tuple is parsed by a data file's builder, as a round's data files are. Iceberg parses no
+    timestamp from text (``Conversions.fromPartitionString``): the ``stamps`` fields (an identity
+    partition of a timestamp column) are parsed here and set as microseconds since the epoch."""
+    parsed_as_null = [HIVE_NULL if i in stamps else v for i, v in enumerate(values)]
+    parsed = jvm.org.apache.iceberg.DataFiles.builder(spec).withPath("partition-only.parquet").withFormat("PARQUET")
+    built = parsed.withFileSizeInBytes(0).withRecordCount(0).withPartitionValues(_listed(jvm, parsed_as_null))
+    partition = built.build().partition()
+    for i in stamps:
+        if values[i] != HIVE_NULL:
+            partition.set(i, jvm.java.lang.Long.valueOf(str(timestamp_micros(values[i]))))
+    return partition
+
+
+def _listed(jvm: Any, values: Sequence[str]) -> Any:
     listed = jvm.java.util.ArrayList()
     for value in values:
         listed.add(value)
-    parsed = jvm.org.apache.iceberg.DataFiles.builder(spec).withPath("partition-only.parquet").withFormat("PARQUET")
-    return parsed.withFileSizeInBytes(0).withRecordCount(0).withPartitionValues(listed).build().partition()
+    return listed
+
+
+def _timestamp_fields(spec: Any) -> list[int]:
+    """The positions of ``spec``'s partition fields whose values are timestamps."""
+    fields = spec.partitionType().fields()
+    return [i for i in range(fields.size()) if str(fields.get(i).type().typeId().toString()).startswith("TIMESTAMP")]

@@ -15,11 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from commit_service.domain.partitioning import EPOCH, KeyPartition, PartitionField, Pin, Transform, key_fields
 from commit_service.errors import TableLayoutError
+from commit_service.round.partitions import EPOCH as EPOCH_UTC
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the null partition, as Iceberg and Spark write it
 SPLIT_COLUMN = "__lakegate_part_{}"  # a rewritten frame's i-th partition value (never in a file)
@@ -103,6 +104,13 @@ class IcebergPartitioning:
         """The partition values an upsert ``key`` decides, by Iceberg's own functions (which its
         Spark scan pushes down to prune by), over a table's row and a key's columns alike."""
         return [KeyPartition(_expression(f, catalog), _expression(f, catalog)) for f in key_fields(self.fields, key)]
+
+
+def timestamp_micros(text: str) -> int:
+    """A timestamp partition value as Spark writes it as text in the service's UTC session
+    (``2026-12-31 23:59:00.5``), as Iceberg holds it: microseconds since the epoch."""
+    at = datetime.fromisoformat(text)
+    return ((at if at.tzinfo else at.replace(tzinfo=UTC)) - EPOCH_UTC) // timedelta(microseconds=1)
 
 
 def marked(expression: str) -> str:

@@ -10,6 +10,7 @@ column. The same test for both formats: only reading the table back differs.
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,53 @@ def test_envelope_json_lines_are_rewritten_into_identity_and_hour_partitions(
         got = {k: v for k, v in rows[e["value"]["id"]].items() if k in want or k == "_kafka_timestamp_hour"}
         assert same(want, got), f"{want} != {got}"
     assert sorted(r["id"] for r in table.rows(region="us/east")) == [i for i in range(20) if i % 3 == 0]
+
+
+NEW_YEAR = datetime(2026, 12, 31, 23, 59, tzinfo=UTC)
+# a partition's value as each reader shows it, by transform: Delta's generated column (the source
+# column itself for identity), Iceberg's partition tuple (years and months since 1970)
+PARTITION_TEXT = {
+    ("delta", "year(ts)"): lambda at: str(at.year),
+    ("delta", "month(ts)"): lambda at: at.strftime("%Y-%m"),
+    ("iceberg", "year(ts)"): lambda at: str(at.year - 1970),
+    ("iceberg", "month(ts)"): lambda at: str((at.year - 1970) * 12 + at.month - 1),
+}
+
+
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+@pytest.mark.parametrize("transform", ["year(ts)", "month(ts)", "ts"])
+def test_year_month_and_identity_partitions_of_a_timestamp(
+    spark: Any, tmp_path: Path, table_format: str, transform: str
+) -> None:
+    """A file of one instant goes in place by its year or month; a file from 23:59 on New Year's
+    Eve to 00:02 spans two years, two months and four instants, and is split by each. By the
+    identity of a timestamp (a partition per instant) every file is split: Lakegate takes no
+    instant from a footer as a partition value, and Iceberg's builder parses none from text."""
+    table = Table(spark, tmp_path, table_format, f"times_{transform[:-4] or 'ts'}", transform)
+    landing = Landing(table.root)
+    a, rows_a = landing.parquet(0, 0, [NEW_YEAR] * 4)
+    b, rows_b = landing.parquet(0, 4, [NEW_YEAR + timedelta(minutes=i) for i in range(4)])
+    record = table.commit([a, b])
+    if transform == "ts":  # a timestamp's own value is not taken from a footer: both files are split
+        assert (record.in_place, record.rewritten, record.split) == (0, 2, 2)
+    else:
+        assert (record.in_place, record.rewritten, record.split) == (1, 1, 1)
+
+    rows = {r["id"]: r for r in table.rows()}
+    assert sorted(rows) == sorted(r["id"] for r in rows_a + rows_b)
+    column = f"ts_{transform[:-4]}" if transform != "ts" else None  # Delta's generated column, Iceberg's field
+    for want in rows_a + rows_b:
+        got = rows[want["id"]]
+        derived = {column: got.get(column)} if column else {}
+        assert same({**want, **derived}, got), f"{want} != {got}"
+        if column and table_format == "delta":
+            assert got[column] == (want["ts"].year if transform == "year(ts)" else want["ts"].strftime("%Y-%m"))
+
+    value = PARTITION_TEXT.get((table_format, transform), lambda at: at.isoformat())  # identity: the instant
+    got_parts: Counter[str | None] = Counter()
+    for _, part, n in table.files():
+        got_parts[part[column or "ts"]] += n
+    assert got_parts == Counter(value(r["ts"]) for r in rows_a + rows_b)
 
 
 def test_a_delta_table_of_another_layout_and_a_file_without_the_column_are_refused(spark: Any, tmp_path: Path) -> None:

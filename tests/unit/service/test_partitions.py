@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from commit_service.delta.partitions import GENERATION, DeltaPartitioning
 from commit_service.domain.partitioning import Pin, Transform, parse_spec, spec_problem, time_value
-from commit_service.iceberg.partitions import HIVE_NULL, IcebergPartitioning, partition_text
+from commit_service.iceberg.partitions import HIVE_NULL, IcebergPartitioning, partition_text, timestamp_micros
 from commit_service.round.partitions import pins_of, sql_literal
 from commit_service.storage.facts import FileFacts
 from commit_service.storage.footer import footer_facts
@@ -133,6 +133,21 @@ def test_an_iceberg_files_partition_values_are_what_withpartitionvalues_parses()
     ]
     assert spec.split_columns("lake")[4] == ("__lakegate_part_4", "CONCAT('v', CAST(`region` AS STRING))")
     assert [partition_text(t) for t in ("v", "v2026-11-27", "vv", HIVE_NULL)] == ["", "2026-11-27", "v", HIVE_NULL]
+
+
+@pytest.mark.parametrize(
+    ("text", "micros"),
+    [
+        ("1970-01-01 00:00:00", 0),
+        ("2026-12-31 23:59:00", 1_798_761_540_000_000),
+        ("2026-12-31 23:59:00.000001", 1_798_761_540_000_001),
+        ("1969-12-31 23:59:59.5", -500_000),
+        ("2026-12-31T23:59:00+01:00", 1_798_757_940_000_000),
+    ],
+)
+def test_a_timestamp_partition_value_is_read_as_microseconds_since_the_epoch(text: str, micros: int) -> None:
+    """What an identity partition of a timestamp holds in Iceberg, from Spark's text of it (UTC)."""
+    assert timestamp_micros(text) == micros
 
 
 def test_only_the_partitions_an_upsert_key_decides_narrow_a_merge() -> None:
