@@ -47,7 +47,7 @@ class FileFacts:
     # sink's type for values it never saw, which never wins over a real type (round_schema.VOID)
     null_strings: tuple[str, ...] = ()
     # Parquet: top-level timestamp columns' exact bounds (name, min, max in microseconds since the
-    # epoch, UTC), which ``stats_json`` leaves out: where a partitioned table's file lies
+    # epoch, UTC; ``stats_json`` has them in milliseconds): where a partitioned table's file lies
     times: tuple[tuple[str, int, int], ...] = ()
 
     def packed(self) -> PackedFacts:

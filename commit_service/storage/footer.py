@@ -56,7 +56,8 @@ class FooterFacts:
     coverage: Coverage | None  # the sink's envelope: the offsets its ``offset`` column bounds
     null_strings: tuple[str, ...]
     # top-level timestamp columns' exact bounds (microseconds since the epoch, UTC; a timestamp
-    # without a zone read as UTC), which the stats leave out: where a partitioned table's file lies
+    # without a zone read as UTC; the stats hold only UTC ones, in milliseconds): where a
+    # partitioned table's file lies
     times: tuple[tuple[str, int, int], ...] = ()
 
 
@@ -121,7 +122,10 @@ def footer_facts(meta: pq.FileMetaData) -> FooterFacts:
         if lo is not None and hi is not None and (nan_aware or not floating):
             mins[name], maxs[name] = lo, hi
         elif isinstance(raw_lo, datetime) and isinstance(raw_hi, datetime):
-            times.append((name, _micros(raw_lo), _micros(raw_hi)))
+            low_us, high_us = _micros(raw_lo), _micros(raw_hi)
+            times.append((name, low_us, high_us))
+            if raw_lo.tzinfo is not None:  # a UTC instant (Spark's timestamp): Delta's stats hold it
+                mins[name], maxs[name] = _stat_time(low_us // 1000), _stat_time(high_us // 1000 + 1)
     stats = json.dumps({"numRecords": rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls})
     exact = {name: (low, maxs[name]) for name, low in mins.items() if nulls.get(name) == 0}
     covered = from_statistics([name for name, _ in layout.columns], exact, rows)
@@ -171,6 +175,15 @@ def _micros(value: datetime) -> int:
     return (at - EPOCH) // MICROSECOND
 
 
+def _stat_time(millis: int) -> str:
+    """A timestamp bound as Delta's stats write it: UTC, in milliseconds. The protocol truncates
+    both bounds to the millisecond and readers widen the max by one; Lakegate writes the max one
+    millisecond up instead (never below a value, even for a nanosecond bound rounded down), so
+    a reader that does not widen it skips no file it needs."""
+    at = EPOCH + timedelta(milliseconds=millis)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+
+
 def _json_bound(value: Any) -> Any:
     """A bound as Delta's stats write it, or None when it cannot be written exactly (see also
     :data:`NAN_AWARE_WRITERS`): a NaN, an infinity or a string longer than 32 characters gives none."""
@@ -184,4 +197,4 @@ def _json_bound(value: Any) -> Any:
         return value if len(value) <= MAX_STAT_STRING else None
     if isinstance(value, date) and type(value) is date:
         return value.isoformat()
-    return None  # timestamps, decimals, bytes: left out rather than risk a wrong bound
+    return None  # timestamps (see _stat_time), decimals, bytes: left out rather than risk a wrong bound

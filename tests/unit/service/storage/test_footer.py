@@ -34,7 +34,12 @@ def expected_stats(table: pa.Table) -> dict[str, Any]:
         column = table.column(field.name)
         nulls[field.name] = column.null_count
         values = [v for v in column.to_pylist() if v is not None]
-        if not values or pa.types.is_boolean(field.type) or pa.types.is_timestamp(field.type):
+        if not values or pa.types.is_boolean(field.type):
+            continue
+        if pa.types.is_timestamp(field.type):  # UTC instants only, in milliseconds: the max one up
+            if field.type.tz is not None:
+                mins[field.name] = millis_text(min(values))
+                maxs[field.name] = millis_text(max(values) + dt.timedelta(milliseconds=1))
             continue
         if pa.types.is_floating(field.type):  # pyarrow's bounds leave NaN out: none is exact
             continue
@@ -47,6 +52,12 @@ def expected_stats(table: pa.Table) -> dict[str, Any]:
     return {"numRecords": table.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
 
 
+def millis_text(at: dt.datetime) -> str:
+    """A UTC instant truncated to the millisecond, as Delta's stats write it."""
+    utc = at.astimezone(dt.UTC)
+    return utc.replace(tzinfo=None, microsecond=utc.microsecond // 1000 * 1000).isoformat(timespec="milliseconds") + "Z"
+
+
 MIXED = pa.table(
     {
         "id": pa.array(["a-1", "a-2", None, "a-0"]),
@@ -57,6 +68,8 @@ MIXED = pa.table(
         "flag": pa.array([True, False, None, True]),
         "day": pa.array([dt.date(2026, 1, 2), dt.date(2025, 12, 31), None, dt.date(2026, 3, 1)]),
         "at": pa.array([1, 2, 3, 4], pa.timestamp("ms", tz="UTC")),
+        "us": pa.array([1_500, None, 2_999, 1_000_000_000_000_123], pa.timestamp("us", tz="UTC")),
+        "local": pa.array([7, 8, None, 9], pa.timestamp("us")),  # no zone: no stats (Delta's are UTC)
         "empty": pa.array([None, None, None, None], pa.string()),
         "s": pa.array([{"a": 1}, {"a": 2}, None, {"a": 3}], pa.struct([("a", pa.int64())])),
         "l": pa.array([[1], [], None, [2, 3]], pa.list_(pa.int64())),
@@ -71,7 +84,13 @@ def test_stats_are_the_values_exact_bounds_and_nulls(row_group_size: int | None)
     assert got.num_rows == 4
     assert got.null_strings == ("empty",)  # "id" and "long" hold values; "s.a" is not a string
     assert got.coverage is None  # not the sink's envelope
-    assert got.times == (("at", 1000, 4000),)  # a timestamp's exact bounds in microseconds, not in the stats
+    # a timestamp's exact bounds in microseconds (zone-less ones read as UTC)
+    assert got.times == (("at", 1000, 4000), ("us", 1_500, 1_000_000_000_000_123), ("local", 7, 9))
+    stats = json.loads(got.stats_json)
+    assert (stats["minValues"]["us"], stats["maxValues"]["us"]) == (
+        "1970-01-01T00:00:00.001Z",
+        "2001-09-09T01:46:40.001Z",
+    )
 
 
 def test_a_nan_beside_finite_values_leaves_its_column_without_bounds() -> None:
