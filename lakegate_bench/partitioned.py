@@ -79,7 +79,7 @@ class TimedLanding:
         return files
 
 
-def part_partitioned(bench: Bench, sizes: list[int]) -> dict[str, Any]:
+def part_partitioned(bench: Bench, sizes: list[int], formats: tuple[str, ...] = ("delta", "iceberg")) -> dict[str, Any]:
     from lakegate_bench.iceberg import iceberg_coordinator
 
     rounds, queries = [], []
@@ -88,7 +88,7 @@ def part_partitioned(bench: Bench, sizes: list[int]) -> dict[str, Any]:
         for landing_name, crossing in (("whole", None), ("crossing", CROSSING)):
             landing = TimedLanding(bench.work / f"landing-partitioned-{n}-{landing_name}", bench.rows, n, crossing)
             first, files = landing.write(1), landing.write(n)
-            for fmt in ("delta", "iceberg"):
+            for fmt in formats:
                 for spec in ((), ("day(ts)",)) if crossing is None else (("day(ts)",),):
                     name = f"pt{n}-{landing_name}-{fmt}-{'day' if spec else 'none'}"
                     table = (

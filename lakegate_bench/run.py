@@ -153,6 +153,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=10, help="partitions: rounds per layout (default 10)")
     parser.add_argument(
+        "--partitioned-formats",
+        nargs="+",
+        choices=("delta", "iceberg"),
+        default=["delta", "iceberg"],
+        help="partitioned: the table formats measured (default both)",
+    )
+    parser.add_argument(
         "--service-partitions", type=int, default=3, help="service: partitions the files are spread over (default 3)"
     )
     parser.add_argument(
@@ -308,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         "jsonl": lambda: bench.part_jsonl(args.jsonl_files),
         "upsert": lambda: bench.part_upsert(args.upsert_rows, args.upsert_files, args.upsert_keys),
         "iceberg": lambda: part_iceberg(bench, args.files, args.jsonl_files),
-        "partitioned": lambda: part_partitioned(bench, args.files),
+        "partitioned": lambda: part_partitioned(bench, args.files, tuple(args.partitioned_formats)),
     }
     for part in in_process:
         write_part(part, machine, runs[part], args)

@@ -171,6 +171,42 @@ def test_an_unpartitioned_tables_in_place_files_are_skipped_by_their_time_bounds
     assert tuple(bounds) == (min(micros), max(micros), 18)
 
 
+def test_a_delta_table_clustered_outside_lakegate_takes_files_in_place_and_compaction_clusters_them(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Liquid clustering, as a team sets it up: the table made with ``CLUSTER BY (ts)`` before
+    Lakegate's first round, ``partition_by: []``. Every file is added where it lies, midnight or
+    not (clustering splits nothing); compaction (Delta's ``OPTIMIZE``) clusters them; the rows,
+    the offsets and the clustering columns are as they were, and a time filter skips files."""
+    table = Table(spark, tmp_path, "delta", "clustered")
+    spark.sql(
+        f"CREATE TABLE delta.`{table.root}` (id BIGINT, ts TIMESTAMP, page STRING, offset BIGINT) "
+        "USING delta CLUSTER BY (ts)"
+    )
+    landing = Landing(table.root)
+    files, rows = [], []
+    for i in range(4):  # the last one spans midnight
+        start = DAY + timedelta(hours=20 + i)
+        f, r = landing.parquet(0, i * 10, [start + timedelta(minutes=6 * k) for k in range(10)])
+        files.append(f)
+        rows += r
+    record = table.commit(files)
+    assert (record.in_place, record.rewritten, record.split) == (4, 0, None)
+    late = table.spark_frame().where("ts >= '2026-11-27 23:00:00'")
+    assert sorted(f.rsplit("-", 1)[1] for f in late.inputFiles()) == ["30"]
+
+    offsets = table.committer.snapshot().offsets
+    compacted = table.committer.maintain(MaintenanceKind.COMPACT, MaintenancePolicy(enabled=True, compact_min_files=2))
+    assert compacted.files_after < compacted.files_before == 4, compacted
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{table.root}`").collect()[0]
+    assert list(detail["clusteringColumns"]) == ["ts"]
+    assert table.committer.snapshot().offsets == offsets
+    got = {r["id"]: r for r in table.rows()}
+    assert sorted(got) == sorted(r["id"] for r in rows)
+    for want in rows:
+        assert same(want, got[want["id"]]), f"{want} != {got[want['id']]}"
+
+
 NEW_YEAR = datetime(2026, 12, 31, 23, 59, tzinfo=UTC)
 # a partition's value as each reader shows it, by transform: Delta's generated column (the source
 # column itself for identity), Iceberg's partition tuple (years and months since 1970)
