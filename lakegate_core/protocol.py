@@ -43,6 +43,7 @@ class FileFormat(str, Enum):
     PARQUET = "parquet"
     JSONL = "jsonl"
     CSV = "csv"
+    AVRO = "avro"  # Avro container files (any codec), as Aiven's and Confluent's Avro formats write them
 
 
 class FileStatus(str, Enum):

@@ -20,9 +20,14 @@ from lakegate_core.protocol import CsvLayout, FileFormat
 
 # Aiven's format.output.type -> what the service is told (csv is headerless; its layout, from
 # format.output.fields and the value's encoding, goes with each file: csv_layout)
-AIVEN_FORMATS = {"jsonl": FileFormat.JSONL, "parquet": FileFormat.PARQUET, "csv": FileFormat.CSV}
+AIVEN_FORMATS = {
+    "jsonl": FileFormat.JSONL,
+    "parquet": FileFormat.PARQUET,
+    "csv": FileFormat.CSV,
+    "avro": FileFormat.AVRO,
+}
 # Confluent's format.class (its simple name) -> the same
-CONFLUENT_FORMATS = {"ParquetFormat": FileFormat.PARQUET, "JsonFormat": FileFormat.JSONL}
+CONFLUENT_FORMATS = {"ParquetFormat": FileFormat.PARQUET, "JsonFormat": FileFormat.JSONL, "AvroFormat": FileFormat.AVRO}
 
 # How the sidecar reads an object key (relative to its listing prefix) as (topic, partition, start)
 NAMING_PRESETS = {
@@ -39,22 +44,22 @@ NAME_VARIABLES = ("topic", "partition", "start_offset")  # what a file's name mu
 def output_format(config: Mapping[str, Any]) -> tuple[FileFormat | None, str]:
     """The data file format a sink connector writes, from its own config, and where that came from.
 
-    ``(None, why)`` when it writes a format the service cannot commit (Avro, a JSON array, ...).
+    ``(None, why)`` when it writes a format the service cannot commit (a JSON array, raw bytes, ...).
     The compression (``file.compression.type``) is not needed: the service reads it from the bytes.
     """
     if "format.output.type" in config:
         value = str(config["format.output.type"]).strip().lower()
         found = AIVEN_FORMATS.get(value)
-        return found, f"format.output.type={value}" + ("" if found else " is not jsonl, parquet or csv")
+        return found, f"format.output.type={value}" + ("" if found else " is not jsonl, parquet, csv or avro")
     if "format.class" in config:
         simple = str(config["format.class"]).rsplit(".", 1)[-1]
         found = CONFLUENT_FORMATS.get(simple)
-        return found, f"format.class={simple}" + ("" if found else " is not ParquetFormat or JsonFormat")
+        return found, f"format.class={simple}" + ("" if found else " is not ParquetFormat, JsonFormat or AvroFormat")
     if is_aiven(config):
         return FileFormat.CSV, "format.output.type unset: Aiven's default, csv"
     return None, (
-        "neither format.output.type nor format.class is set; set format.output.type (jsonl, parquet "
-        "or csv) on the connector, or connect.formats in sidecar.yaml"
+        "neither format.output.type nor format.class is set; set format.output.type (jsonl, parquet, "
+        "csv or avro) on the connector, or connect.formats in sidecar.yaml"
     )
 
 

@@ -137,11 +137,16 @@ GROUPS: dict[str, ArtifactGroup] = {
         ),
         ArtifactGroup(
             name="delta",
-            description=f"Delta Lake {DELTA_VERSION} for Spark {SPARK_VERSION[:3]} (Scala 2.13)",
+            description=f"Delta Lake {DELTA_VERSION} and spark-avro for Spark {SPARK_VERSION[:3]} (Scala 2.13)",
             dependencies=(
                 Dependency(
                     f"io.delta:delta-spark_{SPARK_VERSION[:3]}_2.13:{DELTA_VERSION}",
                     # Spark itself provides Scala and the Hadoop client.
+                    exclusions=("org.scala-lang:scala-library", "org.apache.hadoop:*"),
+                ),
+                # Spark's own Avro source: how the service reads the Avro files sinks write.
+                Dependency(
+                    f"org.apache.spark:spark-avro_2.13:{SPARK_VERSION}",
                     exclusions=("org.scala-lang:scala-library", "org.apache.hadoop:*"),
                 ),
             ),
@@ -159,6 +164,11 @@ GROUPS: dict[str, ArtifactGroup] = {
                 "jsr305",
                 "commons-pool",
                 "jts-core",
+                "avro-",
+                "xz-",
+                "tukaani",
+                "spark-tags_",
+                "scala-parallel-collections",
             ),
         ),
         ArtifactGroup(

@@ -4,7 +4,8 @@ Used by ``tests/integration/test_fidelity.py`` (a bounded number of examples in 
 by ``scripts/fidelity --examples N --seed S`` (more). One example is a :class:`Case`: 2-3 topics
 whose records draw fields from one pool (a field name has one type wherever it appears: nested
 structs that gain fields, arrays, unicode and empty strings, longs and doubles, nulls anywhere,
-whole files where a field is null), written as JSON lines, Parquet or Aiven's headerless CSV,
+whole files where a field is null), written as JSON lines, Parquet, Aiven's headerless CSV or
+Avro container files (the schema Connect's Avro data would give: every field optional),
 with Aiven's envelope or plain, split into files and rounds at random, and committed through the real
 :class:`~commit_service.delta.committer.DeltaCommitter` into an append, an upsert or a Debezium table,
 unpartitioned or partitioned by a random spec (:func:`partition_specs`).
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
@@ -41,6 +43,10 @@ class SinkFile:
     envelopes: tuple[dict[str, Any], ...]
     fmt: FileFormat
     envelope: bool
+    # the value's own fields and their types (a pool type, see type_strategy): what a schemaful
+    # writer (Avro) declares, whether or not a record of the file holds a value
+    types: tuple[tuple[str, Any], ...] = ()
+    mode: str = "append"  # the records' shape: MODES
 
 
 @dataclass
@@ -121,7 +127,8 @@ def cases(draw: Any, mode: str | None = None) -> Case:
                 row = {n: (None if n in all_null else value_of(pool[n], draw, nulls=True)) for n in fields_of[topic]}
                 envelopes.append(_record(mode, topic, partition, start + i, row, draw, live))
             next_offset[(topic, partition)] = start + len(envelopes)
-            files.append(SinkFile(topic, partition, start, tuple(envelopes), fmt, envelope))
+            types = tuple((n, pool[n]) for n in fields_of[topic])
+            files.append(SinkFile(topic, partition, start, tuple(envelopes), fmt, envelope, types, mode))
         case.rounds.append(files)
     return case
 
@@ -196,11 +203,61 @@ def encode(f: SinkFile) -> tuple[bytes, CsvLayout | None]:
         return "\n".join(lines).encode(), layout
     if f.fmt is FileFormat.JSONL:
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode(), None
+    if f.fmt is FileFormat.AVRO:
+        return _avro(f, rows), None
     if f.envelope:
         rows = [{**r, "key": None if r["key"] is None else json.dumps(r["key"])} for r in rows]
     buf = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows), buf)
     return buf.getvalue(), None
+
+
+def _avro(f: SinkFile, rows: list[Any]) -> bytes:
+    """An Avro container file of ``rows`` (envelopes, or values), its schema from ``f``'s types as
+    Aiven's Avro writer declares it: the envelope a ``connector_records`` record of ``key``,
+    ``value`` and ``offset``; every value field a union with null; the codec drawn from the file's
+    start offset (null, deflate, snappy)."""
+    names = iter(range(1, 1_000))
+
+    def avro(t: Any) -> Any:
+        if isinstance(t, str):
+            return t
+        if t[0] == "array":
+            return {"type": "array", "items": t[1]}
+        return record(f"record_{next(names)}", t[1])
+
+    def record(name: str, fields: Any) -> dict[str, Any]:
+        typed = [{"name": n, "type": ["null", avro(ft)], "default": None} for n, ft in fields]
+        return {"type": "record", "name": name, "fields": typed}
+
+    value = record("Value", [*f.types, ("rid", "string") if f.mode == "append" else ("k", "long")])
+    if f.mode == "debezium":  # before and after: the row's one record type, named once
+        value = {
+            "type": "record",
+            "name": "Envelope",
+            "fields": [
+                {"name": "before", "type": ["null", {**value, "name": "Row"}], "default": None},
+                {"name": "after", "type": ["null", "Row"], "default": None},
+                {"name": "op", "type": ["null", "string"], "default": None},
+            ],
+        }
+    schema: dict[str, Any] = value
+    if f.envelope:
+        key = "string" if f.mode == "append" else record("Key", [("k", "long")])
+        schema = {
+            "type": "record",
+            "name": "connector_records",
+            "namespace": "io.aiven.avro.output.schema",
+            "fields": [
+                {"name": "key", "type": ["null", key]},
+                {"name": "value", "type": ["null", value]},
+                {"name": "offset", "type": "long"},
+            ],
+        }
+    buf = io.BytesIO()
+    codec = ("null", "deflate", "snappy")[f.start % 3]
+    fastavro.writer(buf, fastavro.parse_schema(schema), rows, codec=codec)
+    return buf.getvalue()
 
 
 def data_file(f: SinkFile, uri: str, size: int, csv: CsvLayout | None) -> DataFile:

@@ -287,7 +287,7 @@ class SidecarLoop:
             self._warned.add(connector)
             logger.error(
                 "connector %s writes files the service cannot commit (%s): its files are not reported. "
-                "Use format.output.type jsonl, parquet or csv, or set connect.formats.%s in sidecar.yaml",
+                "Use format.output.type jsonl, parquet, csv or avro, or set connect.formats.%s in sidecar.yaml",
                 connector,
                 why,
                 connector,

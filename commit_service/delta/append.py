@@ -32,7 +32,7 @@ from commit_service.errors import SchemaMismatchError
 from commit_service.round.commit import Written
 from commit_service.round.convert import FrameReader
 from commit_service.round.partitions import check_partitionable, column_types, pins_of
-from commit_service.round.sources import ParquetSchemas
+from commit_service.round.sources import FileSchemas
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.protocol import FileFormat
 
@@ -66,7 +66,7 @@ class AppendWriter:
         self.partitioning = partitioning
         self._actions = actions
         self._handles = handles
-        self.parquet_schemas = ParquetSchemas(spark)
+        self.parquet_schemas = FileSchemas(spark)
         self._said_outside_root = False
 
     def round(

@@ -55,7 +55,7 @@ from commit_service.errors import (
 )
 from commit_service.ports import TableSnapshot
 from commit_service.round.commit import Opened, RoundCommit, RoundFiles, Written
-from commit_service.round.sources import ParquetSchemas
+from commit_service.round.sources import FileSchemas
 from commit_service.spark.java_errors import Failure, classify, java_summary
 from commit_service.storage.prefetch import FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
@@ -197,7 +197,7 @@ class DeltaCommitter:
     def session(self) -> Any:
         return self.spark
 
-    def reading(self) -> tuple[Any, ParquetSchemas]:
+    def reading(self) -> tuple[Any, FileSchemas]:
         return self.spark, self._append.parquet_schemas
 
     def open_round(self, plan: CommitPlan) -> Opened:

@@ -6,6 +6,9 @@ check passed). Read by :mod:`.doctor` through :data:`SINK_CHECKS`; unit-tested o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from lakegate_core.doctor import Check, DoctorFinding, DoctorSeverity
 from lakegate_core.errors import ProtocolError
 from lakegate_core.protocol import FileFormat
@@ -78,9 +81,11 @@ def file_format(f: ConnectorFacts) -> list[DoctorFinding]:
                 f"the service cannot read this sink's files: {source}",
                 "a file the service cannot read is refused, and its records never reach the table",
                 key="format.output.type",
-                fix="format.output.type=parquet (or jsonl)",
+                fix="format.output.type=parquet (or jsonl, csv, avro)",
             )
         ]
+    if fmt is FileFormat.AVRO and is_aiven(f.config):
+        return _aiven_avro(f)
     if fmt is FileFormat.CSV:
         try:
             csv_layout(f.config)
@@ -96,6 +101,41 @@ def file_format(f: ConnectorFacts) -> list[DoctorFinding]:
                 )
             ]
     return []
+
+
+def _aiven_avro(f: ConnectorFacts) -> list[DoctorFinding]:
+    """Aiven's Avro: a container file as it is (``file.compression.type=none``: Aiven wraps any
+    other format's stream, Avro's too, and gzip is its default), of records that have schemas."""
+    compression = str(f.config.get("file.compression.type", "gzip")).strip().lower()
+    if compression != "none":
+        return [
+            f.finding(
+                Check.FORMAT,
+                BLOCKING,
+                f"file.compression.type={compression} wraps each Avro container file in a {compression} stream",
+                "the service reads Avro container files as Spark reads them; a file inside a compressed "
+                "stream is refused, and its records never reach the table",
+                key="file.compression.type",
+                fix="file.compression.type=none, and avro.codec=snappy (or deflate, zstandard) to compress inside the file",
+            )
+        ]
+    schemaless = [k for k in ("key.converter.schemas.enable", "value.converter.schemas.enable") if _false(f.config, k)]
+    if schemaless:
+        return [
+            f.finding(
+                Check.FORMAT,
+                BLOCKING,
+                f"{schemaless[0]}=false: Aiven's Avro writer needs a schema for every key and value",
+                "a record without a schema fails the sink's task (DataException), so nothing more is written",
+                key=schemaless[0],
+                fix=f"{schemaless[0]}=true, or an Avro converter",
+            )
+        ]
+    return []
+
+
+def _false(config: Mapping[str, Any], key: str) -> bool:
+    return str(config.get(key, "")).strip().lower() == "false"
 
 
 def offset_field(f: ConnectorFacts) -> list[DoctorFinding]:

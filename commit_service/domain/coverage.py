@@ -94,6 +94,14 @@ def from_statistics(columns: Sequence[str], bounds: Mapping[str, tuple[Any, Any]
     return Coverage(OffsetSpan(low, high), rows)
 
 
+def from_bounds(columns: Sequence[str], first: Any, last: Any, records: int) -> Coverage | None:
+    """The coverage of a file in the sink's envelope whose first and last record hold the offsets
+    ``first`` and ``last`` (an Avro file: records are written in offset order)."""
+    if not _is_envelope(columns) or not _is_offset(first) or not _is_offset(last) or records == 0:
+        return None
+    return Coverage(OffsetSpan(first, last), records)
+
+
 def from_lines(lines: Sequence[str]) -> Coverage | None:
     """The coverage of a JSON-lines file in the sink's envelope: records are written in offset
     order, so the first and last line bound it (only those two are parsed)."""

@@ -37,7 +37,7 @@ from commit_service.iceberg.upsert import RowChanges
 from commit_service.round.commit import Written
 from commit_service.round.convert import FrameReader
 from commit_service.round.partitions import check_partitionable, column_types, pins_of
-from commit_service.round.sources import ParquetSchemas
+from commit_service.round.sources import FileSchemas
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.protocol import FileFormat
 
@@ -53,7 +53,7 @@ class IcebergAppend:
         *,
         placement: Placement,
         partition_by: tuple[PartitionField, ...],
-        parts: Callable[[], tuple[Any, Any, IcebergTable, ParquetSchemas, Any]],
+        parts: Callable[[], tuple[Any, Any, IcebergTable, FileSchemas, Any]],
     ) -> None:
         self.table = table
         self.catalog = catalog
@@ -142,7 +142,7 @@ class IcebergAppend:
         files: Sequence[PendingFile],
         reader: FrameReader,
         facts: dict[str, FileFacts],
-        schemas: ParquetSchemas,
+        schemas: FileSchemas,
         target: Schema,
     ) -> tuple[list[PendingFile], list[PendingFile]]:
         """The files that may be added as they are (plain Parquet whose columns and types fit the

@@ -56,7 +56,7 @@ from commit_service.iceberg.upsert import IcebergUpsert, RowChanges
 from commit_service.iceberg.validator import offsets_unchanged
 from commit_service.ports import TableSnapshot
 from commit_service.round.commit import Opened, RoundCommit, RoundFiles, Written
-from commit_service.round.sources import ParquetSchemas
+from commit_service.round.sources import FileSchemas
 from commit_service.spark.java_errors import ICEBERG_VALIDATION, Failure, classify, java_summary, thrown
 from commit_service.storage.prefetch import FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
@@ -109,7 +109,7 @@ class IcebergCommitter:
         self.offset_check = offset_check
         self.placement = placement
         self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
-        self._ready: tuple[Any, Any, IcebergTable, ParquetSchemas, IcebergMaintainer] | None = None
+        self._ready: tuple[Any, Any, IcebergTable, FileSchemas, IcebergMaintainer] | None = None
         self.upsert = upsert
         self.partition_by = partition_by
         self._validator: Any = None  # the round's io.lakegate.iceberg.OffsetsUnchanged
@@ -121,7 +121,7 @@ class IcebergCommitter:
             table, self, storage, self.facts, unwrap=unwrap, offset_check=offset_check, clock=clock
         )
 
-    def _parts(self) -> tuple[Any, Any, IcebergTable, ParquetSchemas, IcebergMaintainer]:
+    def _parts(self) -> tuple[Any, Any, IcebergTable, FileSchemas, IcebergMaintainer]:
         """The session, the round writer's session, the table, footer schemas, the maintainer: built once."""
         if self._ready is None:
             spark = self._spark_factory()
@@ -133,7 +133,7 @@ class IcebergCommitter:
             table = IcebergTable(spark, self.catalog, self.table, self.path)
             if self.upsert is not None:
                 self._upsert = IcebergUpsert(spark, table, self.upsert, self.partition_by)
-            self._ready = (spark, writer, table, ParquetSchemas(writer), IcebergMaintainer(spark, table))
+            self._ready = (spark, writer, table, FileSchemas(writer), IcebergMaintainer(spark, table))
         return self._ready
 
     # -- reading --------------------------------------------------------------------------
@@ -185,7 +185,7 @@ class IcebergCommitter:
     def session(self) -> Any:
         return self._parts()[0]
 
-    def reading(self) -> tuple[Any, ParquetSchemas]:
+    def reading(self) -> tuple[Any, FileSchemas]:
         _, writer, _, schemas, _ = self._parts()
         return writer, schemas
 

@@ -28,7 +28,7 @@ from commit_service.domain.plan import CommitPlan, PendingFile
 from commit_service.errors import CommitError, OffsetsMovedError
 from commit_service.faults import AFTER_COMMIT, BEFORE_COMMIT, crash_point
 from commit_service.round.convert import FrameReader, kafka_timestamp
-from commit_service.round.sources import ParquetSchemas, check_coverage, checked_facts
+from commit_service.round.sources import FileSchemas, check_coverage, checked_facts
 from commit_service.spark.session import job_group, job_ids, job_label
 from commit_service.storage.prefetch import FactsCache
 from commit_service.storage.reader import FileFacts, StorageReader
@@ -73,7 +73,7 @@ class TableFormat(Protocol):
         """The SparkSession the round's jobs run in (started on first need)."""
         ...
 
-    def reading(self) -> tuple[Any, ParquetSchemas]:
+    def reading(self) -> tuple[Any, FileSchemas]:
         """The session a round's files are read and rewritten in, and the table's footer schemas."""
         ...
 
@@ -141,7 +141,7 @@ class RoundCommit:
 
     def _commit(self, spark: Any, plan: CommitPlan, commit_id: str) -> CommitRecord:
         writer, schemas = self.format.reading()
-        reader = FrameReader(writer, self.storage, self.unwrap, schemas.get)
+        reader = FrameReader(writer, self.storage, self.unwrap, schemas.get, schemas.avro)
         facts = checked_facts(self.facts, plan.files)
         check_coverage(plan.files, facts, reader, self.offset_check)
 

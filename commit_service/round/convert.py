@@ -5,7 +5,7 @@ Used by :class:`~commit_service.delta.committer.DeltaCommitter` (and for upsert 
 asks each file's :meth:`FrameReader.shape`, reconciles them with the table's
 (:func:`commit_service.domain.round_schema.reconcile`), and then :meth:`FrameReader.frame` reads the
 rewritten files as one frame holding exactly that schema for ``txn.writeFiles``. Rewritten are
-JSON-lines and CSV files, Parquet files whose sink envelope is unwrapped, and Parquet files whose
+JSON-lines, CSV and Avro files, Parquet files whose sink envelope is unwrapped, and Parquet files whose
 types differ from the table's (or that lie outside an ``in_place`` table's root).
 
 Text files are read whole through :class:`~commit_service.storage.reader.StorageReader` and decompressed
@@ -13,7 +13,9 @@ by their magic bytes (:mod:`commit_service.domain.content`): Spark would pick a 
 only, and sinks write gzip objects without one. JSON lines are parsed here and typed by
 :mod:`commit_service.domain.json_infer` (as Spark would, but a null-only value keeps no type); Spark then
 parses them with that explicit schema, failing on any line that does not fit it. Parquet files
-are read by Spark, files of one footer schema together. Where the table's ``unwrap`` says so, the
+are read by Spark, files of one footer schema together; Avro container files by Spark's Avro
+source, files of one writer schema together (their count, writer schema and offsets are read
+from the bytes first, :mod:`commit_service.domain.avro_files`). Where the table's ``unwrap`` says so, the
 envelope's ``value`` fields become top-level columns and its ``key``/``offset``/``timestamp``/
 ``headers`` become ``_kafka_*`` columns.
 """
@@ -25,7 +27,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from commit_service.domain import csv_records, json_infer
+from commit_service.domain import avro_files, csv_records, json_infer
+from commit_service.domain.avro_files import AvroSummary
 from commit_service.domain.content import KAFKA_COLUMNS, ContentError, Unwrap, decode_text, envelope_shape
 from commit_service.domain.paths import table_location
 from commit_service.domain.plan import PendingFile
@@ -39,7 +42,7 @@ LINES_PER_SLICE = 20_000
 
 # Spark's schema (JSON form) of a Parquet file, given its path and footer key (the committer
 # remembers them across commits: a sink writes the same schema file after file)
-ParquetSchemas = Callable[[str, "str | None"], Schema]
+SchemaOf = Callable[[str, "str | None"], Schema]
 
 
 def marked_voids(schema: Schema, paths: Sequence[str]) -> Schema:
@@ -127,17 +130,20 @@ class FrameReader:
         spark: Any,
         storage: StorageReader,
         unwrap: Unwrap,
-        parquet_schemas: ParquetSchemas,
+        parquet_schemas: SchemaOf,
+        avro_schemas: SchemaOf,
         timestamp: str | None = "timestamp",
     ) -> None:
         self.spark = spark
         self.storage = storage
         self.unwrap = unwrap
         self.parquet_schemas = parquet_schemas
+        self.avro_schemas = avro_schemas
         self.timestamp = timestamp
         self._lines: dict[str, list[str]] = {}
         self._records: dict[str, list[dict[str, Any]]] = {}
         self._raw: dict[str, Schema] = {}
+        self._avro: dict[str, AvroSummary] = {}
         # one raw shape per Parquet schema and null-string set, shared by the files that have them
         # (a round of 100,000 files of one sink then holds a handful of shapes, not 100,000 copies)
         self._parquet_raw: dict[tuple[int, tuple[str, ...]], tuple[Schema, Schema]] = {}
@@ -197,11 +203,23 @@ class FrameReader:
                 ) from None
         return self._records[path]
 
+    def avro(self, p: PendingFile) -> AvroSummary:
+        """An Avro file's writer schema, record count and offsets, read once per commit."""
+        path = p.file.path
+        if path not in self._avro:
+            try:
+                self._avro[path] = avro_files.summary(self.storage.read_bytes(path))
+            except avro_files.AvroFileError as exc:
+                raise DataFileError(path, str(exc)) from None
+        return self._avro[path]
+
     def rows(self, p: PendingFile, facts: FileFacts | None) -> int:
         """How many records ``p`` holds, counted from the file itself (each line of a text file is
         one record: sinks write no header): what the round guard expects written."""
         if p.file.format is FileFormat.PARQUET:
             return facts.num_records if facts is not None and facts.num_records is not None else 0
+        if p.file.format is FileFormat.AVRO:
+            return self.avro(p).records
         return len(self._text_lines(p))
 
     def raw_shape(self, p: PendingFile, facts: FileFacts | None) -> Schema:
@@ -215,6 +233,8 @@ class FrameReader:
                 if key not in self._parquet_raw:
                     self._parquet_raw[key] = (physical, marked_voids(physical, nulls))
                 self._raw[path] = self._parquet_raw[key][1]
+            elif p.file.format is FileFormat.AVRO:
+                self._raw[path] = self.avro_schemas(path, self.avro(p).schema_key)
             else:
                 self._raw[path] = json_infer.infer(self.records(p))
         return self._raw[path]
@@ -235,10 +255,12 @@ class FrameReader:
     ) -> Any:
         """``files`` as one DataFrame of ``target``'s columns: unwrapped (``raw``: envelope kept, for
         upsert tables), conformed (:func:`commit_service.round.conform.conform`), unioned. Files of one
-        format and one raw schema are read together."""
+        format and one raw schema (Avro: one writer schema, which Spark reads the group by) are read
+        together."""
         groups: dict[tuple[FileFormat, str], list[PendingFile]] = {}
         for p in files:
-            key = (p.file.format, json.dumps(self.raw_shape(p, facts.get(p.file.path)), sort_keys=True))
+            shape = json.dumps(self.raw_shape(p, facts.get(p.file.path)), sort_keys=True)
+            key = (p.file.format, self.avro(p).schema_key if p.file.format is FileFormat.AVRO else shape)
             groups.setdefault(key, []).append(p)
         frames = []
         for (fmt, _), group in groups.items():
@@ -261,6 +283,8 @@ class FrameReader:
     def _read(self, fmt: FileFormat, files: list[PendingFile], source: Schema) -> Any:
         if fmt is FileFormat.PARQUET:
             return self.spark.read.parquet(*[table_location(p.file.path) for p in files])
+        if fmt is FileFormat.AVRO:
+            return self.spark.read.format("avro").load([table_location(p.file.path) for p in files])
         from pyspark.sql.types import StructType
 
         lines = [line for p in files for line in self.lines(p)] or [""]

@@ -1,5 +1,6 @@
 """What a round's files are before anything is written: their facts checked against their
-manifests, the offsets their content holds, and Spark's schema of each Parquet footer.
+manifests, the offsets their content holds, and Spark's schema of each Parquet footer and Avro
+writer schema.
 
 Called by both table formats' committers (:class:`~commit_service.delta.committer.DeltaCommitter`,
 :class:`~commit_service.iceberg.committer.IcebergCommitter`) at the start of every commit, from
@@ -49,25 +50,37 @@ def check_coverage(
     for p in files:
         if p.file.format is FileFormat.PARQUET:
             held = facts[p.file.path].coverage
+        elif p.file.format is FileFormat.AVRO:
+            held = reader.avro(p).coverage
         else:  # JSON lines, or CSV records as JSON lines
             held = coverage.from_lines(reader.lines(p))
         coverage.check(p.file, held, check)
 
 
-class ParquetSchemas:
-    """Spark's schema of a Parquet file: one Spark read per distinct footer schema, remembered
-    across commits (a sink writes the same schema file after file). One per table committer."""
+class FileSchemas:
+    """Spark's schema of a Parquet or Avro file: one Spark read per distinct footer or writer
+    schema, remembered across commits (a sink writes the same schema file after file). One per
+    table committer."""
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark
-        self._schemas: dict[str, dict[str, Any]] = {}  # footer schema (Arrow text) -> Spark's schema
+        # (format, footer schema as Arrow text or Avro writer schema) -> Spark's schema
+        self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
 
     def get(self, path: str, key: str | None) -> dict[str, Any]:
-        schema = self._schemas.get(key) if key is not None else None
+        """A Parquet file's (``key``: its footer's Arrow schema as text)."""
+        return self._schema("parquet", path, key)
+
+    def avro(self, path: str, key: str | None) -> dict[str, Any]:
+        """An Avro file's (``key``: its writer schema as its header holds it)."""
+        return self._schema("avro", path, key)
+
+    def _schema(self, fmt: str, path: str, key: str | None) -> dict[str, Any]:
+        schema = self._schemas.get((fmt, key)) if key is not None else None
         if schema is None:
-            schema = json.loads(self.spark.read.parquet(table_location(path)).schema.json())
+            schema = json.loads(self.spark.read.format(fmt).load(table_location(path)).schema.json())
             if key is not None:
                 if len(self._schemas) >= SCHEMA_CACHE:
                     self._schemas.clear()
-                self._schemas[key] = schema
+                self._schemas[(fmt, key)] = schema
         return schema

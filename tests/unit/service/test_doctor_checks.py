@@ -71,7 +71,12 @@ def test_a_right_connector_has_no_blocking_or_warning_finding() -> None:
         ({"file.name.template": "{{topic}}/{{partition}}/{{start_offset}}", "aws.s3.prefix": None}, Check.FILE_NAMING),
         ({"file.name.template": "{{topic}}-{{partition}}-{{timestamp}}", "aws.s3.prefix": None}, Check.FILE_NAMING),
         ({"file.name.template": "{{key}}", "aws.s3.prefix": None}, Check.FILE_NAMING),
-        ({"format.output.type": "avro"}, Check.FORMAT),
+        ({"format.output.type": "json"}, Check.FORMAT),
+        ({"format.output.type": "avro"}, Check.FORMAT),  # Aiven's default gzip stream around the container
+        (
+            {"format.output.type": "avro", "file.compression.type": "none", "value.converter.schemas.enable": "false"},
+            Check.FORMAT,
+        ),
         ({"format.output.fields": "key,value,timestamp"}, Check.OFFSET_FIELD),
         ({"format.output.fields": None, "format.output.type": "jsonl"}, Check.OFFSET_FIELD),  # Aiven's default
         ({"errors.tolerance": "all"}, Check.ERRORS_TOLERANCE),
