@@ -40,6 +40,7 @@ public final class S3SinkConfig extends AbstractConfig {
     public static final String FORMAT_OUTPUT_FIELDS = "format.output.fields";
     public static final String FORMAT_OUTPUT_ENVELOPE = "format.output.envelope";
     public static final String FORMAT_OUTPUT_VALUE_ENCODING = "format.output.fields.value.encoding";
+    public static final String AVRO_CODEC = "avro.codec";
     public static final String FILE_COMPRESSION_TYPE = "file.compression.type";
     public static final String AWS_S3_PART_SIZE = "aws.s3.part.size.bytes";
     /** Test-only fault switch (see {@link S3SinkTask}); not a key of Aiven's sink. */
@@ -51,7 +52,7 @@ public final class S3SinkConfig extends AbstractConfig {
     public static final int MAX_PART_SIZE = 2_000_000_000;
 
     /** Output file formats ({@code format.output.type}). */
-    public enum Format { CSV, JSONL, PARQUET }
+    public enum Format { CSV, JSONL, PARQUET, AVRO }
 
     /**
      * File compression ({@code file.compression.type}): the stream codec of a jsonl file, the page
@@ -96,8 +97,12 @@ public final class S3SinkConfig extends AbstractConfig {
                             + "and {{start_offset}} (the last two accept ':padding=true'). Unset: "
                             + FileNameTemplate.DEFAULT + " plus the compression's extension (.gz, .snappy, .zst).")
             .define(FORMAT_OUTPUT_TYPE, Type.STRING, "csv",
-                    ConfigDef.CaseInsensitiveValidString.in("csv", "jsonl", "parquet"), Importance.MEDIUM,
-                    "Output file format: csv (Aiven's default: no header, key and value base64), jsonl or parquet.")
+                    ConfigDef.CaseInsensitiveValidString.in("csv", "jsonl", "parquet", "avro"), Importance.MEDIUM,
+                    "Output file format: csv (Aiven's default: no header, key and value base64), jsonl, parquet "
+                            + "or avro (container files; records need key and value schemas).")
+            .define(AVRO_CODEC, Type.STRING, "null", S3SinkConfig::validateAvroCodec, Importance.LOW,
+                    "avro: the container file's codec (null, deflate, snappy, zstandard, bzip2, xz); the file "
+                            + "is also wrapped in file.compression.type's stream, as Aiven's sink does.")
             .define(FORMAT_OUTPUT_VALUE_ENCODING, Type.STRING, "base64",
                     ConfigDef.CaseInsensitiveValidString.in("base64", "none"), Importance.LOW,
                     "csv: the value's encoding: base64 (default) or none (its bytes as they are).")
@@ -245,6 +250,8 @@ public final class S3SinkConfig extends AbstractConfig {
         switch (format) {
             case PARQUET:
                 return new ParquetRecordWriter(fields, envelope, parquetCodec);
+            case AVRO:
+                return new AvroRecordWriter(fields, envelope, compression, getString(AVRO_CODEC));
             case CSV:
                 boolean base64 = "base64".equalsIgnoreCase(getString(FORMAT_OUTPUT_VALUE_ENCODING));
                 return new CsvRecordWriter(fields, base64, compression);
@@ -294,6 +301,14 @@ public final class S3SinkConfig extends AbstractConfig {
             Compression.valueOf(value.toString().trim().toUpperCase(Locale.ROOT));
         } catch (IllegalArgumentException e) {
             throw new ConfigException(name, value, "supported values are: 'none', 'gzip', 'snappy', 'zstd'");
+        }
+    }
+
+    private static void validateAvroCodec(String name, Object value) {
+        try {
+            org.apache.avro.file.CodecFactory.fromString(String.valueOf(value));
+        } catch (org.apache.avro.AvroRuntimeException e) {
+            throw new ConfigException(name, value, "Unknown or not supported codec " + value);
         }
     }
 

@@ -1,0 +1,262 @@
+"""Avro container files through the whole pipeline, as a team on Aiven's sink with
+``format.output.type=avro`` meets them: Kafka, the S3 sink on a real Connect worker (records with
+Connect schemas, JsonConverter ``schemas.enable=true``: decimals, timestamps, dates, times, int8,
+bytes, a named and an unnamed nested struct, an array, a map, optional fields), the container's
+``avro.codec=snappy`` and no stream around it (``file.compression.type=none``), sidecars, the
+service; a Delta table and an Iceberg table (Apache Iceberg's REST catalog, warehouse on the S3
+server), one topic each.
+
+Two batches, the second committed after the first: its records carry a field the first did not
+(``note``: the writer schema of its files has one more field, as a producer's schema evolves).
+
+The sink's files are checked to be what Connect's Avro conventions give (the envelope record
+``connector_records``, ``connect.name``, decimal ``bytes`` with precision and scale, the codec).
+At quiesce every field of every record reads back as sent from delta-rs and pyiceberg, decimals
+and timestamps exactly, the batch-0 records' ``note`` null; each table's offsets equal Connect's
+committed offsets.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import fastavro
+from deltalake import DeltaTable
+
+from lakegate_stack import s3 as s3mod
+from lakegate_stack.connect import ConnectWorker
+from lakegate_stack.fidelity import same
+from lakegate_stack.iceberg_catalog import IcebergRestCatalog
+from lakegate_stack.kafka import KafkaBroker
+from lakegate_stack.s3 import S3Server
+from lakegate_stack.services import ServiceProcess, SidecarProcess
+from tests.fixtures import ICEBERG_BUCKET, pyiceberg_rest
+from tests.kafka_helpers import committed_offsets, create_topic
+from tests.pipeline_helpers import S3_ENV, produce, sink_with_sidecar, wait_committed
+
+PARTITIONS, PER_BATCH = 2, 120
+DELTA, ICEBERG = "orders_avro", "e2e.orders_avro"
+# table -> (topic, connector, landing prefix)
+FEEDS = {
+    DELTA: ("avro-delta", "avro-delta-sink", "landing/avro-delta/"),
+    ICEBERG: ("avro-ice", "avro-ice-sink", "landing/avro-ice/"),
+}
+SINK = {
+    "output": "avro",
+    "file.compression.type": "none",
+    "avro.codec": "snappy",
+    "value.converter.schemas.enable": "true",
+}
+START = datetime(2026, 11, 28, 9, tzinfo=UTC)
+DECIMAL = {
+    "name": "org.apache.kafka.connect.data.Decimal",
+    "parameters": {"scale": "2", "connect.decimal.precision": "12"},
+}
+LINE = {
+    "type": "struct",
+    "name": "com.acme.Line",
+    "optional": False,
+    "fields": [
+        {"field": "sku", "type": "string", "optional": False},
+        {"field": "qty", "type": "int16", "optional": False},
+    ],
+}
+
+
+def value_schema(batch: int) -> dict[str, Any]:
+    """The Connect schema of batch ``batch``'s values (batch 1 adds ``note``)."""
+    fields = [
+        {"field": "id", "type": "int64", "optional": False},
+        {"field": "amount", "type": "bytes", "optional": True, **DECIMAL},
+        {"field": "at", "type": "int64", "optional": False, "name": "org.apache.kafka.connect.data.Timestamp"},
+        {"field": "day", "type": "int32", "optional": True, "name": "org.apache.kafka.connect.data.Date"},
+        {"field": "cutoff", "type": "int32", "optional": True, "name": "org.apache.kafka.connect.data.Time"},
+        {"field": "rank", "type": "int8", "optional": False},
+        {"field": "ratio", "type": "float", "optional": True},
+        {"field": "paid", "type": "boolean", "optional": False},
+        {"field": "blob", "type": "bytes", "optional": True},
+        {"field": "line", **{**LINE, "optional": True}},
+        {
+            "field": "ship",
+            "type": "struct",
+            "optional": True,
+            "fields": [{"field": "city", "type": "string", "optional": True}],
+        },
+        {"field": "tags", "type": "array", "items": {"type": "string", "optional": False}, "optional": True},
+        {
+            "field": "attrs",
+            "type": "map",
+            "keys": {"type": "string", "optional": False},
+            "values": {"type": "int64", "optional": True},
+            "optional": True,
+        },
+    ]
+    if batch == 1:
+        fields.append({"field": "note", "type": "string", "optional": True})
+    return {"type": "struct", "name": "com.acme.Order", "optional": False, "fields": fields}
+
+
+def record(batch: int, i: int) -> dict[str, Any]:
+    """The value as a reader must return it (a time of day as Spark's Avro source reads it: int
+    milliseconds)."""
+    uid = batch * PER_BATCH + i
+    value: dict[str, Any] = {
+        "id": uid,
+        "amount": None if uid % 9 == 4 else Decimal(uid * 137 - 5000).scaleb(-2),
+        "at": START + timedelta(milliseconds=uid * 1001),
+        "day": None if uid % 5 == 0 else date(2026, 1, 1) + timedelta(days=uid),
+        "cutoff": (uid * 60_013) % 86_400_000,
+        "rank": (uid % 256) - 128,
+        "ratio": None if uid % 4 == 0 else uid / 8,  # exact in a float
+        "paid": uid % 2 == 0,
+        "blob": None if uid % 3 == 0 else bytes([uid % 256, 0, 255]),
+        "line": None if uid % 7 == 0 else {"sku": f"sku-é{uid % 11}", "qty": uid % 300},
+        "ship": {"city": None if uid % 6 == 0 else f"City {uid % 4}"},
+        "tags": [] if uid % 10 == 0 else [f"t{uid % 3}", "x"],
+        "attrs": {"w": uid, "h": None},
+    }
+    if batch == 1:
+        value["note"] = None if i % 2 else f"note {uid}"
+    return value
+
+
+def on_the_wire(batch: int, value: dict[str, Any]) -> dict[str, Any]:
+    """JsonConverter's form of ``value``: decimals as base64 of the unscaled bytes, timestamps as
+    epoch millis, dates as epoch days, bytes as base64."""
+    payload = dict(value)
+    if value["amount"] is not None:
+        unscaled = int(value["amount"].scaleb(2))
+        payload["amount"] = base64.b64encode(unscaled.to_bytes(8, "big", signed=True)).decode()
+    payload["at"] = int(value["at"].timestamp() * 1000)
+    payload["day"] = None if value["day"] is None else (value["day"] - date(1970, 1, 1)).days
+    payload["blob"] = None if value["blob"] is None else base64.b64encode(value["blob"]).decode()
+    return {"schema": value_schema(batch), "payload": payload}
+
+
+def test_avro_files_of_an_evolving_schema_land_whole_in_delta_and_iceberg(
+    tmp_path: Path,
+    kafka_broker: KafkaBroker,
+    connect_worker: ConnectWorker,
+    s3_server: S3Server,
+    s3_rest_catalog: IcebergRestCatalog,
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topics = [topic for topic, _, _ in FEEDS.values()]
+    for topic in topics:
+        create_topic(bootstrap, topic, PARTITIONS)
+    common = {"commit": {"interval_seconds": 2}}
+    tables = [
+        {"name": DELTA, "path": f"s3a://{ICEBERG_BUCKET}/{DELTA}", "topics": [FEEDS[DELTA][0]], **common},
+        {
+            "name": ICEBERG,
+            "format": "iceberg",
+            "path": f"s3a://{ICEBERG_BUCKET}/warehouse/e2e/orders_avro",
+            "topics": [FEEDS[ICEBERG][0]],
+            **common,
+        },
+    ]
+    service = ServiceProcess(
+        tmp_path,
+        tables,
+        [f"s3a://{ICEBERG_BUCKET}/"],
+        s3={"endpoint": s3_server.endpoint, "access_key": s3mod.ACCESS_KEY, "secret_key": s3mod.SECRET_KEY},
+        catalogs=[{"name": "lake", "type": "rest", "uri": s3_rest_catalog.uri}],
+    ).start()
+    sidecars: list[SidecarProcess] = []
+    sent: dict[int, dict[str, Any]] = {}
+
+    def produce_batch(batch: int) -> None:
+        values = [record(batch, i) for i in range(PER_BATCH)]
+        sent.update({v["id"]: v for v in values})
+        for topic in topics:
+            produce(bootstrap, topic, [(i % PARTITIONS, v["id"], on_the_wire(batch, v)) for i, v in enumerate(values)])
+
+    try:
+        for topic, connector, prefix in FEEDS.values():
+            sidecars.append(
+                sink_with_sidecar(
+                    tmp_path,
+                    connect_worker,
+                    s3_server,
+                    ICEBERG_BUCKET,
+                    service,
+                    bootstrap,
+                    connector,
+                    topic,
+                    SINK,
+                    prefix,
+                )
+            )
+        for batch in (0, 1):
+            produce_batch(batch)
+            wait_committed(service, bootstrap, topics, list(FEEDS), PARTITIONS)
+        connect = {name: committed_offsets(bootstrap, f"connect-{FEEDS[name][1]}") for name in FEEDS}
+    finally:
+        for proc in sidecars:
+            proc.stop()
+        for _, connector, _ in FEEDS.values():
+            connect_worker.client().delete_connector(connector)
+        service.stop()
+
+    check_sink_files(s3_server)
+    expected = {i: {"note": None, **v} for i, v in sent.items()}
+    options = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ALLOW_HTTP": "true", **S3_ENV}
+    delta = DeltaTable(f"s3://{ICEBERG_BUCKET}/{DELTA}", storage_options=options)
+    assert_as_sent(expected, delta.to_pyarrow_table().to_pylist())
+    for tp, offset in connect[DELTA].items():
+        assert delta.transaction_version(f"lakegate-{DELTA}-{tp.topic}-{tp.partition}") == offset, tp
+
+    iceberg = pyiceberg_rest(s3_rest_catalog, s3_server).load_table(ICEBERG)
+    assert_as_sent(expected, iceberg.scan().to_arrow().to_pylist())
+    offsets = json.loads(iceberg.current_snapshot().summary["lakegate.offsets"])
+    assert {(tp.topic, tp.partition): o for tp, o in connect[ICEBERG].items()} == {
+        (t, int(p)): o for t, ps in offsets.items() for p, o in ps.items()
+    }
+
+
+def check_sink_files(s3_server: S3Server) -> None:
+    """The stand-in wrote Avro container files as Connect's Avro data gives them."""
+    client = s3_server.client()
+    prefix = FEEDS[DELTA][2]
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=ICEBERG_BUCKET, Prefix=prefix)["Contents"]]
+    schemas = set()
+    for key in keys:
+        reader = fastavro.reader(io.BytesIO(client.get_object(Bucket=ICEBERG_BUCKET, Key=key)["Body"].read()))
+        assert reader.codec == "snappy", key
+        schema = json.loads(reader.metadata["avro.schema"])
+        assert schema["name"] == "connector_records" and schema["namespace"] == "io.aiven.avro.output.schema"
+        assert [f["name"] for f in schema["fields"]] == ["key", "value", "offset", "timestamp"]
+        value = schema["fields"][1]["type"]
+        assert (
+            value["name"] == "Order" and value["namespace"] == "com.acme" and value["connect.name"] == "com.acme.Order"
+        )
+        by_name = {f["name"]: f["type"] for f in value["fields"]}
+        assert by_name["amount"][0] == "null"
+        assert {k: by_name["amount"][1][k] for k in ("type", "logicalType", "precision", "scale")} == {
+            "type": "bytes",
+            "logicalType": "decimal",
+            "precision": 12,
+            "scale": 2,
+        }
+        assert by_name["rank"] == {"type": "int", "connect.type": "int8"}
+        assert by_name["ship"][1]["name"] == "ConnectDefault"
+        schemas.add(tuple(by_name))
+    assert len(schemas) == 2, "batch 1's files carry the evolved schema"
+
+
+def assert_as_sent(sent: dict[int, dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    """Every record once, every field as sent (a map as a reader returns it: key-value pairs)."""
+    got = {r["id"]: {**r, "attrs": None if r["attrs"] is None else dict(r["attrs"])} for r in rows}
+    assert len(got) == len(rows) == len(sent), "every record exactly once"
+    wrong = [
+        (v, got[i])
+        for i, v in sent.items()
+        if not same(v, {k: x for k, x in got[i].items() if not k.startswith("_kafka_")})
+    ]
+    assert not wrong, wrong[:3]
