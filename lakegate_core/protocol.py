@@ -43,6 +43,7 @@ class FileFormat(str, Enum):
     PARQUET = "parquet"
     JSONL = "jsonl"
     CSV = "csv"
+    JSON = "json"  # one JSON array of records per file (Aiven's format.output.type=json)
     AVRO = "avro"  # Avro container files (any codec), as Aiven's and Confluent's Avro formats write them
 
 

@@ -25,6 +25,7 @@ AIVEN_FORMATS = {
     "parquet": FileFormat.PARQUET,
     "csv": FileFormat.CSV,
     "avro": FileFormat.AVRO,
+    "json": FileFormat.JSON,
 }
 # Confluent's format.class (its simple name) -> the same
 CONFLUENT_FORMATS = {"ParquetFormat": FileFormat.PARQUET, "JsonFormat": FileFormat.JSONL, "AvroFormat": FileFormat.AVRO}
@@ -44,13 +45,13 @@ NAME_VARIABLES = ("topic", "partition", "start_offset")  # what a file's name mu
 def output_format(config: Mapping[str, Any]) -> tuple[FileFormat | None, str]:
     """The data file format a sink connector writes, from its own config, and where that came from.
 
-    ``(None, why)`` when it writes a format the service cannot commit (a JSON array, raw bytes, ...).
+    ``(None, why)`` when it writes a format the service cannot commit (raw bytes, ...).
     The compression (``file.compression.type``) is not needed: the service reads it from the bytes.
     """
     if "format.output.type" in config:
         value = str(config["format.output.type"]).strip().lower()
         found = AIVEN_FORMATS.get(value)
-        return found, f"format.output.type={value}" + ("" if found else " is not jsonl, parquet, csv or avro")
+        return found, f"format.output.type={value}" + ("" if found else " is not jsonl, json, parquet, csv or avro")
     if "format.class" in config:
         simple = str(config["format.class"]).rsplit(".", 1)[-1]
         found = CONFLUENT_FORMATS.get(simple)

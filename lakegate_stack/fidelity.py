@@ -4,7 +4,7 @@ Used by ``tests/integration/test_fidelity.py`` (a bounded number of examples in 
 by ``scripts/fidelity --examples N --seed S`` (more). One example is a :class:`Case`: 2-3 topics
 whose records draw fields from one pool (a field name has one type wherever it appears: nested
 structs that gain fields, arrays, unicode and empty strings, longs and doubles, nulls anywhere,
-whole files where a field is null), written as JSON lines, Parquet, Aiven's headerless CSV or
+whole files where a field is null), written as JSON lines, JSON arrays, Parquet, Aiven's headerless CSV or
 Avro container files (the schema Connect's Avro data would give: every field optional),
 with Aiven's envelope or plain, split into files and rounds at random, and committed through the real
 :class:`~commit_service.delta.committer.DeltaCommitter` into an append, an upsert or a Debezium table,
@@ -203,6 +203,8 @@ def encode(f: SinkFile) -> tuple[bytes, CsvLayout | None]:
         return "\n".join(lines).encode(), layout
     if f.fmt is FileFormat.JSONL:
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode(), None
+    if f.fmt is FileFormat.JSON:  # Aiven's array framing
+        return ("[\n" + ",\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n]").encode(), None
     if f.fmt is FileFormat.AVRO:
         return _avro(f, rows), None
     if f.envelope:

@@ -5,7 +5,7 @@ Used by :class:`~commit_service.delta.committer.DeltaCommitter` (and for upsert 
 asks each file's :meth:`FrameReader.shape`, reconciles them with the table's
 (:func:`commit_service.domain.round_schema.reconcile`), and then :meth:`FrameReader.frame` reads the
 rewritten files as one frame holding exactly that schema for ``txn.writeFiles``. Rewritten are
-JSON-lines, CSV and Avro files, Parquet files whose sink envelope is unwrapped, and Parquet files whose
+JSON-lines, JSON-array, CSV and Avro files, Parquet files whose sink envelope is unwrapped, and Parquet files whose
 types differ from the table's (or that lie outside an ``in_place`` table's root).
 
 Text files are read whole through :class:`~commit_service.storage.reader.StorageReader` and decompressed
@@ -160,7 +160,7 @@ class FrameReader:
         path = p.file.path
         if path not in self._lines and p.file.format is FileFormat.CSV:
             self._lines[path] = [json.dumps(r) for r in self.records(p)]
-        return self._text_lines(p) if p.file.format is FileFormat.JSONL else self._lines[path]
+        return self._lines[path] if p.file.format is FileFormat.CSV else self._text_lines(p)
 
     def _text_lines(self, p: PendingFile) -> list[str]:
         """A text file's lines, decompressed whatever its name says: JSON lines' non-empty ones, a
@@ -182,6 +182,11 @@ class FrameReader:
             pieces = decoded.split("\n")
             if p.file.format is FileFormat.CSV:  # an empty line is a record (a null value alone)
                 self._lines[key] = pieces[:-1] if pieces[-1] == "" else pieces
+            elif p.file.format is FileFormat.JSON:
+                try:
+                    self._lines[key] = json_infer.array_lines(decoded)
+                except ValueError as exc:
+                    raise DataFileError(path, f"is not a JSON array of records: {exc}") from None
             else:
                 self._lines[key] = [line for line in pieces if line.strip()]
         return self._lines[key]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import re
 from collections import defaultdict
@@ -228,10 +229,10 @@ def test_csv_is_aivens_default_headerless_with_base64_key_and_value(
 def test_codecs_formats_and_unwrapped_values(
     kafka_broker: KafkaBroker, connect_worker: ConnectWorker, s3_server: S3Server
 ) -> None:
-    """Four sinks on one topic at once: jsonl+zstd (``.zst``, one zstd frame); parquet+zstd
+    """Five sinks on one topic at once: jsonl+zstd (``.zst``, one zstd frame); parquet+zstd
     (``.zst``, ZSTD pages, one nested ``value`` column); parquet with no compression set (Aiven
     quirk: ``.gz`` name, uncompressed pages); jsonl with ``format.output.envelope=false`` (bare
-    values)."""
+    values); json (one array of the enveloped records per file, gzip)."""
     topic, per_partition = "codecs-orders", SMALL_PER_PARTITION
     produce_spread(kafka_broker, topic, 1, per_partition)
     cases = {
@@ -239,6 +240,7 @@ def test_codecs_formats_and_unwrapped_values(
         "codec-parquet-zstd": {"format.output.type": "parquet", "file.compression.type": "zstd"},
         "codec-parquet-unset": {"format.output.type": "parquet"},
         "codec-jsonl-bare": {"format.output.type": "jsonl", "format.output.envelope": "false"},
+        "codec-json-array": {"format.output.type": "json"},
     }
     sinks = {}
     for name, extra in cases.items():
@@ -257,6 +259,10 @@ def test_codecs_formats_and_unwrapped_values(
             if name == "codec-jsonl-zstd":
                 assert content[:4] == ZSTD_MAGIC, f"{key} is not a zstd frame"
                 ids = [line["value"]["id"] for line in jsonl(bytes(cramjam.zstd.decompress(content)))]
+            elif name == "codec-json-array":  # Aiven's framing: "[\n" records joined by ",\n" "\n]"
+                text = gzip.decompress(content).decode()
+                assert text.startswith("[\n{") and text.endswith("}\n]") and "},\n{" in text, text[:80]
+                ids = [e["value"]["id"] for e in json.loads(text)]
             elif name == "codec-jsonl-bare":
                 assert content[:2] == GZIP_MAGIC, key
                 lines = jsonl(gzip.decompress(content))

@@ -71,7 +71,10 @@ def test_a_right_connector_has_no_blocking_or_warning_finding() -> None:
         ({"file.name.template": "{{topic}}/{{partition}}/{{start_offset}}", "aws.s3.prefix": None}, Check.FILE_NAMING),
         ({"file.name.template": "{{topic}}-{{partition}}-{{timestamp}}", "aws.s3.prefix": None}, Check.FILE_NAMING),
         ({"file.name.template": "{{key}}", "aws.s3.prefix": None}, Check.FILE_NAMING),
-        ({"format.output.type": "json"}, Check.FORMAT),
+        (
+            {"format.output.type": None, "format.class": "io.confluent.connect.s3.format.bytearray.ByteArrayFormat"},
+            Check.FORMAT,
+        ),
         ({"format.output.type": "avro"}, Check.FORMAT),  # Aiven's default gzip stream around the container
         (
             {"format.output.type": "avro", "file.compression.type": "none", "value.converter.schemas.enable": "false"},

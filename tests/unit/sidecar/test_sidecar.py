@@ -535,7 +535,7 @@ def test_malformed_names_are_logged_once(caplog: pytest.LogCaptureFixture) -> No
         ({"format.output.type": "JSONL", "file.compression.type": "zstd"}, FileFormat.JSONL),
         ({"format.output.type": "csv"}, FileFormat.CSV),
         ({"format.output.type": "avro"}, FileFormat.AVRO),
-        ({"format.output.type": "json"}, None),  # one JSON array per file
+        ({"format.output.type": "json"}, FileFormat.JSON),  # one JSON array per file
         ({"format.class": "io.confluent.connect.s3.format.parquet.ParquetFormat"}, FileFormat.PARQUET),
         ({"format.class": "io.confluent.connect.s3.format.json.JsonFormat"}, FileFormat.JSONL),
         ({"format.class": "io.confluent.connect.s3.format.avro.AvroFormat"}, FileFormat.AVRO),
@@ -577,7 +577,9 @@ def test_each_connector_reports_its_own_format_and_unusable_ones_report_nothing(
     views = {
         "jsonl-sink": ConnectorView("jsonl-sink", "RUNNING", frozenset({0}), ("orders",), FileFormat.JSONL),
         "parquet-sink": ConnectorView("parquet-sink", "RUNNING", frozenset({0}), ("clicks",), FileFormat.PARQUET),
-        "json-sink": ConnectorView("json-sink", "RUNNING", frozenset({0}), ("logs",), None, "format.output.type=json"),
+        "bytes-sink": ConnectorView(
+            "bytes-sink", "RUNNING", frozenset({0}), ("logs",), None, "format.class=ByteArrayFormat"
+        ),
     }
 
     class Groups(FakeGroups):
@@ -599,7 +601,7 @@ def test_each_connector_reports_its_own_format_and_unusable_ones_report_nothing(
     loop.run_once()
     sent = {f.topic: f.format for m in service.manifests for f in m.files}
     assert sent == {"orders": FileFormat.JSONL, "clicks": FileFormat.CSV}, "the sidecar.yaml override wins"
-    assert all(c.connector != "json-sink" for c in service.claims)
+    assert all(c.connector != "bytes-sink" for c in service.claims)
     assert metrics.errors.labels("unsupported_format")._value.get() == 1
 
 

@@ -35,7 +35,8 @@ def test_delta_pin_matches_the_installed_delta_spark_and_pyspark() -> None:
 
     assert version("pyspark") == artifacts.SPARK_VERSION
     assert version("delta-spark") == artifacts.DELTA_VERSION
-    [delta] = GROUPS["delta"].dependencies
+    delta, avro = GROUPS["delta"].dependencies
+    assert avro.coordinate == f"org.apache.spark:spark-avro_2.13:{artifacts.SPARK_VERSION}"
     assert delta.coordinate == f"io.delta:delta-spark_{artifacts.SPARK_VERSION[:3]}_2.13:{artifacts.DELTA_VERSION}"
 
 

@@ -198,3 +198,27 @@ def test_the_round_guard_refuses_missing_rows_and_missing_columns() -> None:
         round_guard.check("t", sources, 5, struct(id="long", s=struct(y="long")))
     assert round_guard.written_rows([{"numRecords": 2}, {"numRecords": 3}]) == 5
     assert round_guard.written_rows([{"numRecords": 2}, None]) == -1  # no statistics: counted another way
+
+
+@pytest.mark.parametrize(
+    ("text", "lines"),
+    [
+        (
+            '[\n{"a":1},\n{"a":"x,\\ny"},\n{"b":[1,2]}\n]',
+            ['{"a":1}', '{"a":"x,\\ny"}', '{"b":[1,2]}'],
+        ),  # Aiven's framing
+        ('[\n{"a":1}\n]', ['{"a":1}']),
+        ('[\n{"a":1},\n null\n]', ['{"a":1}', " null"]),  # a bare null value (a tombstone without envelope)
+        ('  [{"a": 1}, {"a": "é"}]\n', ['{"a": 1}', '{"a": "é"}']),  # another writer's array: parsed
+        ("[]", []),
+    ],
+)
+def test_a_json_array_files_records_become_lines(text: str, lines: list[str]) -> None:
+    assert json_infer.array_lines(text) == lines
+    assert [json.loads(x) for x in lines] == json.loads(text)
+
+
+@pytest.mark.parametrize("text", ['{"a": 1}', "[1, 2", ""])
+def test_text_that_is_no_json_array_is_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        json_infer.array_lines(text)

@@ -40,14 +40,22 @@ final class JsonlRecordWriter implements RecordFileWriter {
     private final List<OutputField> fields;
     private final boolean envelope;
     private final S3SinkConfig.Compression compression;
+    /** json (Aiven's JsonOutputStreamWriter): the same records as one array, "[\n" a ",\n" b "\n]". */
+    private final boolean array;
 
     JsonlRecordWriter(List<OutputField> fields, boolean envelope, S3SinkConfig.Compression compression) {
+        this(fields, envelope, compression, false);
+    }
+
+    JsonlRecordWriter(List<OutputField> fields, boolean envelope, S3SinkConfig.Compression compression,
+            boolean array) {
         if (!envelope && fields.size() != 1) {
             throw new IllegalArgumentException("an unwrapped line needs exactly one field, got " + fields);
         }
         this.fields = fields;
         this.envelope = envelope;
         this.compression = compression;
+        this.array = array;
     }
 
     @Override
@@ -55,12 +63,21 @@ final class JsonlRecordWriter implements RecordFileWriter {
         OutputStream raw = new BufferedOutputStream(Files.newOutputStream(file), 64 * 1024);
         try (OutputStream out = compressed(raw, compression)) {
             boolean first = true;
+            if (array) {
+                out.write(new byte[] {'[', '\n'});
+            }
             for (SinkRecord record : records) {
                 if (!first) {
+                    if (array) {
+                        out.write(',');
+                    }
                     out.write('\n');
                 }
                 first = false;
                 out.write(JsonValues.MAPPER.writeValueAsBytes(line(record)));
+            }
+            if (array) {
+                out.write(new byte[] {'\n', ']'});
             }
         }
     }

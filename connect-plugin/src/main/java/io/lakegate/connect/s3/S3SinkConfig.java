@@ -52,7 +52,7 @@ public final class S3SinkConfig extends AbstractConfig {
     public static final int MAX_PART_SIZE = 2_000_000_000;
 
     /** Output file formats ({@code format.output.type}). */
-    public enum Format { CSV, JSONL, PARQUET, AVRO }
+    public enum Format { CSV, JSONL, JSON, PARQUET, AVRO }
 
     /**
      * File compression ({@code file.compression.type}): the stream codec of a jsonl file, the page
@@ -97,9 +97,10 @@ public final class S3SinkConfig extends AbstractConfig {
                             + "and {{start_offset}} (the last two accept ':padding=true'). Unset: "
                             + FileNameTemplate.DEFAULT + " plus the compression's extension (.gz, .snappy, .zst).")
             .define(FORMAT_OUTPUT_TYPE, Type.STRING, "csv",
-                    ConfigDef.CaseInsensitiveValidString.in("csv", "jsonl", "parquet", "avro"), Importance.MEDIUM,
-                    "Output file format: csv (Aiven's default: no header, key and value base64), jsonl, parquet "
-                            + "or avro (container files; records need key and value schemas).")
+                    ConfigDef.CaseInsensitiveValidString.in("csv", "jsonl", "json", "parquet", "avro"), Importance.MEDIUM,
+                    "Output file format: csv (Aiven's default: no header, key and value base64), jsonl, json "
+                            + "(one array of the records), parquet or avro (container files; records need key and "
+                            + "value schemas).")
             .define(AVRO_CODEC, Type.STRING, "null", S3SinkConfig::validateAvroCodec, Importance.LOW,
                     "avro: the container file's codec (null, deflate, snappy, zstandard, bzip2, xz); the file "
                             + "is also wrapped in file.compression.type's stream, as Aiven's sink does.")
@@ -250,6 +251,8 @@ public final class S3SinkConfig extends AbstractConfig {
         switch (format) {
             case PARQUET:
                 return new ParquetRecordWriter(fields, envelope, parquetCodec);
+            case JSON:
+                return new JsonlRecordWriter(fields, envelope, compression, true);
             case AVRO:
                 return new AvroRecordWriter(fields, envelope, compression, getString(AVRO_CODEC));
             case CSV:
