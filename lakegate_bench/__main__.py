@@ -23,6 +23,8 @@ PARTS = (
     "checkpoints",
     "history",
     "jsonl",
+    "json",
+    "avro",
     "http",
     "pipeline",
     "upsert",

@@ -61,18 +61,59 @@ class Landing:
             files.append(DataFile(f"file://{path}", TOPIC, partition, start, end, path.stat().st_size, fmt, self.rows))
         return files
 
+    @staticmethod
+    def envelope(partition: int, offset: int) -> dict[str, Any]:
+        """One record in the sink's envelope (``value`` + ``offset``)."""
+        return {"value": {"id": f"{partition}-{offset}", "amount": offset * 0.25, "n": offset}, "offset": offset}
+
     def write_jsonl(self, n: int) -> list[DataFile]:
-        """N gzip JSON-lines files in the sink's envelope (``value`` + ``offset``), no extension."""
+        """N gzip JSON-lines files in the sink's envelope, no extension."""
         import gzip
 
         def write(path: Path, partition: int, start: int) -> None:
-            lines = (
-                json.dumps({"value": {"id": f"{partition}-{o}", "amount": o * 0.25, "n": o}, "offset": o}) + "\n"
-                for o in range(start, start + self.rows)
-            )
+            lines = (json.dumps(self.envelope(partition, o)) + "\n" for o in range(start, start + self.rows))
             path.write_bytes(gzip.compress("".join(lines).encode()))
 
         return self._files(n, FileFormat.JSONL, write)
+
+    def write_json(self, n: int) -> list[DataFile]:
+        """N gzip JSON-array files (Aiven's ``json``) of the same records."""
+        import gzip
+
+        def write(path: Path, partition: int, start: int) -> None:
+            records = (json.dumps(self.envelope(partition, o)) for o in range(start, start + self.rows))
+            path.write_bytes(gzip.compress(("[\n" + ",\n".join(records) + "\n]").encode()))
+
+        return self._files(n, FileFormat.JSON, write)
+
+    def write_avro(self, n: int) -> list[DataFile]:
+        """N Avro container files (snappy) of the same records, as Aiven's Avro writer types them."""
+        import fastavro
+
+        value = {
+            "type": "record",
+            "name": "Value",
+            "fields": [
+                {"name": "id", "type": "string"},
+                {"name": "amount", "type": "double"},
+                {"name": "n", "type": "long"},
+            ],
+        }
+        schema = fastavro.parse_schema(
+            {
+                "type": "record",
+                "name": "connector_records",
+                "namespace": "io.aiven.avro.output.schema",
+                "fields": [{"name": "value", "type": value}, {"name": "offset", "type": "long"}],
+            }
+        )
+
+        def write(path: Path, partition: int, start: int) -> None:
+            with path.open("wb") as out:
+                records = (self.envelope(partition, o) for o in range(start, start + self.rows))
+                fastavro.writer(out, schema, records, codec="snappy")
+
+        return self._files(n, FileFormat.AVRO, write)
 
     def write(self, n: int, progress: bool = False) -> list[DataFile]:
         """N Parquet files of ``rows`` rows x 10 columns."""
@@ -219,16 +260,19 @@ class Bench:
         state.committed_plan(plan, record.version, now=0)
         return elapsed
 
-    def part_jsonl(self, sizes: list[int]) -> dict[str, Any]:
+    def part_jsonl(self, sizes: list[int], kind: str = "jsonl") -> dict[str, Any]:
+        """One commit of N files each rewritten as Parquet: ``kind`` jsonl (gzip JSON lines), json
+        (gzip JSON arrays) or avro (snappy Avro container files), the same records in each."""
         rows = []
         for n in sizes:
-            landing = Landing(self.work / f"landing-jsonl-{n}", self.rows)
-            table = self.coordinator(f"jsonl{n}")
-            self.commit(table, landing.write_jsonl(1))  # the table exists before the measured commit
-            files = landing.write_jsonl(n)
+            landing = Landing(self.work / f"landing-{kind}-{n}", self.rows)
+            write = {"jsonl": landing.write_jsonl, "json": landing.write_json, "avro": landing.write_avro}[kind]
+            table = self.coordinator(f"{kind}{n}")
+            self.commit(table, write(1))  # the table exists before the measured commit
+            files = write(n)
             seconds = self.commit(table, files)
             rows.append({"files": n, "lines_per_file": self.rows, "commit_s": round(seconds, 3)})
-            print(f"{n:>6} JSONL files: {seconds:.2f} s", flush=True)
+            print(f"{n:>6} {kind} files: {seconds:.2f} s", flush=True)
         return {"results": rows}
 
     def part_checkpoints(self, commits: int) -> dict[str, Any]:

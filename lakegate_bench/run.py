@@ -15,7 +15,8 @@ Parts (``--parts``, default all but ``service``, ``upsert``, ``iceberg`` and ``i
 - ``history``: commit time (p50/p99 of ``--window`` commits) once the table is at each version of
   ``--history`` (checkpoints in the background).
 - ``jsonl``: one commit of N gzip JSON-lines files (``--rows`` lines each, N in ``--jsonl-files``),
-  which the service rewrites as Parquet inside the commit (Spark parses them).
+  which the service rewrites as Parquet inside the commit (Spark parses them); ``json`` and
+  ``avro`` the same records as gzip JSON arrays and snappy Avro container files.
 - ``intake``: ``lakegate_bench/intake.py`` (the HTTP handler in-process, no JVM).
 - ``service``: one round of N Parquet files through the real service from the outside (N in
   ``--service-files``, over ``--service-partitions`` partitions): the manifests' acceptance over
@@ -80,6 +81,8 @@ PARTS = (
     "checkpoints",
     "history",
     "jsonl",
+    "json",
+    "avro",
     "intake",
     "http",
     "service",
@@ -313,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         "checkpoints": lambda: bench.part_checkpoints(args.commits),
         "history": lambda: bench.part_history(args.history, args.window),
         "jsonl": lambda: bench.part_jsonl(args.jsonl_files),
+        "json": lambda: bench.part_jsonl(args.jsonl_files, "json"),
+        "avro": lambda: bench.part_jsonl(args.jsonl_files, "avro"),
         "upsert": lambda: bench.part_upsert(args.upsert_rows, args.upsert_files, args.upsert_keys),
         "iceberg": lambda: part_iceberg(bench, args.files, args.jsonl_files),
         "partitioned": lambda: part_partitioned(bench, args.files, tuple(args.partitioned_formats)),

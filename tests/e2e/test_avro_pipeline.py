@@ -4,7 +4,9 @@ Connect schemas, JsonConverter ``schemas.enable=true``: decimals, timestamps, da
 bytes, a named and an unnamed nested struct, an array, a map, optional fields), the container's
 ``avro.codec=snappy`` and no stream around it (``file.compression.type=none``), sidecars, the
 service; a Delta table and an Iceberg table (Apache Iceberg's REST catalog, warehouse on the S3
-server), one topic each.
+server), one topic each; and a Debezium topic in Avro (schemaful key, ``before``/``after`` rows
+with a decimal and a timestamp, deletes as ``op=d`` without tombstones: Aiven's Avro writer
+cannot write one) into an Iceberg upsert table (``cdc: debezium``).
 
 Two batches, the second committed after the first: its records carry a field the first did not
 (``note``: the writer schema of its files has one more field, as a producer's schema evolves).
@@ -12,8 +14,8 @@ Two batches, the second committed after the first: its records carry a field the
 The sink's files are checked to be what Connect's Avro conventions give (the envelope record
 ``connector_records``, ``connect.name``, decimal ``bytes`` with precision and scale, the codec).
 At quiesce every field of every record reads back as sent from delta-rs and pyiceberg, decimals
-and timestamps exactly, the batch-0 records' ``note`` null; each table's offsets equal Connect's
-committed offsets.
+and timestamps exactly, the batch-0 records' ``note`` null; the upsert table holds each live key's
+last row, every field; each table's offsets equal Connect's committed offsets.
 """
 
 from __future__ import annotations
@@ -41,12 +43,14 @@ from tests.kafka_helpers import committed_offsets, create_topic
 from tests.pipeline_helpers import S3_ENV, produce, sink_with_sidecar, wait_committed
 
 PARTITIONS, PER_BATCH = 2, 120
-DELTA, ICEBERG = "orders_avro", "e2e.orders_avro"
+DELTA, ICEBERG, CDC = "orders_avro", "e2e.orders_avro", "e2e.customers_avro"
 # table -> (topic, connector, landing prefix)
 FEEDS = {
     DELTA: ("avro-delta", "avro-delta-sink", "landing/avro-delta/"),
     ICEBERG: ("avro-ice", "avro-ice-sink", "landing/avro-ice/"),
+    CDC: ("avro-cdc", "avro-cdc-sink", "landing/avro-cdc/"),
 }
+KEYS = 40
 SINK = {
     "output": "avro",
     "file.compression.type": "none",
@@ -67,6 +71,75 @@ LINE = {
         {"field": "qty", "type": "int16", "optional": False},
     ],
 }
+
+
+ROW = {
+    "type": "struct",
+    "name": "dbserver.inventory.customers.Value",
+    "optional": True,
+    "fields": [
+        {"field": "id", "type": "int64", "optional": False},
+        {"field": "email", "type": "string", "optional": True},
+        {"field": "balance", "type": "bytes", "optional": True, **DECIMAL},
+        {"field": "updated", "type": "int64", "optional": True, "name": "org.apache.kafka.connect.data.Timestamp"},
+    ],
+}
+CDC_KEY = {
+    "type": "struct",
+    "name": "dbserver.inventory.customers.Key",
+    "optional": False,
+    "fields": [{"field": "id", "type": "int64", "optional": False}],
+}
+CDC_VALUE = {
+    "type": "struct",
+    "name": "dbserver.inventory.customers.Envelope",
+    "optional": False,
+    "fields": [
+        {**ROW, "field": "before"},
+        {**ROW, "field": "after"},
+        {"field": "op", "type": "string", "optional": False},
+        {"field": "ts_ms", "type": "int64", "optional": True},
+    ],
+}
+CDC_SINK = {
+    **SINK,
+    "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+    "key.converter.schemas.enable": "true",
+}
+
+
+def cdc_changes(batch: int, live: dict[int, dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """Debezium's change events of ``batch`` (key id, event), applied to ``live`` (each key's row):
+    batch 0 creates every key, batch 1 updates most twice and deletes one in five."""
+    out = []
+    for i in range(KEYS if batch == 0 else 2 * KEYS):
+        key = i % KEYS
+        if batch == 1 and key % 5 == 2 and i >= KEYS:
+            if key in live:
+                out.append((key, {"before": live.pop(key), "after": None, "op": "d", "ts_ms": i}))
+            continue
+        after = {
+            "id": key,
+            "email": None if key % 7 == 0 else f"c{key}@b{batch}.example",
+            "balance": Decimal(batch * 100_000 + i * 731 - 9_999).scaleb(-2),
+            "updated": START + timedelta(days=batch, seconds=i, milliseconds=key),
+        }
+        out.append((key, {"before": live.get(key), "after": after, "op": "u" if key in live else "c", "ts_ms": i}))
+        live[key] = after
+    return out
+
+
+def row_on_the_wire(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {**row, "balance": decimal_text(row["balance"]), "updated": int(row["updated"].timestamp() * 1000)}
+
+
+def decimal_text(value: Decimal | None) -> str | None:
+    """JsonConverter's form of a scale-2 decimal: base64 of its unscaled two's-complement bytes."""
+    if value is None:
+        return None
+    return base64.b64encode(int(value.scaleb(2)).to_bytes(8, "big", signed=True)).decode()
 
 
 def value_schema(batch: int) -> dict[str, Any]:
@@ -129,10 +202,7 @@ def record(batch: int, i: int) -> dict[str, Any]:
 def on_the_wire(batch: int, value: dict[str, Any]) -> dict[str, Any]:
     """JsonConverter's form of ``value``: decimals as base64 of the unscaled bytes, timestamps as
     epoch millis, dates as epoch days, bytes as base64."""
-    payload = dict(value)
-    if value["amount"] is not None:
-        unscaled = int(value["amount"].scaleb(2))
-        payload["amount"] = base64.b64encode(unscaled.to_bytes(8, "big", signed=True)).decode()
+    payload = {**value, "amount": decimal_text(value["amount"])}
     payload["at"] = int(value["at"].timestamp() * 1000)
     payload["day"] = None if value["day"] is None else (value["day"] - date(1970, 1, 1)).days
     payload["blob"] = None if value["blob"] is None else base64.b64encode(value["blob"]).decode()
@@ -160,6 +230,16 @@ def test_avro_files_of_an_evolving_schema_land_whole_in_delta_and_iceberg(
             "topics": [FEEDS[ICEBERG][0]],
             **common,
         },
+        {
+            "name": CDC,
+            "format": "iceberg",
+            "path": f"s3a://{ICEBERG_BUCKET}/warehouse/e2e/customers_avro",
+            "topics": [FEEDS[CDC][0]],
+            "mode": "upsert",
+            "key": ["id"],
+            "cdc": "debezium",
+            **common,
+        },
     ]
     service = ServiceProcess(
         tmp_path,
@@ -170,15 +250,30 @@ def test_avro_files_of_an_evolving_schema_land_whole_in_delta_and_iceberg(
     ).start()
     sidecars: list[SidecarProcess] = []
     sent: dict[int, dict[str, Any]] = {}
+    live: dict[int, dict[str, Any]] = {}
 
     def produce_batch(batch: int) -> None:
         values = [record(batch, i) for i in range(PER_BATCH)]
         sent.update({v["id"]: v for v in values})
-        for topic in topics:
-            produce(bootstrap, topic, [(i % PARTITIONS, v["id"], on_the_wire(batch, v)) for i, v in enumerate(values)])
+        for table in (DELTA, ICEBERG):
+            records = [(i % PARTITIONS, v["id"], on_the_wire(batch, v)) for i, v in enumerate(values)]
+            produce(bootstrap, FEEDS[table][0], records)
+        events = [
+            (
+                key % PARTITIONS,
+                {"schema": CDC_KEY, "payload": {"id": key}},
+                {
+                    "schema": CDC_VALUE,
+                    "payload": {**e, "before": row_on_the_wire(e["before"]), "after": row_on_the_wire(e["after"])},
+                },
+            )
+            for key, e in cdc_changes(batch, live)
+        ]
+        produce(bootstrap, FEEDS[CDC][0], events)
 
     try:
-        for topic, connector, prefix in FEEDS.values():
+        for table, (topic, connector, prefix) in FEEDS.items():
+            sink = CDC_SINK if table == CDC else SINK
             sidecars.append(
                 sink_with_sidecar(
                     tmp_path,
@@ -189,7 +284,7 @@ def test_avro_files_of_an_evolving_schema_land_whole_in_delta_and_iceberg(
                     bootstrap,
                     connector,
                     topic,
-                    SINK,
+                    sink,
                     prefix,
                 )
             )
@@ -214,8 +309,22 @@ def test_avro_files_of_an_evolving_schema_land_whole_in_delta_and_iceberg(
 
     iceberg = pyiceberg_rest(s3_rest_catalog, s3_server).load_table(ICEBERG)
     assert_as_sent(expected, iceberg.scan().to_arrow().to_pylist())
-    offsets = json.loads(iceberg.current_snapshot().summary["lakegate.offsets"])
-    assert {(tp.topic, tp.partition): o for tp, o in connect[ICEBERG].items()} == {
+    assert_offsets(iceberg, connect[ICEBERG])
+
+    customers = pyiceberg_rest(s3_rest_catalog, s3_server).load_table(CDC)
+    rows = customers.scan().to_arrow().to_pylist()
+    got = {r["id"]: {k: r[k] for k in ("id", "email", "balance", "updated")} for r in rows}
+    assert len(got) == len(rows), "a key is in the table twice"
+    assert 0 < len(live) < KEYS and got.keys() == live.keys(), "the live keys, deletes applied"
+    wrong = [(live[k], got[k]) for k in live if not same(live[k], got[k])]
+    assert not wrong, wrong[:3]
+    assert_offsets(customers, connect[CDC])
+
+
+def assert_offsets(table: Any, connect: dict[Any, int]) -> None:
+    """An Iceberg table's offsets (its head snapshot's) equal Connect's committed offsets."""
+    offsets = json.loads(table.current_snapshot().summary["lakegate.offsets"])
+    assert {(tp.topic, tp.partition): o for tp, o in connect.items()} == {
         (t, int(p)): o for t, ps in offsets.items() for p, o in ps.items()
     }
 
