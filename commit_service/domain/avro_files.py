@@ -5,9 +5,10 @@ Pure (bytes in, facts out; no Spark): :class:`~commit_service.round.convert.Fram
 :func:`summary` once per Avro file of a commit, then Spark's Avro source reads the records (the
 files of one writer schema together). Decoding is fastavro's; nothing here parses Avro itself.
 
-The record count is the blocks' own (no record is decoded). The offsets are read through a reader
-schema of the envelope's ``offset`` field alone: fastavro skips every other field (the value with
-its decimals and timestamps) without making Python objects of it. Avro wrapped in a compressed
+The record count is the blocks' own. The offsets are the first block's first record's and the last
+block's last record's (the sink writes in offset order), read through a reader schema of the
+envelope's ``offset`` field alone: only those two blocks are decoded, and in them fastavro skips
+every other field (the value with its decimals and timestamps). Avro wrapped in a compressed
 stream (Aiven's ``file.compression.type`` other than ``none``) is no container file: it is refused
 with what to set, as is anything else that is not one.
 """
@@ -49,29 +50,35 @@ def summary(data: bytes) -> AvroSummary:
         wrapped = kind not in (Encoding.PLAIN, Encoding.PARQUET)
         raise AvroFileError("is not an Avro container file" + (inside if wrapped else ""))
     try:
-        blocks = fastavro.block_reader(io.BytesIO(data))
-        schema_key = blocks.metadata["avro.schema"]
-        writer: Any = blocks.writer_schema
-        records = sum(block.num_records for block in blocks)
-        if not isinstance(writer, dict) or writer.get("type") != "record":
+        header = fastavro.block_reader(io.BytesIO(data))
+        schema_key = header.metadata["avro.schema"]
+        writer: Any = header.writer_schema
+        reader = _offset_reader(writer)
+        blocks = fastavro.block_reader(io.BytesIO(data), reader_schema=reader) if reader else header
+        records, first, last = 0, None, None
+        for block in blocks:
+            records += block.num_records
+            if reader is not None and block.num_records:
+                first = block if first is None else first
+                last = block
+        if first is None or last is None:
             return AvroSummary(schema_key, records, None)
-        return AvroSummary(schema_key, records, _coverage(data, writer, records))
+        # a block's records are read once (its iterator is its own): the first and last of each
+        head: list[Any] = list(first)
+        tail: list[Any] = head if last is first else list(last)
+        low, high = head[0][OFFSET_FIELD], tail[-1][OFFSET_FIELD]
+        fields = [f["name"] for f in writer["fields"]]
+        return AvroSummary(schema_key, records, from_bounds(fields, low, high, records))
     except (ValueError, EOFError, KeyError, TypeError, fastavro.read.SchemaResolutionError) as exc:
         raise AvroFileError(f"is not a readable Avro container file: {exc}") from None
 
 
-def _coverage(data: bytes, writer: dict[str, Any], records: int) -> Coverage | None:
-    """The first and last record's envelope ``offset`` (the sink writes records in offset order)."""
-    fields = [f["name"] for f in writer["fields"]]
-    if records == 0 or OFFSET_FIELD not in fields:
+def _offset_reader(writer: Any) -> dict[str, Any] | None:
+    """A reader schema of the envelope's ``offset`` alone, for a record writer schema that has one
+    (an ``int`` or ``long``); None otherwise."""
+    if not isinstance(writer, dict) or writer.get("type") != "record":
         return None
-    offset_type = next(f["type"] for f in writer["fields"] if f["name"] == OFFSET_FIELD)
+    offset_type = next((f["type"] for f in writer["fields"] if f["name"] == OFFSET_FIELD), None)
     if offset_type not in ("long", "int"):
         return None
-    reader_schema = {"type": "record", "name": writer["name"], "fields": [{"name": OFFSET_FIELD, "type": offset_type}]}
-    offsets = fastavro.reader(io.BytesIO(data), reader_schema=reader_schema)
-    first = last = None
-    for record in offsets:
-        last = record[OFFSET_FIELD]  # type: ignore[index,call-overload]
-        first = last if first is None else first
-    return from_bounds(fields, first, last, records)
+    return {"type": "record", "name": writer["name"], "fields": [{"name": OFFSET_FIELD, "type": offset_type}]}

@@ -240,8 +240,9 @@ class FrameReader:
                 self._raw[path] = self._parquet_raw[key][1]
             elif p.file.format is FileFormat.AVRO:
                 self._raw[path] = self.avro_schemas(path, self.avro(p).schema_key)
-            else:
-                self._raw[path] = json_infer.infer(self.records(p))
+            else:  # Arrow types JSON lines without a Python object per record, where it can
+                arrow = json_infer.infer_lines(self._text_lines(p)) if p.file.format is not FileFormat.CSV else None
+                self._raw[path] = arrow if arrow is not None else json_infer.infer(self.records(p))
         return self._raw[path]
 
     def envelope_shape(self, p: PendingFile, facts: FileFacts | None) -> Schema:

@@ -59,11 +59,12 @@ def envelopes(first: int, count: int) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("codec", ["null", "deflate", "snappy", "zstandard"])
-def test_an_enveloped_files_count_and_offsets_come_from_its_blocks_and_records(codec: str) -> None:
-    data = avro(ENVELOPE, envelopes(500, 300), codec, block=100)  # many blocks
+@pytest.mark.parametrize("count", [1, 2, 300])  # one block, or many
+def test_an_enveloped_files_count_and_offsets_come_from_its_blocks_and_records(codec: str, count: int) -> None:
+    data = avro(ENVELOPE, envelopes(500, count), codec, block=100)
     got = summary(data)
-    assert got.records == 300
-    assert got.coverage == Coverage(OffsetSpan(500, 799), 300)
+    assert got.records == count
+    assert got.coverage == Coverage(OffsetSpan(500, 499 + count), count)
     assert "connector_records" in got.schema_key
     assert fastavro.reader(io.BytesIO(data)).metadata["avro.codec"] == codec
 

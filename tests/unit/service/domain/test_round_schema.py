@@ -222,3 +222,46 @@ def test_a_json_array_files_records_become_lines(text: str, lines: list[str]) ->
 def test_text_that_is_no_json_array_is_refused(text: str) -> None:
     with pytest.raises(ValueError):
         json_infer.array_lines(text)
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_infinity=False, allow_nan=False)
+    | st.text(max_size=4)
+    | st.sampled_from(["2019-04-02T13:14:55.123Z", "2026-11-28", "12:00:00"]),  # text Arrow reads as a time
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "", "Ü", "a b"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+RECORDS = st.lists(
+    st.dictionaries(st.sampled_from(["x", "y", "z", ""]), JSON_VALUES, max_size=3), min_size=1, max_size=6
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(records=RECORDS)
+def test_arrows_typing_of_json_lines_is_infers_wherever_it_answers(records: list[dict[str, Any]]) -> None:
+    lines = [json.dumps(r, ensure_ascii=bool(len(r) % 2)) for r in records]
+    arrow = json_infer.infer_lines(lines)
+    if arrow is not None:
+        assert arrow == json_infer.infer(json_infer.parse_lines(lines))
+
+
+def test_arrow_types_a_sinks_usual_json_lines() -> None:
+    """The fast path is taken for what sinks write (else it would be a dead branch)."""
+    lines = [
+        json.dumps(
+            {
+                "value": {"id": f"0-{o}", "amount": o * 0.25, "n": o, "tags": [], "at": "2026-01-01T00:00:00Z"},
+                "offset": o,
+            }
+        )
+        for o in range(50)
+    ] + ['{"value": null, "offset": 50}']
+    arrow = json_infer.infer_lines(lines)
+    assert arrow is not None and arrow == json_infer.infer(json_infer.parse_lines(lines))
+    assert json_infer.infer_lines(['{"a": 12345678901234567890}']) is None  # past a long: Python types it
+    assert json_infer.infer_lines(['{"a": 1}', '{"a": "x"}']) is None  # mixed kinds: Python joins them
