@@ -57,6 +57,7 @@ INTERNAL = {
     "commit_service.domain.paths.UnsafePathError": "config: ConfigError; intake: BadRequestError; storage: DataFileError",
     "commit_service.domain.content.ContentError": "delta.convert: DataFileError (the file is unreadable)",
     "commit_service.domain.json_infer.LineError": "delta.convert: DataFileError naming the line",
+    "commit_service.storage.json_types._Unmapped": "storage.json_types: None, the records typed in Python",
     "commit_service.domain.avro_files.AvroFileError": "round.convert: DataFileError (the file is no Avro container)",
     "commit_service.domain.round_schema.Conflict": "round_schema.reconcile: the file refused (SchemaMismatchError)",
     "commit_service.domain.upsert.ChangeError": "round.upsert_round: DataFileError naming the file",

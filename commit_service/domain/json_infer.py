@@ -8,11 +8,8 @@ whole numbers are ``long`` (``decimal(p,0)`` past a long, ``double`` past 38 dig
 sorted by name, arrays of their elements' joined type; where one file mixes types Spark cannot
 join in a column, it holds them as text (``string``), as Spark does.
 
-Two ways to the same types: :func:`infer` over records parsed in Python, and :func:`infer_lines`,
-Arrow's C++ JSON reader typing the lines, mapped to the same rules, which answers None wherever
-Arrow's reading might differ from :func:`infer` (a number as large as a long's limits, a column of
-mixed kinds, a line that is not one object, ...): the caller then parses in Python. A property
-test holds the two equal wherever :func:`infer_lines` answers.
+The same types come faster from Arrow's reader where it agrees
+(:func:`commit_service.storage.json_types.infer_lines`; a property test holds the two equal).
 
 Where this differs from Spark, on purpose: a value that is null in every record (or an array
 that is always empty) stays :data:`~commit_service.domain.round_schema.VOID` instead of becoming
@@ -22,14 +19,9 @@ Debezium delete's ``after``).
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
-
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pa_json
 
 from commit_service.domain.round_schema import MAX_PRECISION, VOID, Schema, SparkType, wider_atomic
 
@@ -70,73 +62,6 @@ def parse_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
             raise LineError(i, f"is a JSON {type(record).__name__}, not an object (a record)")
         records.append(record)
     return records
-
-
-# Arrow reads an integer past a long as a double, infer as a decimal: a double column holding a
-# value this large (or a number written so) is typed in Python instead
-_PAST_LONG = float(LONG_MAX)
-
-
-def infer_lines(lines: Sequence[str]) -> Schema | None:
-    """The struct type of ``lines`` (JSON objects, one a line) as :func:`infer` gives it, typed by
-    Arrow's JSON reader without a Python object per record; None where Arrow's reading might
-    differ (parse the records and call :func:`infer`)."""
-    if not lines:
-        return None
-    data = "\n".join(lines).encode()
-    options = pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1)
-    try:
-        table = pa_json.read_json(io.BytesIO(data), read_options=options)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    if table.num_rows != len(lines) or any(_past_long(chunk) for c in table.columns for chunk in c.chunks):
-        return None
-    try:
-        fields = [_field(f) for f in sorted(table.schema, key=lambda f: f.name) if f.name]
-    except _Unmapped:
-        return None
-    return {"type": "struct", "fields": fields}
-
-
-def _past_long(array: pa.Array) -> bool:
-    """Whether a double anywhere in ``array`` (nested too) is as large as a long's limits."""
-    t = array.type
-    if pa.types.is_float64(t):
-        top = pc.max(pc.abs(array)).as_py()
-        return top is not None and top >= _PAST_LONG
-    if pa.types.is_list(t):
-        return _past_long(array.flatten())
-    if pa.types.is_struct(t):
-        return any(_past_long(array.field(i)) for i in range(t.num_fields))
-    return False
-
-
-class _Unmapped(ValueError):
-    """An Arrow type :func:`infer` has no counterpart for."""
-
-
-def _field(f: pa.Field) -> dict[str, Any]:
-    return {"name": f.name, "type": _spark(f.type), "nullable": True, "metadata": {}}
-
-
-def _spark(t: pa.DataType) -> SparkType:
-    """Arrow's inferred JSON type as :func:`type_of` types the same values."""
-    if pa.types.is_null(t):
-        return VOID
-    if pa.types.is_boolean(t):
-        return "boolean"
-    if pa.types.is_int64(t):
-        return "long"
-    if pa.types.is_float64(t):
-        return "double"
-    if pa.types.is_string(t) or pa.types.is_timestamp(t):  # Arrow reads ISO-8601 text as a time
-        return "string"
-    if pa.types.is_list(t):
-        return {"type": "array", "elementType": _spark(t.value_type), "containsNull": True}
-    if pa.types.is_struct(t):
-        names = [t.field(i) for i in range(t.num_fields)]
-        return {"type": "struct", "fields": [_field(f) for f in sorted(names, key=lambda f: f.name) if f.name]}
-    raise _Unmapped(str(t))
 
 
 def infer(records: Iterable[dict[str, Any]]) -> Schema:

@@ -35,6 +35,7 @@ from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import VOID, Schema
 from commit_service.errors import DataFileError
 from commit_service.round.conform import conform, devoid
+from commit_service.storage import json_types
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.protocol import CsvLayout, FileFormat
 
@@ -241,7 +242,7 @@ class FrameReader:
             elif p.file.format is FileFormat.AVRO:
                 self._raw[path] = self.avro_schemas(path, self.avro(p).schema_key)
             else:  # Arrow types JSON lines without a Python object per record, where it can
-                arrow = json_infer.infer_lines(self._text_lines(p)) if p.file.format is not FileFormat.CSV else None
+                arrow = json_types.infer_lines(self._text_lines(p)) if p.file.format is not FileFormat.CSV else None
                 self._raw[path] = arrow if arrow is not None else json_infer.infer(self.records(p))
         return self._raw[path]
 

@@ -22,6 +22,7 @@ from commit_service.domain.round_schema import (
     resolved_schema,
     wider_atomic,
 )
+from commit_service.storage import json_types
 
 
 def struct(**fields: Any) -> dict[str, Any]:
@@ -245,7 +246,7 @@ RECORDS = st.lists(
 @given(records=RECORDS)
 def test_arrows_typing_of_json_lines_is_infers_wherever_it_answers(records: list[dict[str, Any]]) -> None:
     lines = [json.dumps(r, ensure_ascii=bool(len(r) % 2)) for r in records]
-    arrow = json_infer.infer_lines(lines)
+    arrow = json_types.infer_lines(lines)
     if arrow is not None:
         assert arrow == json_infer.infer(json_infer.parse_lines(lines))
 
@@ -261,7 +262,7 @@ def test_arrow_types_a_sinks_usual_json_lines() -> None:
         )
         for o in range(50)
     ] + ['{"value": null, "offset": 50}']
-    arrow = json_infer.infer_lines(lines)
+    arrow = json_types.infer_lines(lines)
     assert arrow is not None and arrow == json_infer.infer(json_infer.parse_lines(lines))
-    assert json_infer.infer_lines(['{"a": 12345678901234567890}']) is None  # past a long: Python types it
-    assert json_infer.infer_lines(['{"a": 1}', '{"a": "x"}']) is None  # mixed kinds: Python joins them
+    assert json_types.infer_lines(['{"a": 12345678901234567890}']) is None  # past a long: Python types it
+    assert json_types.infer_lines(['{"a": 1}', '{"a": "x"}']) is None  # mixed kinds: Python joins them
