@@ -24,6 +24,7 @@ from commit_service.domain.partitioning import parse_spec
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.domain.upsert import Cdc, UpsertSpec
+from commit_service.errors import TableLayoutError
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile
 from lakegate_stack import fidelity
@@ -47,8 +48,20 @@ def run_case(spark: Any, storage: StorageReader, table: str, put: Put, case: fid
     partitioning = DeltaPartitioning(parse_spec(case.partition_by))
     committer = DeltaCommitter(spark, "t", table, storage, upsert=SPECS[case.mode], partitioning=partitioning)
     state = TableState("t")
+    created = False
     for n, files in enumerate(case.rounds):
-        commit_all(committer, state, [PendingFile(put(f), f"m-{n}-{i}", "sc") for i, f in enumerate(files)])
+        try:
+            commit_all(committer, state, [PendingFile(put(f), f"m-{n}-{i}", "sc") for i, f in enumerate(files)])
+            created = True
+        except TableLayoutError as exc:
+            # a first round of tombstones alone into a table partitioned by a value column: no
+            # record says the column's type, so the table waits for one (its files stay buffered
+            # and go with the next round, as the coordinator's retry takes them; docs/design.md)
+            if created or "which the table's files do not have" not in str(exc):
+                raise
+    if not created:
+        assert not fidelity.model(case), "rows to hold, but no round made the table"
+        return []
     spark_rows = [
         r.asDict(recursive=True) for r in spark.read.format("delta").load(table.replace("s3://", "s3a://")).collect()
     ]
