@@ -158,11 +158,6 @@ def partition_specs(draw: Any, mode: str, pool: dict[str, Any], fields_of: dict[
     return tuple(spec)
 
 
-def partition_sources(case: Case) -> list[str]:
-    """The columns ``case``'s partition spec reads (``bucket(4, rid)`` reads ``rid``)."""
-    return [term.rstrip(")").rsplit(",", 1)[-1].strip() if "(" in term else term for term in case.partition_by]
-
-
 def _record(
     mode: str, topic: str, partition: int, offset: int, row: dict[str, Any], draw: Any, live: dict[int, Any]
 ) -> dict[str, Any]:

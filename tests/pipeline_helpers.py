@@ -131,3 +131,12 @@ def wait_committed(
             return
         time.sleep(1)
     raise AssertionError(f"table offsets {offsets} never reached the log ends {ends}")
+
+
+def assert_iceberg_offsets(table: Any, connect: dict[TopicPartition, int]) -> None:
+    """An Iceberg table's offsets (its head snapshot's ``lakegate.offsets``) equal Connect's
+    committed offsets, partition for partition."""
+    offsets = json.loads(table.current_snapshot().summary["lakegate.offsets"])
+    assert {(tp.topic, tp.partition): o for tp, o in connect.items()} == {
+        (t, int(p)): o for t, ps in offsets.items() for p, o in ps.items()
+    }

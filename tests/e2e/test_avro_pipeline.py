@@ -40,7 +40,7 @@ from lakegate_stack.s3 import S3Server
 from lakegate_stack.services import ServiceProcess, SidecarProcess
 from tests.fixtures import ICEBERG_BUCKET, pyiceberg_rest
 from tests.kafka_helpers import committed_offsets, create_topic
-from tests.pipeline_helpers import S3_ENV, produce, sink_with_sidecar, wait_committed
+from tests.pipeline_helpers import S3_ENV, assert_iceberg_offsets, produce, sink_with_sidecar, wait_committed
 
 PARTITIONS, PER_BATCH = 2, 120
 DELTA, ICEBERG, CDC = "orders_avro", "e2e.orders_avro", "e2e.customers_avro"
@@ -309,7 +309,7 @@ def test_avro_files_of_an_evolving_schema_land_whole_in_delta_and_iceberg(
 
     iceberg = pyiceberg_rest(s3_rest_catalog, s3_server).load_table(ICEBERG)
     assert_as_sent(expected, iceberg.scan().to_arrow().to_pylist())
-    assert_offsets(iceberg, connect[ICEBERG])
+    assert_iceberg_offsets(iceberg, connect[ICEBERG])
 
     customers = pyiceberg_rest(s3_rest_catalog, s3_server).load_table(CDC)
     rows = customers.scan().to_arrow().to_pylist()
@@ -318,15 +318,7 @@ def test_avro_files_of_an_evolving_schema_land_whole_in_delta_and_iceberg(
     assert 0 < len(live) < KEYS and got.keys() == live.keys(), "the live keys, deletes applied"
     wrong = [(live[k], got[k]) for k in live if not same(live[k], got[k])]
     assert not wrong, wrong[:3]
-    assert_offsets(customers, connect[CDC])
-
-
-def assert_offsets(table: Any, connect: dict[Any, int]) -> None:
-    """An Iceberg table's offsets (its head snapshot's) equal Connect's committed offsets."""
-    offsets = json.loads(table.current_snapshot().summary["lakegate.offsets"])
-    assert {(tp.topic, tp.partition): o for tp, o in connect.items()} == {
-        (t, int(p)): o for t, ps in offsets.items() for p, o in ps.items()
-    }
+    assert_iceberg_offsets(customers, connect[CDC])
 
 
 def check_sink_files(s3_server: S3Server) -> None:

@@ -25,7 +25,6 @@ milliseconds, which not every Iceberg reader reads (docs/iceberg.md).
 from __future__ import annotations
 
 import io
-import json
 import time
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
@@ -48,7 +47,7 @@ from lakegate_stack.services import ServiceProcess, SidecarProcess
 from tests.fixtures import ICEBERG_BUCKET, pyiceberg_rest
 from tests.kafka_helpers import committed_offsets, create_topic
 from tests.partition_helpers import text
-from tests.pipeline_helpers import S3_ENV, produce, sink_with_sidecar, wait_committed
+from tests.pipeline_helpers import S3_ENV, assert_iceberg_offsets, produce, sink_with_sidecar, wait_committed
 
 PARTITIONS, PER_BATCH = 2, 150
 DAY = datetime(2026, 11, 27, tzinfo=UTC)
@@ -257,10 +256,7 @@ def check_iceberg(
         )
     ).plan_files()
     assert planned and {t.file.partition[0] for t in planned} == {hour_of(start)}
-    offsets = json.loads(table.current_snapshot().summary["lakegate.offsets"])
-    assert {(tp.topic, tp.partition): o for tp, o in connect.items()} == {
-        (t, int(p)): o for t, ps in offsets.items() for p, o in ps.items()
-    }
+    assert_iceberg_offsets(table, connect)
 
 
 def hour_of(at: datetime) -> int:

@@ -45,7 +45,8 @@ Put = Callable[[fidelity.SinkFile], DataFile]  # stores a sink file, returns its
 
 def run_case(spark: Any, storage: StorageReader, table: str, put: Put, case: fidelity.Case, **rs: Any) -> list[str]:
     """Commit ``case`` into a new table at ``table``; the differences the readers show."""
-    partitioning = DeltaPartitioning(parse_spec(case.partition_by))
+    spec = parse_spec(case.partition_by)
+    partitioning = DeltaPartitioning(spec)
     committer = DeltaCommitter(spark, "t", table, storage, upsert=SPECS[case.mode], partitioning=partitioning)
     state = TableState("t")
     created = False
@@ -62,7 +63,7 @@ def run_case(spark: Any, storage: StorageReader, table: str, put: Put, case: fid
                 raise
     if not created:  # no record ever typed some partition column: nothing lost, all still buffered
         rows = fidelity.model(case).values()
-        untyped = [c for c in fidelity.partition_sources(case) if all(r.get(c) is None for r in rows)]
+        untyped = [f.column for f in spec if all(r.get(f.column) is None for r in rows)]
         assert untyped, f"rows to hold, but no round made the table: {case.describe()}"
         return []
     spark_rows = [
