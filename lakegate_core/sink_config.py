@@ -33,7 +33,8 @@ CONFLUENT_FORMATS = {"ParquetFormat": FileFormat.PARQUET, "JsonFormat": FileForm
 # How the sidecar reads an object key (relative to its listing prefix) as (topic, partition, start)
 NAMING_PRESETS = {
     "aiven": r"(?P<topic>.+)-(?P<partition>\d+)-(?P<start_offset>\d+)(?:\.[A-Za-z0-9]+)*",
-    "confluent": r"topics/(?P<topic>[^/]+)/partition=(?P<partition>\d+)/(?P=topic)\+(?P=partition)\+(?P<start_offset>\d+)(?:\.[A-Za-z0-9]+)*",
+    # Confluent's layout whatever its partitioner: <topics.dir>/<topic>/<encoded partition>/<topic>+<p>+<start>
+    "confluent": r"(?:.+/)?(?P<topic>[^/]+)/(?:.+/)?(?P=topic)\+(?P<partition>\d+)\+(?P<start_offset>\d+)(?:\.[A-Za-z0-9]+)*",
 }
 
 # Aiven's file.compression.type -> the extension its file names get (unset: gzip's)
@@ -144,12 +145,10 @@ def object_key(config: Mapping[str, Any], topic: str, partition: int, start: int
     by Aiven's rules (an ``aws.s3.prefix`` names ``<prefix><topic>-<partition>-<start, 20 digits>``
     plus the compression's extension; else ``file.name.template``, default
     ``{{topic}}-{{partition}}-{{start_offset}}`` plus the extension) or Confluent's
-    (``<topics.dir>/<topic>/partition=<p>/<topic>+<p>+<start>.<ext>``)."""
-    if not is_aiven(config) and "format.class" in config:
-        topics_dir = str(config.get("topics.dir", "topics")).strip("/")
-        ext = ".parquet" if "Parquet" in str(config["format.class"]) else ".json"
-        key = f"{topics_dir}/{topic}/partition={partition}/{topic}+{partition}+{start}{ext}"
-        return RenderedName(key, "Confluent's naming (topics.dir, format.class)")
+    (:class:`ConfluentLayout`; a partitioner whose directories vary by record renders a sample's)."""
+    layout = ConfluentLayout.of(config)
+    if layout is not None:
+        return RenderedName(layout.key(topic, partition, start), "Confluent's layout (" + layout.described + ")")
     compression = str(config.get("file.compression.type", "gzip")).strip().lower()
     ext = COMPRESSION_EXTENSIONS.get(compression, "")
     prefix = config.get("aws.s3.prefix") or config.get("aws_s3_prefix")
@@ -193,3 +192,126 @@ def parse_name(regex: str, key: str) -> tuple[str, int, int] | None:
         return m.group("topic"), int(m.group("partition")), int(m.group("start_offset"))
     except (IndexError, ValueError):
         return None
+
+
+# Confluent's partitioners (the simple names of partitioner.class) and the path.format of the fixed ones
+CONFLUENT_PARTITIONERS = (
+    "DefaultPartitioner",
+    "FieldPartitioner",
+    "TimeBasedPartitioner",
+    "DailyPartitioner",
+    "HourlyPartitioner",
+)
+FIXED_PATH_FORMATS = {
+    "DailyPartitioner": "'year'=YYYY/'month'=MM/'day'=dd",
+    "HourlyPartitioner": "'year'=YYYY/'month'=MM/'day'=dd/'hour'=HH",
+}
+SAMPLE_TIME = (2026, 1, 2, 3, 4, 5)  # the instant a time-based path is rendered at for a sample name
+JODA_FIELD = re.compile(r"'([^']*)'|([A-Za-z])\2*")
+
+
+@dataclass(frozen=True)
+class ConfluentLayout:
+    """Where Confluent's S3 sink puts a file and how it names it, from the connector's config:
+    ``<topics.dir><d><topic><d><encoded partition><d><topic>+<partition>+<start>.<ext>`` with ``<d>``
+    ``directory.delim`` (``/``), the encoded partition the partitioner's (``partition=<p>`` for the
+    default one, ``<field>=<value>`` for the field partitioner, ``path.format`` at the record's
+    time for the time-based ones) and the start offset zero-padded to
+    ``filename.offset.zero.pad.width`` (10) digits. Only the default partitioner keeps each Kafka
+    partition in a directory of its own (the sidecar then lists a partition alone)."""
+
+    topics_dir: str = "topics"
+    partitioner: str = "DefaultPartitioner"  # the simple name of partitioner.class
+    path_format: str = ""  # time-based: the Joda-Time pattern of the directories
+    fields: tuple[str, ...] = ()  # FieldPartitioner: partition.field.name
+    directory_delim: str = "/"
+    file_delim: str = "+"
+    pad_width: int = 10
+    extension: str = ""
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> ConfluentLayout | None:
+        """The layout of a Confluent sink connector's files; None for a connector of Aiven's keys."""
+        if is_aiven(config) or "format.class" not in config:
+            return None
+        partitioner = str(config.get("partitioner.class", "DefaultPartitioner")).rsplit(".", 1)[-1]
+        path_format = FIXED_PATH_FORMATS.get(partitioner, str(config.get("path.format", "")))
+        fields = tuple(f.strip() for f in str(config.get("partition.field.name", "")).split(",") if f.strip())
+        width = str(config.get("filename.offset.zero.pad.width", "10")).strip()
+        return cls(
+            topics_dir=str(config.get("topics.dir", "topics")).strip("/"),
+            partitioner=partitioner,
+            path_format=path_format,
+            fields=fields,
+            directory_delim=str(config.get("directory.delim", "/")),
+            file_delim=str(config.get("file.delim", "+")),
+            pad_width=int(width) if width.isdigit() else 10,
+            extension=_confluent_extension(config),
+        )
+
+    @property
+    def by_partition(self) -> bool:
+        """Whether each Kafka partition's files sit in a directory of their own."""
+        return self.partitioner == "DefaultPartitioner"
+
+    @property
+    def described(self) -> str:
+        return f"topics.dir={self.topics_dir}, partitioner.class={self.partitioner}"
+
+    def topic_prefix(self, topic: str) -> str:
+        """What every key of ``topic``'s files starts with."""
+        d = self.directory_delim
+        return f"{self.topics_dir}{d}{topic}{d}" if self.topics_dir else f"{topic}{d}"
+
+    def partition_prefix(self, topic: str, partition: int) -> str | None:
+        """What every key of one partition's files starts with up to its start offset's digits
+        (the default partitioner's); None where a partition's files share directories."""
+        if not self.by_partition:
+            return None
+        return (
+            f"{self.topic_prefix(topic)}partition={partition}{self.directory_delim}{self.file_name(topic, partition)}"
+        )
+
+    def file_name(self, topic: str, partition: int, start: int | None = None) -> str:
+        """The name of the file starting at ``start``; without it, the name up to the offset."""
+        head = f"{topic}{self.file_delim}{partition}{self.file_delim}"
+        return head if start is None else f"{head}{start:0{self.pad_width}d}{self.extension}"
+
+    def key(self, topic: str, partition: int, start: int) -> str:
+        """The key of a file; the directories of a partitioner that encodes by record are a sample's."""
+        d = self.directory_delim
+        if self.partitioner == "FieldPartitioner":
+            encoded = d.join(f"{f}=x" for f in self.fields or ("field",))
+        elif self.path_format:
+            encoded = _joda(self.path_format, SAMPLE_TIME)
+        else:
+            encoded = f"partition={partition}"
+        return f"{self.topic_prefix(topic)}{encoded}{d}{self.file_name(topic, partition, start)}"
+
+
+def _confluent_extension(config: Mapping[str, Any]) -> str:
+    """What Confluent's formats append: ``.avro``; ``.json`` (``.json.gz`` with
+    ``s3.compression.type=gzip``); ``.<codec>.parquet`` (``parquet.codec``, snappy by default)."""
+    simple = str(config.get("format.class", "")).rsplit(".", 1)[-1]
+    if simple == "AvroFormat":
+        return ".avro"
+    if simple == "JsonFormat":
+        return ".json" + (".gz" if str(config.get("s3.compression.type", "none")).lower() == "gzip" else "")
+    if simple == "ParquetFormat":
+        codec = str(config.get("parquet.codec", "snappy")).lower()
+        return ("" if codec in ("none", "uncompressed") else f".{codec}") + ".parquet"
+    return ".bin"
+
+
+def _joda(pattern: str, when: tuple[int, ...]) -> str:
+    """A Joda-Time pattern (``'year'=YYYY/'month'=MM``) at ``when`` (year, month, day, hour, minute,
+    second): the fields a partition path uses; other letters are kept as they are."""
+    values = {"Y": when[0], "y": when[0], "M": when[1], "d": when[2], "H": when[3], "m": when[4], "s": when[5]}
+
+    def field(m: re.Match[str]) -> str:
+        if m.group(1) is not None:
+            return m.group(1) if m.group(0) != "''" else "'"
+        letter, n = m.group(0)[0], len(m.group(0))
+        return f"{values[letter]:0{n}d}" if letter in values else m.group(0)
+
+    return JODA_FIELD.sub(field, pattern)

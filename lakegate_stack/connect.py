@@ -74,6 +74,31 @@ def s3_sink_config(
     }
 
 
+def confluent_sink_config(
+    topics: list[str],
+    bucket: str,
+    endpoint: str,
+    access_key: str,
+    secret_key: str,
+    *,
+    format_class: str = "avro.AvroFormat",
+    tasks: int = 1,
+    **overrides: str,
+) -> dict[str, str]:
+    """A sink connector config with Confluent's keys (``format.class`` under
+    ``io.confluent.connect.s3.format.``, ``s3.bucket.name``, ``store.url``, ``topics.dir``,
+    ``partitioner.class``, ... in ``overrides``): the stand-in then writes the value alone, in
+    Confluent's layout. The credentials are the stand-in's keys (Confluent's sink reads the AWS
+    default chain)."""
+    config = s3_sink_config(
+        topics, bucket, endpoint, access_key, secret_key, output=None, compression=None, tasks=tasks
+    )
+    for aiven in ("aws.s3.bucket.name", "aws.s3.endpoint", "aws.s3.region"):
+        del config[aiven]
+    confluent = {"format.class": f"io.confluent.connect.s3.format.{format_class}", "s3.bucket.name": bucket}
+    return {**config, **confluent, "store.url": endpoint, **overrides}
+
+
 class ConnectWorker:
     """One ``ConnectDistributed`` JVM; owns ``workdir`` (worker properties and ``<name>.log``)."""
 

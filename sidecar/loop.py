@@ -148,6 +148,7 @@ class SidecarLoop:
             if view.state == "MISSING":
                 logger.info("connector %s is gone; nothing to follow", name)
                 continue
+            self.pattern.follow(view.topics, view.confluent)
             if not view.my_tasks:
                 continue  # no task of it runs here (or it is paused): another sidecar reports
             fmt = s.formats.get(name, view.output_format)

@@ -3,7 +3,8 @@
 Read by the sidecar loop each round. A :class:`NamePattern` turns an object key into
 (topic, partition, start offset): the ``aiven`` preset (``<prefix><topic>-<partition>-<start>``,
 topics may contain ``-``; an extension such as ``.gz`` is allowed), the ``confluent`` preset
-(``<prefix>topics/<topic>/partition=<p>/<topic>+<p>+<start>.<ext>``) or a custom regex with named
+(``<topics.dir>/<topic>/<encoded partition>/<topic>+<p>+<start>.<ext>``, whatever the partitioner:
+where each topic is listed follows its connector's config, :meth:`NamePattern.follow`) or a custom regex with named
 groups ``topic``, ``partition``, ``start_offset``. Listers return every key under the prefix with
 its size and when it was written; S3 through MinIO's client (endpoint, region, path-style, credentials from the AWS
 environment), or a local directory.
@@ -20,13 +21,14 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
-from lakegate_core.sink_config import NAMING_PRESETS
+from lakegate_core.sink_config import NAMING_PRESETS, ConfluentLayout
 from lakegate_core.types import TopicPartition
 from lakegate_core.uri import encode_key
 from sidecar.errors import SidecarConfigError, SourceError
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_CONFLUENT = ConfluentLayout()
 PRESETS = NAMING_PRESETS  # shared with the service's doctor, which checks a connector's names against them
 
 
@@ -71,13 +73,25 @@ class NamePattern:
             raise SidecarConfigError(f"storage.naming.regex: named groups missing: {sorted(missing)}")
         self.prefix = prefix
         self._warned: set[str] = set()
+        self._confluent: dict[str, ConfluentLayout] = {}  # topic -> its connector's layout (confluent preset)
+
+    def follow(self, topics: Iterable[str], layout: ConfluentLayout | None) -> None:
+        """Where a followed connector of Confluent's sink writes its ``topics`` (its ``topics.dir``,
+        partitioner and delimiters); a topic not told is taken to be in Confluent's defaults."""
+        if self.preset == "confluent" and layout is not None:
+            self._confluent.update(dict.fromkeys(topics, layout))
+
+    def _rooted(self, key: str) -> str:
+        """A key of Confluent's layout under the configured prefix: ``topics.dir`` already under it
+        is kept, any other is put below it."""
+        return key if key.startswith(self.prefix) else self.prefix + key
 
     def key_prefix(self, topic: str) -> str:
         """The narrowest listing prefix that holds every file of ``topic``."""
         if self.preset == "aiven":
             return f"{self.prefix}{topic}-"
         if self.preset == "confluent":
-            return f"{self.prefix}topics/{topic}/"
+            return self._rooted(self._confluent.get(topic, DEFAULT_CONFLUENT).topic_prefix(topic))
         return self.prefix
 
     def partition_prefix(self, tp: TopicPartition) -> str | None:
@@ -87,7 +101,8 @@ class NamePattern:
         if self.preset == "aiven":
             return f"{self.prefix}{tp.topic}-{tp.partition}-"
         if self.preset == "confluent":
-            return f"{self.prefix}topics/{tp.topic}/partition={tp.partition}/{tp.topic}+{tp.partition}+"
+            prefix = self._confluent.get(tp.topic, DEFAULT_CONFLUENT).partition_prefix(tp.topic, tp.partition)
+            return None if prefix is None else self._rooted(prefix)  # files of many partitions share directories
         return None
 
     def parse(self, key: str, size: int, modified_ms: int | None = None) -> StoredFile | None:

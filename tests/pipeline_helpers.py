@@ -12,7 +12,7 @@ from typing import Any
 from kafka import KafkaProducer, TopicPartition
 
 from lakegate_stack import s3 as s3mod
-from lakegate_stack.connect import ConnectWorker, s3_sink_config
+from lakegate_stack.connect import ConnectWorker, confluent_sink_config, s3_sink_config
 from lakegate_stack.fidelity import same
 from lakegate_stack.s3 import S3Server
 from lakegate_stack.services import ServiceProcess, SidecarProcess, sidecar_config
@@ -36,24 +36,41 @@ def sink_with_sidecar(
 ) -> SidecarProcess:
     """Connector ``name`` (one task, writing ``topic`` under ``prefix`` of ``bucket``, by default
     ``landing/<name>/``, in ``sink["output"]`` with ``sink``'s other settings and the fields key,
-    value, offset, timestamp), running, and a sidecar following it and sending to ``service``, started."""
+    value, offset, timestamp), running, and a sidecar following it and sending to ``service``, started.
+    A ``sink`` with ``format.class`` is Confluent's: its ``topics.dir`` is ``<prefix>topics``, and
+    the sidecar reads Confluent's names."""
     prefix = prefix or f"landing/{name}/"
     settings = {k: v for k, v in sink.items() if k != "output"}
-    config = s3_sink_config(
-        [topic],
-        bucket,
-        s3_server.endpoint,
-        s3mod.ACCESS_KEY,
-        s3mod.SECRET_KEY,
-        prefix=prefix,
-        output=sink["output"],
-        tasks=1,
-        **{"format.output.fields": FIELDS, **settings},
-    )
+    confluent = "format.class" in sink
+    if confluent:
+        fmt = settings.pop("format.class")
+        config = confluent_sink_config(
+            [topic],
+            bucket,
+            s3_server.endpoint,
+            s3mod.ACCESS_KEY,
+            s3mod.SECRET_KEY,
+            format_class=fmt,
+            **{"topics.dir": f"{prefix}topics", **settings},
+        )
+    else:
+        config = s3_sink_config(
+            [topic],
+            bucket,
+            s3_server.endpoint,
+            s3mod.ACCESS_KEY,
+            s3mod.SECRET_KEY,
+            prefix=prefix,
+            output=sink["output"],
+            tasks=1,
+            **{"format.output.fields": FIELDS, **settings},
+        )
     client = worker.client()
     client.put_connector(name, config)
     client.wait_running(name, tasks=1)
     landing = {"kind": "s3", "bucket": bucket, "prefix": prefix, "endpoint": s3_server.endpoint}
+    if confluent:
+        landing["naming"] = "confluent"
     sidecar = sidecar_config(worker, [name], bootstrap, landing, service.url)
     return SidecarProcess(workdir, f"sidecar-{name}", sidecar, env=S3_ENV).start()
 

@@ -12,7 +12,15 @@ from typing import Any
 from lakegate_core.doctor import Check, DoctorFinding, DoctorSeverity
 from lakegate_core.errors import ProtocolError
 from lakegate_core.protocol import FileFormat
-from lakegate_core.sink_config import csv_layout, is_aiven, output_fields, output_format, parse_name
+from lakegate_core.sink_config import (
+    CONFLUENT_PARTITIONERS,
+    ConfluentLayout,
+    csv_layout,
+    is_aiven,
+    output_fields,
+    output_format,
+    parse_name,
+)
 
 from .facts import PROBE_OFFSET, PROBE_PARTITION, CheckFn, ConnectorFacts
 
@@ -67,7 +75,30 @@ def file_naming(f: ConnectorFacts) -> list[DoctorFinding]:
                     topic=topic,
                 )
             ]
-    return []
+    return _shared_directories(f)
+
+
+def _shared_directories(f: ConnectorFacts) -> list[DoctorFinding]:
+    """Confluent's partitioners other than the default put every Kafka partition's files in shared
+    directories (time or field values): correct, at a listing cost that grows with the archive."""
+    layout = ConfluentLayout.of(f.config)
+    if layout is None or layout.by_partition:
+        return []
+    known = layout.partitioner in CONFLUENT_PARTITIONERS
+    return [
+        f.finding(
+            Check.FILE_NAMING,
+            WARNING,
+            f"partitioner.class={layout.partitioner} puts the files of every Kafka partition in shared directories"
+            + ("" if known else " (a partitioner the doctor does not know: files are read by their names alone)"),
+            "the sidecar then lists each topic's whole prefix every round, a cost that grows with the archive "
+            "(DefaultPartitioner's partition=<p> directories are listed from the table's offset); a partition's "
+            "files may interleave by offset (a field or record time that alternates): each is committed whole, "
+            "in the order of its first offset",
+            key="partitioner.class",
+            fix="DefaultPartitioner for the sink Lakegate reads, or keep the archive under another topics.dir",
+        )
+    ]
 
 
 def file_format(f: ConnectorFacts) -> list[DoctorFinding]:

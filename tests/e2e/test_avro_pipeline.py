@@ -1,28 +1,37 @@
-"""Avro container files through the whole pipeline, as a team on Aiven's sink with
-``format.output.type=avro`` meets them: Kafka, the S3 sink on a real Connect worker (records with
-Connect schemas, JsonConverter ``schemas.enable=true``: decimals, timestamps, dates, times, int8,
-bytes, a named and an unnamed nested struct, an array, a map, optional fields), the container's
-``avro.codec=snappy`` and no stream around it (``file.compression.type=none``), sidecars, the
-service; a Delta table and an Iceberg table (Apache Iceberg's REST catalog, warehouse on the S3
-server), one topic each; and a Debezium topic in Avro (schemaful key, ``before``/``after`` rows
-with a decimal and a timestamp, deletes as ``op=d`` without tombstones: Aiven's Avro writer
-cannot write one) into an Iceberg upsert table (``cdc: debezium``).
+"""Avro container files through the whole pipeline, as teams on both sinks meet them: Kafka, the
+S3 sink on a real Connect worker (records with Connect schemas, JsonConverter
+``schemas.enable=true``: decimals, timestamps, dates, times, int8, bytes, a named and an unnamed
+nested struct, an array, a map, optional fields), the container's ``avro.codec=snappy``, sidecars,
+the service.
+
+- Confluent's ``AvroFormat`` (the value alone) in two of its layouts: ``FieldPartitioner`` on a
+  field that alternates record by record (so one Kafka partition's files interleave by offset:
+  each file named by its first offset holds every third record) into a Delta table, and
+  ``TimeBasedPartitioner`` by a field's time (``RecordField``, minute directories,
+  ``filename.offset.zero.pad.width=12``, its own ``topics.dir``) into an Iceberg table (Apache
+  Iceberg's REST catalog, warehouse on the S3 server).
+- Aiven's ``format.output.type=avro`` with its envelope (no stream around the container,
+  ``file.compression.type=none``): a Debezium topic (schemaful key, ``before``/``after`` rows with
+  a decimal and a timestamp, deletes as ``op=d`` without tombstones: Aiven's Avro writer cannot
+  write one) into an Iceberg upsert table (``cdc: debezium``).
 
 Two batches, the second committed after the first: its records carry a field the first did not
 (``note``: the writer schema of its files has one more field, as a producer's schema evolves).
 
-The sink's files are checked to be what Connect's Avro conventions give (the envelope record
-``connector_records``, ``connect.name``, decimal ``bytes`` with precision and scale, the codec).
-At quiesce every field of every record reads back as sent from delta-rs and pyiceberg, decimals
-and timestamps exactly, the batch-0 records' ``note`` null; the upsert table holds each live key's
-last row, every field; each table's offsets equal Connect's committed offsets.
+The sink's files are checked to be what each sink's layout and Connect's Avro conventions give
+(keys, the value's record, ``connect.name``, decimal ``bytes`` with precision and scale, the codec,
+files that interleave). At quiesce every field of every record reads back as sent from delta-rs and
+pyiceberg, decimals and timestamps exactly, the batch-0 records' ``note`` null; the upsert table
+holds each live key's last row, every field; each table's offsets equal Connect's committed offsets.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import itertools
 import json
+import re
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -51,6 +60,21 @@ FEEDS = {
     CDC: ("avro-cdc", "avro-cdc-sink", "landing/avro-cdc/"),
 }
 KEYS = 40
+PARTITIONER = "io.confluent.connect.storage.partitioner."
+CONFLUENT = {"format.class": "avro.AvroFormat", "avro.codec": "snappy", "value.converter.schemas.enable": "true"}
+SINKS = {
+    DELTA: {**CONFLUENT, "partitioner.class": PARTITIONER + "FieldPartitioner", "partition.field.name": "shard"},
+    ICEBERG: {
+        **CONFLUENT,
+        "partitioner.class": PARTITIONER + "TimeBasedPartitioner",
+        "path.format": "'day'=YYYY-MM-dd/'minute'=HHmm",
+        "partition.duration.ms": "60000",
+        "timestamp.extractor": "RecordField",
+        "timestamp.field": "at",
+        "filename.offset.zero.pad.width": "12",
+        "topics.dir": "landing/avro-ice/archive/raw",  # the sidecar follows it from the connector's config
+    },
+}
 SINK = {
     "output": "avro",
     "file.compression.type": "none",
@@ -146,6 +170,7 @@ def value_schema(batch: int) -> dict[str, Any]:
     """The Connect schema of batch ``batch``'s values (batch 1 adds ``note``)."""
     fields = [
         {"field": "id", "type": "int64", "optional": False},
+        {"field": "shard", "type": "int32", "optional": False},
         {"field": "amount", "type": "bytes", "optional": True, **DECIMAL},
         {"field": "at", "type": "int64", "optional": False, "name": "org.apache.kafka.connect.data.Timestamp"},
         {"field": "day", "type": "int32", "optional": True, "name": "org.apache.kafka.connect.data.Date"},
@@ -181,6 +206,7 @@ def record(batch: int, i: int) -> dict[str, Any]:
     uid = batch * PER_BATCH + i
     value: dict[str, Any] = {
         "id": uid,
+        "shard": uid % 3,  # Confluent's FieldPartitioner: one partition's records alternate directories
         "amount": None if uid % 9 == 4 else Decimal(uid * 137 - 5000).scaleb(-2),
         "at": START + timedelta(milliseconds=uid * 1001),
         "day": None if uid % 5 == 0 else date(2026, 1, 1) + timedelta(days=uid),
@@ -273,7 +299,7 @@ def test_avro_files_of_an_evolving_schema_land_whole_in_delta_and_iceberg(
 
     try:
         for table, (topic, connector, prefix) in FEEDS.items():
-            sink = CDC_SINK if table == CDC else SINK
+            sink = SINKS.get(table, CDC_SINK)
             sidecars.append(
                 sink_with_sidecar(
                     tmp_path,
@@ -322,33 +348,51 @@ def test_avro_files_of_an_evolving_schema_land_whole_in_delta_and_iceberg(
 
 
 def check_sink_files(s3_server: S3Server) -> None:
-    """The stand-in wrote Avro container files as Connect's Avro data gives them."""
+    """The stand-in wrote Confluent's layouts, each file an Avro container of the value alone as
+    Connect's Avro data gives it; a partition's files of the field partitioner interleave."""
     client = s3_server.client()
-    prefix = FEEDS[DELTA][2]
-    keys = [o["Key"] for o in client.list_objects_v2(Bucket=ICEBERG_BUCKET, Prefix=prefix)["Contents"]]
-    schemas = set()
-    for key in keys:
-        reader = fastavro.reader(io.BytesIO(client.get_object(Bucket=ICEBERG_BUCKET, Key=key)["Body"].read()))
-        assert reader.codec == "snappy", key
-        schema = json.loads(reader.metadata["avro.schema"])
-        assert schema["name"] == "connector_records" and schema["namespace"] == "io.aiven.avro.output.schema"
-        assert [f["name"] for f in schema["fields"]] == ["key", "value", "offset", "timestamp"]
-        value = schema["fields"][1]["type"]
-        assert (
-            value["name"] == "Order" and value["namespace"] == "com.acme" and value["connect.name"] == "com.acme.Order"
-        )
-        by_name = {f["name"]: f["type"] for f in value["fields"]}
-        assert by_name["amount"][0] == "null"
-        assert {k: by_name["amount"][1][k] for k in ("type", "logicalType", "precision", "scale")} == {
-            "type": "bytes",
-            "logicalType": "decimal",
-            "precision": 12,
-            "scale": 2,
-        }
-        assert by_name["rank"] == {"type": "int", "connect.type": "int8"}
-        assert by_name["ship"][1]["name"] == "ConnectDefault"
-        schemas.add(tuple(by_name))
-    assert len(schemas) == 2, "batch 1's files carry the evolved schema"
+    names = {
+        DELTA: re.compile(r"topics/avro-delta/shard=([0-2])/avro-delta\+([01])\+(\d{10})\.avro"),
+        ICEBERG: re.compile(r"archive/raw/avro-ice/day=2026-11-28/minute=09(\d\d)/avro-ice\+([01])\+(\d{12})\.avro"),
+    }
+    for table, name in names.items():
+        prefix = FEEDS[table][2]
+        keys = [o["Key"] for o in client.list_objects_v2(Bucket=ICEBERG_BUCKET, Prefix=prefix)["Contents"]]
+        schemas, files = set(), {}
+        for key in keys:
+            m = name.fullmatch(key[len(prefix) :])
+            assert m, key
+            reader = fastavro.reader(io.BytesIO(client.get_object(Bucket=ICEBERG_BUCKET, Key=key)["Body"].read()))
+            assert reader.codec == "snappy", key
+            schema = json.loads(reader.metadata["avro.schema"])
+            assert schema["name"] == "Order" and schema["namespace"] == "com.acme", "the value's own record"
+            assert schema["connect.name"] == "com.acme.Order"
+            by_name = {f["name"]: f["type"] for f in schema["fields"]}
+            assert by_name["amount"][0] == "null"
+            assert {k: by_name["amount"][1][k] for k in ("type", "logicalType", "precision", "scale")} == {
+                "type": "bytes",
+                "logicalType": "decimal",
+                "precision": 12,
+                "scale": 2,
+            }
+            assert by_name["rank"] == {"type": "int", "connect.type": "int8"}
+            assert by_name["ship"][1]["name"] == "ConnectDefault"
+            schemas.add(tuple(by_name))
+            rows = list(reader)
+            directory = int(m.group(1))
+            if table == DELTA:
+                assert {r["shard"] for r in rows} == {directory}, key
+            else:
+                assert {r["at"].minute for r in rows} == {directory}, key
+            files[(int(m.group(2)), int(m.group(3)))] = len(rows)
+        assert len(schemas) == 2, "batch 1's files carry the evolved schema"
+        starts = sorted(files)
+        interleaved = [
+            (tp, start)
+            for (tp, start), nxt in itertools.pairwise(starts)
+            if nxt[0] == tp and start + files[(tp, start)] > nxt[1]
+        ]
+        assert bool(interleaved) == (table == DELTA), "only the field partitioner's files interleave"
 
 
 def assert_as_sent(sent: dict[int, dict[str, Any]], rows: list[dict[str, Any]]) -> None:

@@ -22,7 +22,8 @@ from kafka import TopicPartition
 from commit_service.domain import csv_records
 from commit_service.domain.content import decode_text
 from lakegate_core.protocol import CsvLayout
-from lakegate_stack.connect import SINK_CLASS, ConnectWorker
+from lakegate_stack import s3 as s3mod
+from lakegate_stack.connect import SINK_CLASS, ConnectWorker, confluent_sink_config
 from lakegate_stack.kafka import KafkaBroker
 from lakegate_stack.s3 import S3Server
 from tests.integration.sink_helpers import (
@@ -283,6 +284,60 @@ def test_codecs_formats_and_unwrapped_values(
                 assert all(v == record_value(v["id"]) for v in values), key
                 ids = [v["id"] for v in values]
             files.append((0, int(match[1]), ids))
+        assert_once_in_order(files, 1, per_partition)
+
+
+def test_confluents_json_and_parquet_formats_in_its_layouts(
+    kafka_broker: KafkaBroker, connect_worker: ConnectWorker, s3_server: S3Server
+) -> None:
+    """With ``format.class`` the stand-in writes as Confluent's S3 sink: ``JsonFormat`` gzip (the
+    value alone, every line ended by a newline, ``.json.gz``) cut every ``flush.size`` records with
+    a 6-digit start offset, and ``ParquetFormat`` (the value's fields as columns, snappy pages,
+    ``.snappy.parquet``) under ``HourlyPartitioner``'s wall-clock directories below its own
+    ``topics.dir``."""
+    topic, per_partition = "confluent-orders", SMALL_PER_PARTITION
+    produce_spread(kafka_broker, topic, 1, per_partition)
+    cases = {
+        "confluent-json": {
+            "format_class": "json.JsonFormat",
+            "s3.compression.type": "gzip",
+            "flush.size": "7",
+            "filename.offset.zero.pad.width": "6",
+        },
+        "confluent-parquet": {
+            "format_class": "parquet.ParquetFormat",
+            "topics.dir": "raw/in",
+            "partitioner.class": "io.confluent.connect.storage.partitioner.HourlyPartitioner",
+        },
+    }
+    sinks = {}
+    for name, extra in cases.items():
+        s3_server.create_bucket(name)
+        config = confluent_sink_config([topic], name, s3_server.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY, **extra)
+        sinks[name] = ({**config, "value.converter.schemas.enable": "false"}, committed_end(topic, 1, per_partition))
+    run_sinks(kafka_broker, connect_worker, sinks)
+
+    names = {
+        "confluent-json": rf"topics/{topic}/partition=0/{topic}\+0\+(\d{{6}})\.json\.gz",
+        "confluent-parquet": rf"raw/in/{topic}/year=\d{{4}}/month=\d\d/day=\d\d/hour=\d\d/{topic}\+0\+(\d{{10}})\.snappy\.parquet",
+    }
+    for name, pattern in names.items():
+        files = []
+        for key, (content, _) in objects(s3_server, name).items():
+            match = re.fullmatch(pattern, key)
+            assert match, f"{name}: {key!r} is not in Confluent's layout"
+            if name == "confluent-json":
+                text = gzip.decompress(content).decode()
+                assert text.endswith("}\n"), "Confluent's JsonFormat ends every line, the last one too"
+                values = [json.loads(line) for line in text[:-1].split("\n")]
+                assert len(values) <= 7, f"{key}: flush.size=7"
+            else:
+                parquet = pq.ParquetFile(io.BytesIO(content))
+                assert parquet.schema_arrow.names == ["amount", "id", "note"], "the value's fields as columns"
+                assert parquet.metadata.row_group(0).column(0).compression == "SNAPPY"
+                values = parquet.read().to_pylist()
+            assert all(v == record_value(v["id"]) for v in values), f"{key}: the value alone"
+            files.append((0, int(match[1]), [v["id"] for v in values]))
         assert_once_in_order(files, 1, per_partition)
 
 

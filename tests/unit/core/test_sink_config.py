@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakegate_core.sink_config import object_key, output_fields, parse_name, sink_location
+from lakegate_core.sink_config import ConfluentLayout, object_key, output_fields, parse_name, sink_location
 
 AIVEN = {"connector.class": "io.aiven.kafka.connect.s3.AivenKafkaConnectS3SinkConnector", "aws.s3.bucket.name": "b"}
 
@@ -38,13 +38,50 @@ def test_a_template_without_the_start_offset_or_varying_by_key_has_no_key() -> N
     assert keyed.unknown == ("key",)
 
 
-def test_confluents_layout_reads_back_with_its_preset() -> None:
-    config = {"connector.class": "io.confluent.connect.s3.S3SinkConnector", "format.class": "x.ParquetFormat"}
-    name = object_key(config, "my-topic", 3, 9)
-    assert name.key == "topics/my-topic/partition=3/my-topic+3+9.parquet"
-    assert parse_name("confluent", name.key) == ("my-topic", 3, 9)
-    assert parse_name("aiven", "nope") is None
-    assert output_fields(config) == ()
+CONFLUENT = {"connector.class": "io.confluent.connect.s3.S3SinkConnector", "format.class": "x.ParquetFormat"}
+PARTITIONER = "io.confluent.connect.storage.partitioner."
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        ({}, "topics/my-topic/partition=3/my-topic+3+0000000009.snappy.parquet"),
+        (
+            {"topics.dir": "lake/raw/", "filename.offset.zero.pad.width": "4", "parquet.codec": "none"},
+            "lake/raw/my-topic/partition=3/my-topic+3+0009.parquet",
+        ),
+        (
+            {"format.class": "x.AvroFormat", "partitioner.class": PARTITIONER + "HourlyPartitioner"},
+            "topics/my-topic/year=2026/month=01/day=02/hour=03/my-topic+3+0000000009.avro",
+        ),
+        (
+            {
+                "format.class": "x.JsonFormat",
+                "s3.compression.type": "gzip",
+                "partitioner.class": PARTITIONER + "TimeBasedPartitioner",
+                "path.format": "'dt'=YYYY-MM-dd/'t'=HHmm",
+            },
+            "topics/my-topic/dt=2026-01-02/t=0304/my-topic+3+0000000009.json.gz",
+        ),
+        (
+            {"partitioner.class": PARTITIONER + "FieldPartitioner", "partition.field.name": "region, kind"},
+            "topics/my-topic/region=x/kind=x/my-topic+3+0000000009.snappy.parquet",
+        ),
+    ],
+)
+def test_confluents_layouts_render_and_read_back_with_its_preset(config: dict[str, str], key: str) -> None:
+    name = object_key({**CONFLUENT, **config}, "my-topic", 3, 9)
+    assert name.key == key
+    assert parse_name("confluent", key) == ("my-topic", 3, 9)
+    assert parse_name("confluent", key.replace("/my-topic/", "/other/")) is None, "the topic's directory and name agree"
+    assert output_fields(CONFLUENT) == ()
+
+
+def test_only_the_default_partitioner_keeps_a_partition_in_a_directory_of_its_own() -> None:
+    assert ConfluentLayout.of(CONFLUENT).partition_prefix("t", 2) == "topics/t/partition=2/t+2+"
+    daily = ConfluentLayout.of({**CONFLUENT, "partitioner.class": PARTITIONER + "DailyPartitioner", "topics.dir": ""})
+    assert daily.partition_prefix("t", 2) is None and daily.topic_prefix("t") == "t/"
+    assert ConfluentLayout.of({**AIVEN, "format.output.type": "avro"}) is None
 
 
 def test_where_a_sink_writes() -> None:

@@ -142,6 +142,35 @@ def test_a_custom_template_the_sidecars_naming_reads_passes() -> None:
     assert severities(f, Check.OFFSET_FIELD) == [DoctorSeverity.WARNING]  # no offsets in Confluent's files
 
 
+@pytest.mark.parametrize(
+    ("layout", "named", "placed", "shared"),
+    [
+        ({}, True, True, False),
+        ({"topics.dir": "lake/raw", "partitioner.class": "x.HourlyPartitioner"}, True, True, True),
+        ({"partitioner.class": "x.FieldPartitioner", "partition.field.name": "region"}, True, True, True),
+        ({"topics.dir": "elsewhere"}, True, False, False),  # written where the sidecar does not list
+        ({"file.delim": "-"}, False, True, False),  # a name the confluent preset cannot read
+    ],
+)
+def test_confluents_layouts_are_read_where_the_sidecar_lists(
+    layout: dict[str, str], named: bool, placed: bool, shared: bool
+) -> None:
+    sink = {
+        "connector.class": "io.confluent.connect.s3.S3SinkConnector",
+        "topics": "orders",
+        "format.class": "io.confluent.connect.s3.format.avro.AvroFormat",
+        "s3.bucket.name": "lake",
+        "topics.dir": "lake/topics",
+        **layout,
+    }
+    table = TableConfig(name="orders", path="s3a://lake/tables/orders", topics=("orders",))
+    f = facts(sink, listing=Listing("confluent", "lake", "lake/"), table=table, roots=("s3a://lake/",))
+    found = CHECKS[Check.FILE_NAMING](f)
+    assert (Check.FILE_NAMING in blocking(f)) != named
+    assert any("shared directories" in x.message for x in found) == shared
+    assert (Check.PLACEMENT in blocking(f)) != placed
+
+
 def test_a_regex_naming_that_misreads_the_names_is_blocking() -> None:
     f = facts(GOOD, listing=Listing(r"(?P<topic>[a-z]+)_(?P<partition>\d+)_(?P<start_offset>\d+)", "lake", ""))
     assert Check.FILE_NAMING in blocking(f)

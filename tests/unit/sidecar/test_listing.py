@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakegate_core.sink_config import ConfluentLayout
 from lakegate_core.types import TopicPartition
 from sidecar.listing import WINDOW, ListingPlan
 from sidecar.storage import NamePattern, list_files
@@ -105,6 +106,34 @@ def test_a_confluent_layout_is_listed_per_partition_directory() -> None:
     prefix = "topics/orders/partition=0/orders+0+"
     assert lister.calls == [(prefix, f"{prefix}{9_999:010d}")]
     assert starts(listed)[TP0][0] == 10_000
+
+
+def test_a_time_based_layout_is_listed_whole_where_its_connectors_topics_dir_says() -> None:
+    hourly = ConfluentLayout.of(
+        {
+            "format.class": "io.confluent.connect.s3.format.avro.AvroFormat",
+            "topics.dir": "archive/raw",
+            "partitioner.class": "io.confluent.connect.storage.partitioner.HourlyPartitioner",
+        }
+    )
+    assert hourly is not None
+    # an hour's directory holds both partitions' files; the hours interleave their offsets
+    keys = [
+        f"archive/raw/orders/year=2026/month=01/day=01/hour={h:02d}/orders+{p}+{h * 10 + p:010d}.avro"
+        for h in range(30)
+        for p in (0, 1)
+    ]
+    lister = CountingLister([*keys, "archive/raw/payments/year=2026/payments+0+0000000000.avro"])
+    pattern = NamePattern("confluent")
+    assert ListingPlan(pattern).files(lister, {TP0: 100}) == {}, "not followed: Confluent's default topics.dir"
+    pattern.follow(["orders"], hourly)
+    plan = ListingPlan(pattern)
+    for _ in range(2):
+        lister.calls = []
+        listed = plan.files(lister, {TP0: 100, TP1: 0}, upto={TP0: 300, TP1: 300})
+        assert lister.calls == [("archive/raw/orders/", None)], "a partition has no directory of its own"
+    assert starts(listed)[TP0] == list(range(90, 300, 10)), "from the last file below the offset"
+    assert starts(listed)[TP1] == list(range(1, 300, 10))
 
 
 @settings(max_examples=200, deadline=None)

@@ -29,7 +29,7 @@ from lakegate_core.protocol import (
     ManifestReceipt,
     OffsetSpan,
 )
-from lakegate_core.sink_config import csv_layout, output_format
+from lakegate_core.sink_config import ConfluentLayout, csv_layout, output_format
 from lakegate_core.types import PartitionOffsets, TopicPartition
 from sidecar.client import ServiceClient
 from sidecar.config import LoopSettings, load_config
@@ -570,6 +570,43 @@ def test_a_csv_files_layout_is_read_from_its_connector_and_sent_with_it(tmp_path
     files = [f for m in service.manifests for f in m.files]
     assert files and all(f.csv == layout for f in files)
     assert DataFile.from_dict(files[0].to_dict()) == files[0]  # the layout goes over the wire
+
+
+def test_a_confluent_connectors_layout_is_followed_from_its_config(tmp_path: Path) -> None:
+    config = {
+        "connector.class": "io.confluent.connect.s3.S3SinkConnector",
+        "format.class": "io.confluent.connect.s3.format.avro.AvroFormat",
+        "topics.dir": "archive",
+        "partitioner.class": "io.confluent.connect.storage.partitioner.FieldPartitioner",
+        "partition.field.name": "region",
+    }
+    for region, start in (("eu", 0), ("us", 1), ("eu", 3), ("us", 4)):  # one partition's files, interleaved
+        folder = tmp_path / "archive" / "orders" / f"region={region}"
+        folder.mkdir(parents=True, exist_ok=True)
+        touch(folder, f"orders+0+{start:010d}.avro")
+    fmt, _ = output_format(config)
+    view = ConnectorView("sink", "RUNNING", frozenset({0}), ("orders",), fmt, confluent=ConfluentLayout.of(config))
+    service = FakeService()
+    loop = SidecarLoop(
+        LoopSettings("w:8083", "sc", connectors=("sink",)),
+        connect=FakeConnect({"sink": view}),
+        groups=FakeGroups({("orders", 0)}, {("orders", 0): 6}),
+        lister=LocalLister(tmp_path),
+        pattern=NamePattern("confluent"),
+        service=service,
+        metrics=SidecarMetrics(60),
+    )
+    loop.run_once()
+    files = sorted(
+        (f.start_offset, f.end_offset, f.path.split("/archive/")[1]) for m in service.manifests for f in m.files
+    )
+    assert files == [
+        (0, 0, "orders/region=eu/orders+0+0000000000.avro"),
+        (1, 2, "orders/region=us/orders+0+0000000001.avro"),
+        (3, 3, "orders/region=eu/orders+0+0000000003.avro"),
+        (4, 5, "orders/region=us/orders+0+0000000004.avro"),
+    ]
+    assert all(f.format is FileFormat.AVRO for m in service.manifests for f in m.files)
 
 
 def test_each_connector_reports_its_own_format_and_unusable_ones_report_nothing(tmp_path: Path) -> None:

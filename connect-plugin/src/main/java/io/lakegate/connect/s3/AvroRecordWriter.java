@@ -42,6 +42,10 @@ import org.apache.kafka.connect.sink.SinkRecord;
  *       wrapped in {@code file.compression.type}'s stream (default gzip), as Aiven wraps every
  *       format but Parquet.</li>
  * </ul>
+ *
+ * <p>As Confluent's {@code AvroFormat} ({@code confluent}: the value alone, no stream around the
+ * container): no key schema is needed, and the container's schema is the value's own whatever its
+ * type; the task starts a new file where the value schema changes.
  */
 final class AvroRecordWriter implements RecordFileWriter {
 
@@ -51,21 +55,29 @@ final class AvroRecordWriter implements RecordFileWriter {
     private final boolean envelope;
     private final S3SinkConfig.Compression compression;
     private final String codec;
+    private final boolean confluent;
 
     AvroRecordWriter(List<OutputField> fields, boolean envelope, S3SinkConfig.Compression compression, String codec) {
+        this(fields, envelope, compression, codec, false);
+    }
+
+    AvroRecordWriter(List<OutputField> fields, boolean envelope, S3SinkConfig.Compression compression, String codec,
+            boolean confluent) {
         this.fields = fields;
         this.envelope = envelope;
         this.compression = compression;
         this.codec = codec;
+        this.confluent = confluent;
     }
 
     @Override
     public void write(List<SinkRecord> records, Path file) throws IOException {
         ConnectAvroData data = new ConnectAvroData();
         Schema schema = schemaOf(records.get(0), data);
-        boolean bare = !envelope && data.schema(records.get(0).valueSchema()).getType() == Schema.Type.RECORD;
+        boolean bare = !envelope && (confluent
+                || data.schema(records.get(0).valueSchema()).getType() == Schema.Type.RECORD);
         OutputStream raw = new BufferedOutputStream(Files.newOutputStream(file), 64 * 1024);
-        try (DataFileWriter<GenericRecord> writer = new DataFileWriter<>(new GenericDatumWriter<>(schema))) {
+        try (DataFileWriter<Object> writer = new DataFileWriter<>(new GenericDatumWriter<>(schema))) {
             writer.setCodec(CodecFactory.fromString(codec));
             writer.create(schema, JsonlRecordWriter.compressed(raw, compression));
             for (SinkRecord record : records) {
@@ -73,14 +85,14 @@ final class AvroRecordWriter implements RecordFileWriter {
                 if (!schemaOf(record, own).equals(schema)) {
                     throw new IOException("Illegal schema change");
                 }
-                writer.append(bare ? (GenericRecord) data.value(record.value(), record.valueSchema(), schema)
+                writer.append(bare ? data.value(record.value(), record.valueSchema(), schema)
                         : datum(record, schema, data));
             }
         }
     }
 
     private Schema schemaOf(SinkRecord record, ConnectAvroData data) {
-        if (record.keySchema() == null) {
+        if (record.keySchema() == null && !confluent) {
             throw new DataException("Record key without schema");
         }
         if (record.valueSchema() == null) {
@@ -88,7 +100,7 @@ final class AvroRecordWriter implements RecordFileWriter {
         }
         if (!envelope) {
             Schema value = data.schema(record.valueSchema());
-            if (value.getType() == Schema.Type.RECORD) {
+            if (value.getType() == Schema.Type.RECORD || confluent) {
                 return value;
             }
             return SchemaBuilder.builder(NAMESPACE).record("connector_records").fields()

@@ -42,13 +42,15 @@ final class JsonlRecordWriter implements RecordFileWriter {
     private final S3SinkConfig.Compression compression;
     /** json (Aiven's JsonOutputStreamWriter): the same records as one array, "[\n" a ",\n" b "\n]". */
     private final boolean array;
+    /** Confluent's JsonFormat: a line separator after every record, the last one too. */
+    private final boolean terminated;
 
     JsonlRecordWriter(List<OutputField> fields, boolean envelope, S3SinkConfig.Compression compression) {
-        this(fields, envelope, compression, false);
+        this(fields, envelope, compression, false, false);
     }
 
     JsonlRecordWriter(List<OutputField> fields, boolean envelope, S3SinkConfig.Compression compression,
-            boolean array) {
+            boolean array, boolean terminated) {
         if (!envelope && fields.size() != 1) {
             throw new IllegalArgumentException("an unwrapped line needs exactly one field, got " + fields);
         }
@@ -56,6 +58,7 @@ final class JsonlRecordWriter implements RecordFileWriter {
         this.envelope = envelope;
         this.compression = compression;
         this.array = array;
+        this.terminated = terminated;
     }
 
     @Override
@@ -78,6 +81,8 @@ final class JsonlRecordWriter implements RecordFileWriter {
             }
             if (array) {
                 out.write(new byte[] {'\n', ']'});
+            } else if (terminated && !records.isEmpty()) {
+                out.write('\n');
             }
         }
     }

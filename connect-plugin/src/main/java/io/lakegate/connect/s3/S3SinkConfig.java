@@ -43,6 +43,26 @@ public final class S3SinkConfig extends AbstractConfig {
     public static final String AVRO_CODEC = "avro.codec";
     public static final String FILE_COMPRESSION_TYPE = "file.compression.type";
     public static final String AWS_S3_PART_SIZE = "aws.s3.part.size.bytes";
+    // Confluent's S3 sink: format.class selects its layout, names and contents (ConfluentLayout)
+    public static final String FORMAT_CLASS = "format.class";
+    public static final String S3_BUCKET_NAME = "s3.bucket.name";
+    public static final String STORE_URL = "store.url";
+    public static final String TOPICS_DIR = "topics.dir";
+    public static final String PARTITIONER_CLASS = "partitioner.class";
+    public static final String PATH_FORMAT = "path.format";
+    public static final String PARTITION_DURATION_MS = "partition.duration.ms";
+    public static final String LOCALE = "locale";
+    public static final String TIMEZONE = "timezone";
+    public static final String TIMESTAMP_EXTRACTOR = "timestamp.extractor";
+    public static final String TIMESTAMP_FIELD = "timestamp.field";
+    public static final String PARTITION_FIELD_NAME = "partition.field.name";
+    public static final String ZERO_PAD_WIDTH = "filename.offset.zero.pad.width";
+    public static final String DIRECTORY_DELIM = "directory.delim";
+    public static final String FILE_DELIM = "file.delim";
+    public static final String S3_COMPRESSION_TYPE = "s3.compression.type";
+    public static final String PARQUET_CODEC = "parquet.codec";
+    public static final String FLUSH_SIZE = "flush.size";
+    public static final String BEHAVIOR_ON_NULL_VALUES = "behavior.on.null.values";
     /** Test-only fault switch (see {@link S3SinkTask}); not a key of Aiven's sink. */
     public static final String LAKEGATE_TEST_FAULT_DIR = "lakegate.test.fault.dir";
 
@@ -78,8 +98,8 @@ public final class S3SinkConfig extends AbstractConfig {
                             + "default credential chain is used (environment, system properties, profile, ...).")
             .define(AWS_SECRET_ACCESS_KEY, Type.PASSWORD, null, Importance.MEDIUM,
                     "AWS secret access key; must be set together with aws.access.key.id.")
-            .define(AWS_S3_BUCKET_NAME, Type.STRING, ConfigDef.NO_DEFAULT_VALUE,
-                    new ConfigDef.NonEmptyString(), Importance.HIGH, "Bucket the objects are written to.")
+            .define(AWS_S3_BUCKET_NAME, Type.STRING, null, Importance.HIGH,
+                    "Bucket the objects are written to (required, or Confluent's s3.bucket.name).")
             .define(AWS_S3_REGION, Type.STRING, "us-east-1", new ConfigDef.NonEmptyString(),
                     Importance.MEDIUM, "AWS region of the bucket.")
             .define(AWS_S3_ENDPOINT, Type.STRING, null, S3SinkConfig::validateEndpoint, Importance.LOW,
@@ -117,6 +137,45 @@ public final class S3SinkConfig extends AbstractConfig {
                     "none, gzip, snappy or zstd; unset means gzip. jsonl: the file's stream codec (snappy is the "
                             + "Snappy framed format). parquet: the page codec (unset: uncompressed pages, as "
                             + "Aiven's sink does, though the default name still ends in .gz).")
+            .define(FORMAT_CLASS, Type.STRING, null, S3SinkConfig::validateFormatClass, Importance.HIGH,
+                    "Confluent's S3 sink: io.confluent.connect.s3.format.{avro.AvroFormat, json.JsonFormat, "
+                            + "parquet.ParquetFormat}. When set, the sink writes as Confluent's does: the value alone, "
+                            + "named and placed by topics.dir and partitioner.class, and the format.output.* and "
+                            + "aws.s3.prefix/file.name.template keys are ignored.")
+            .define(S3_BUCKET_NAME, Type.STRING, null, Importance.HIGH, "Confluent's name for aws.s3.bucket.name.")
+            .define(STORE_URL, Type.STRING, null, S3SinkConfig::validateEndpoint, Importance.LOW,
+                    "Confluent's name for aws.s3.endpoint.")
+            .define(TOPICS_DIR, Type.STRING, "topics", Importance.MEDIUM, "Confluent: the top directory of every key.")
+            .define(PARTITIONER_CLASS, Type.STRING, "io.confluent.connect.storage.partitioner.DefaultPartitioner",
+                    Importance.MEDIUM, "Confluent: DefaultPartitioner, FieldPartitioner, TimeBasedPartitioner, "
+                            + "DailyPartitioner or HourlyPartitioner (package io.confluent.connect.storage.partitioner).")
+            .define(PATH_FORMAT, Type.STRING, "", Importance.MEDIUM,
+                    "Confluent, TimeBasedPartitioner: the Joda-Time pattern of the directories, e.g. "
+                            + "'year'=YYYY/'month'=MM/'day'=dd/'hour'=HH.")
+            .define(PARTITION_DURATION_MS, Type.LONG, -1L, Importance.MEDIUM,
+                    "Confluent, TimeBasedPartitioner: the length of a time partition.")
+            .define(LOCALE, Type.STRING, "en", Importance.LOW, "Confluent, time-based: the locale of path.format.")
+            .define(TIMEZONE, Type.STRING, "UTC", Importance.LOW, "Confluent, time-based: the time zone of path.format.")
+            .define(TIMESTAMP_EXTRACTOR, Type.STRING, "Wallclock",
+                    ConfigDef.CaseInsensitiveValidString.in("Wallclock", "Record", "RecordField"), Importance.MEDIUM,
+                    "Confluent, time-based: whose time places a record: Wallclock, Record or RecordField.")
+            .define(TIMESTAMP_FIELD, Type.STRING, "timestamp", Importance.LOW,
+                    "Confluent, RecordField: the value's field holding the time.")
+            .define(PARTITION_FIELD_NAME, Type.LIST, "", Importance.MEDIUM,
+                    "Confluent, FieldPartitioner: the value's fields that name the directories.")
+            .define(ZERO_PAD_WIDTH, Type.INT, 10, ConfigDef.Range.atLeast(0), Importance.LOW,
+                    "Confluent: the start offset's digits in a file name.")
+            .define(DIRECTORY_DELIM, Type.STRING, "/", Importance.LOW, "Confluent: between directories.")
+            .define(FILE_DELIM, Type.STRING, "+", Importance.LOW, "Confluent: between a file name's parts.")
+            .define(S3_COMPRESSION_TYPE, Type.STRING, "none", ConfigDef.CaseInsensitiveValidString.in("none", "gzip"),
+                    Importance.LOW, "Confluent, JsonFormat: none or gzip (the name gets .gz).")
+            .define(PARQUET_CODEC, Type.STRING, "snappy",
+                    ConfigDef.CaseInsensitiveValidString.in("none", "uncompressed", "snappy", "gzip", "zstd"),
+                    Importance.LOW, "Confluent, ParquetFormat: the page codec (the name gets .<codec>.parquet).")
+            .define(FLUSH_SIZE, Type.INT, 0, ConfigDef.Range.atLeast(0), Importance.MEDIUM,
+                    "Confluent: records of a partition after which its files are written (0: at each offset commit).")
+            .define(BEHAVIOR_ON_NULL_VALUES, Type.STRING, "fail", ConfigDef.CaseInsensitiveValidString.in("fail", "ignore"),
+                    Importance.LOW, "Confluent: a record with a null value fails the task or is skipped.")
             .define(LAKEGATE_TEST_FAULT_DIR, Type.STRING, null, Importance.LOW,
                     "TEST-ONLY fault switch, not a key of Aiven's sink; unset in production. A local directory: "
                             + "when a task's offset-commit flush finds and atomically deletes the file "
@@ -135,20 +194,38 @@ public final class S3SinkConfig extends AbstractConfig {
     private final Compression parquetCodec;
     private final List<OutputField> fields;
     private final boolean envelope;
+    /** Confluent's layout when {@code format.class} is set, else null (Aiven's). */
+    private final ConfluentLayout confluent;
 
     public S3SinkConfig(Map<?, ?> props) {
         super(CONFIG_DEF, props);
         String templateText = getString(FILE_NAME_TEMPLATE);
         template = templateText == null ? null : FileNameTemplate.parse(templateText);
-        format = Format.valueOf(getString(FORMAT_OUTPUT_TYPE).toUpperCase(Locale.ROOT));
-        String compressionName = getString(FILE_COMPRESSION_TYPE);
-        compression = compressionName == null ? Compression.GZIP
-                : Compression.valueOf(compressionName.trim().toUpperCase(Locale.ROOT));
-        // Aiven's Parquet writer picks its page codec from the raw connector properties, where an
-        // unset file.compression.type means "none" (while the file name still gets gzip's ".gz").
-        parquetCodec = compressionName == null ? Compression.NONE : compression;
-        fields = OutputField.parseAll(getList(FORMAT_OUTPUT_FIELDS));
-        envelope = getBoolean(FORMAT_OUTPUT_ENVELOPE);
+        String formatClass = getString(FORMAT_CLASS);
+        if (formatClass != null) {
+            format = confluentFormat(formatClass);
+            compression = format == Format.JSONL && "gzip".equalsIgnoreCase(getString(S3_COMPRESSION_TYPE))
+                    ? Compression.GZIP : Compression.NONE;
+            String codec = getString(PARQUET_CODEC).toUpperCase(Locale.ROOT);
+            parquetCodec = codec.equals("UNCOMPRESSED") ? Compression.NONE : Compression.valueOf(codec);
+            fields = List.of(OutputField.VALUE);
+            envelope = false;
+            confluent = new ConfluentLayout(this, confluentExtension());
+        } else {
+            format = Format.valueOf(getString(FORMAT_OUTPUT_TYPE).toUpperCase(Locale.ROOT));
+            String compressionName = getString(FILE_COMPRESSION_TYPE);
+            compression = compressionName == null ? Compression.GZIP
+                    : Compression.valueOf(compressionName.trim().toUpperCase(Locale.ROOT));
+            // Aiven's Parquet writer picks its page codec from the raw connector properties, where an
+            // unset file.compression.type means "none" (while the file name still gets gzip's ".gz").
+            parquetCodec = compressionName == null ? Compression.NONE : compression;
+            fields = OutputField.parseAll(getList(FORMAT_OUTPUT_FIELDS));
+            envelope = getBoolean(FORMAT_OUTPUT_ENVELOPE);
+            confluent = null;
+        }
+        if (bucket() == null || bucket().isEmpty()) {
+            throw new ConfigException(AWS_S3_BUCKET_NAME + " (or " + S3_BUCKET_NAME + ") is required");
+        }
         if (!envelope && fields.size() != 1) {
             throw new ConfigException("When " + FORMAT_OUTPUT_ENVELOPE + " is false, " + FORMAT_OUTPUT_FIELDS
                     + " must contain only one field");
@@ -168,7 +245,23 @@ public final class S3SinkConfig extends AbstractConfig {
     }
 
     public String bucket() {
-        return getString(AWS_S3_BUCKET_NAME);
+        String aiven = getString(AWS_S3_BUCKET_NAME);
+        return aiven != null ? aiven : getString(S3_BUCKET_NAME);
+    }
+
+    /** Confluent's layout ({@code format.class} set), or null for Aiven's naming. */
+    ConfluentLayout confluent() {
+        return confluent;
+    }
+
+    /** Confluent: records of a partition after which its files are written (0: at each offset commit). */
+    public int flushSize() {
+        return confluent == null ? 0 : getInt(FLUSH_SIZE);
+    }
+
+    /** Confluent: whether a null value is skipped ({@code behavior.on.null.values=ignore}) rather than failing. */
+    public boolean ignoreNullValues() {
+        return "ignore".equalsIgnoreCase(getString(BEHAVIOR_ON_NULL_VALUES));
     }
 
     public String region() {
@@ -177,7 +270,7 @@ public final class S3SinkConfig extends AbstractConfig {
 
     /** The endpoint override, or null for the AWS endpoint of {@link #region()}. */
     public URI endpoint() {
-        String value = getString(AWS_S3_ENDPOINT);
+        String value = getString(AWS_S3_ENDPOINT) != null ? getString(AWS_S3_ENDPOINT) : getString(STORE_URL);
         return value == null || value.isBlank() ? null : URI.create(value.trim());
     }
 
@@ -234,7 +327,10 @@ public final class S3SinkConfig extends AbstractConfig {
      *   <li>otherwise the rendered template, nothing appended.</li>
      * </ol>
      */
-    public String objectKey(String topic, int partition, long startOffset) {
+    public String objectKey(String topic, int partition, long startOffset, String encodedPartition) {
+        if (confluent != null) {
+            return confluent.objectKey(topic, partition, startOffset, encodedPartition);
+        }
         if (prefix() != null) {
             return prefix() + topic + "-" + partition + "-" + String.format(Locale.ROOT, "%020d", startOffset)
                     + compression.extension();
@@ -252,14 +348,48 @@ public final class S3SinkConfig extends AbstractConfig {
             case PARQUET:
                 return new ParquetRecordWriter(fields, envelope, parquetCodec);
             case JSON:
-                return new JsonlRecordWriter(fields, envelope, compression, true);
+                return new JsonlRecordWriter(fields, envelope, compression, true, false);
             case AVRO:
-                return new AvroRecordWriter(fields, envelope, compression, getString(AVRO_CODEC));
+                return new AvroRecordWriter(fields, envelope, compression, getString(AVRO_CODEC), confluent != null);
             case CSV:
                 boolean base64 = "base64".equalsIgnoreCase(getString(FORMAT_OUTPUT_VALUE_ENCODING));
                 return new CsvRecordWriter(fields, base64, compression);
             default:
-                return new JsonlRecordWriter(fields, envelope, compression);
+                return new JsonlRecordWriter(fields, envelope, compression, false, confluent != null);
+        }
+    }
+
+    /** What Confluent's formats append to a name: .avro, .json (.json.gz), .<codec>.parquet. */
+    private String confluentExtension() {
+        switch (format) {
+            case AVRO:
+                return ".avro";
+            case PARQUET:
+                String[] codecs = {"", ".snappy", ".gz", ".zstd"};
+                return codecs[List.of(Compression.NONE, Compression.SNAPPY, Compression.GZIP, Compression.ZSTD)
+                        .indexOf(parquetCodec)] + ".parquet";
+            default:
+                return ".json" + compression.extension();
+        }
+    }
+
+    private static Format confluentFormat(String formatClass) {
+        switch (formatClass.substring(formatClass.lastIndexOf('.') + 1)) {
+            case "AvroFormat":
+                return Format.AVRO;
+            case "JsonFormat":
+                return Format.JSONL;
+            case "ParquetFormat":
+                return Format.PARQUET;
+            default:
+                throw new ConfigException(FORMAT_CLASS, formatClass, "this stand-in writes AvroFormat, JsonFormat "
+                        + "and ParquetFormat");
+        }
+    }
+
+    private static void validateFormatClass(String name, Object value) {
+        if (value != null) {
+            confluentFormat(value.toString());
         }
     }
 

@@ -11,12 +11,16 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Objects;
 import java.util.Map;
 
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.errors.DataException;
 import org.apache.kafka.connect.sink.SinkRecord;
 import org.apache.kafka.connect.sink.SinkTask;
 import org.slf4j.Logger;
@@ -24,7 +28,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Buffers records per topic partition and writes one S3 object per partition at each offset commit,
- * as Aiven's S3 sink does.
+ * as Aiven's S3 sink does; with {@code format.class} (Confluent's layout) one object per encoded
+ * partition, cut where the value schema changes and every {@code flush.size} records.
  *
  * <p>Who calls what (all on the task's own thread, by the Connect runtime's {@code WorkerSinkTask}):
  * <ul>
@@ -79,6 +84,14 @@ public class S3SinkTask extends SinkTask {
     @Override
     public void put(Collection<SinkRecord> records) {
         for (SinkRecord record : records) {
+            if (config.confluent() != null && record.value() == null) {
+                if (config.ignoreNullValues()) {
+                    continue;  // Confluent's behavior.on.null.values=ignore
+                }
+                throw new DataException("Null valued records are not writeable with current "
+                        + S3SinkConfig.BEHAVIOR_ON_NULL_VALUES + " 'fail' setting (" + record.topic() + "-"
+                        + record.kafkaPartition() + "@" + record.kafkaOffset() + ")");
+            }
             TopicPartition tp = new TopicPartition(record.originalTopic(), record.originalKafkaPartition());
             buffers.computeIfAbsent(tp, k -> new ArrayList<>()).add(record);
         }
@@ -114,7 +127,7 @@ public class S3SinkTask extends SinkTask {
         }
         for (TopicPartition tp : pending) {
             try {
-                writeObject(buffers.get(tp));
+                writeFiles(buffers.get(tp));
                 buffers.remove(tp);
             } catch (IOException | RuntimeException e) {
                 currentOffsets.keySet().forEach(buffers::remove);
@@ -164,12 +177,12 @@ public class S3SinkTask extends SinkTask {
             List<SinkRecord> records = buffers.get(tp);
             try {
                 if (records.size() < 2) {
-                    writeObject(records);
+                    writeFiles(records);
                     continue;
                 }
                 int middle = records.size() / 2;
-                writeObject(records.subList(0, middle));
-                writeObject(records.subList(middle, records.size()));
+                writeFiles(records.subList(0, middle));
+                writeFiles(records.subList(middle, records.size()));
                 String line = tp + " " + records.get(0).kafkaOffset() + " " + records.get(middle).kafkaOffset() + " "
                         + records.get(records.size() - 1).kafkaOffset();
                 Files.writeString(claimedLog, line + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND,
@@ -189,13 +202,51 @@ public class S3SinkTask extends SinkTask {
     }
 
     /**
-     * Writes {@code records} to a temp file, uploads it by multipart upload, deletes the file and logs
-     * one INFO line.
+     * Writes one partition's buffered records: one object (Aiven's), or with Confluent's layout one
+     * object per encoded partition (each named by its own first offset, so one Kafka partition's
+     * objects interleave where its records' directories alternate), all of them closed where the value
+     * schema changes or {@code flush.size} records were written, as Confluent's sink rotates.
      */
-    private void writeObject(List<SinkRecord> records) throws IOException {
+    private void writeFiles(List<SinkRecord> records) throws IOException {
+        ConfluentLayout layout = config.confluent();
+        if (layout == null) {
+            writeObject(records, null);
+            return;
+        }
+        long now = System.currentTimeMillis();
+        Map<String, List<SinkRecord>> open = new LinkedHashMap<>();
+        Schema schema = records.get(0).valueSchema();
+        int written = 0;
+        for (SinkRecord record : records) {
+            if (!Objects.equals(record.valueSchema(), schema)) {
+                closeAll(open);
+                schema = record.valueSchema();
+                written = 0;
+            }
+            open.computeIfAbsent(layout.encodedPartition(record, now), k -> new ArrayList<>()).add(record);
+            if (++written == config.flushSize()) {
+                closeAll(open);
+                written = 0;
+            }
+        }
+        closeAll(open);
+    }
+
+    private void closeAll(Map<String, List<SinkRecord>> open) throws IOException {
+        for (Map.Entry<String, List<SinkRecord>> file : open.entrySet()) {
+            writeObject(file.getValue(), file.getKey());
+        }
+        open.clear();
+    }
+
+    /**
+     * Writes {@code records} to a temp file, uploads it by multipart upload, deletes the file and logs
+     * one INFO line. {@code encoded}: Confluent's encoded partition (its directories), else null.
+     */
+    private void writeObject(List<SinkRecord> records, String encoded) throws IOException {
         SinkRecord first = records.get(0);
         SinkRecord last = records.get(records.size() - 1);
-        String key = config.objectKey(first.topic(), first.kafkaPartition(), first.kafkaOffset());
+        String key = config.objectKey(first.topic(), first.kafkaPartition(), first.kafkaOffset(), encoded);
         Path file = Files.createTempFile("lakegate-s3-sink-", config.format() == S3SinkConfig.Format.PARQUET
                 ? ".parquet" : ".jsonl");
         try {
