@@ -120,7 +120,7 @@ class DeltaCommitter:
             UpsertWriter(spark, self.location, upsert, type_widening, partitioning) if upsert is not None else None
         )
         self._round = RoundCommit(
-            table, self, storage, self.facts, unwrap=unwrap, offset_check=offset_check, clock=clock
+            table, self, storage, self.facts, unwrap=unwrap, offset_check=offset_check, root=self.root, clock=clock
         )
 
     # -- reading --------------------------------------------------------------------------

@@ -135,21 +135,24 @@ def file_format(f: ConnectorFacts) -> list[DoctorFinding]:
 
 
 def _aiven_avro(f: ConnectorFacts) -> list[DoctorFinding]:
-    """Aiven's Avro: a container file as it is (``file.compression.type=none``: Aiven wraps any
-    other format's stream, Avro's too, and gzip is its default), of records that have schemas."""
+    """Aiven's Avro: records that have schemas; a container file as it is is the cheaper read
+    (``file.compression.type=none``: Aiven wraps any other format's stream, Avro's too, and gzip is
+    its default)."""
+    out = []
     compression = str(f.config.get("file.compression.type", "gzip")).strip().lower()
     if compression != "none":
-        return [
+        out.append(
             f.finding(
                 Check.FORMAT,
-                BLOCKING,
+                WARNING,
                 f"file.compression.type={compression} wraps each Avro container file in a {compression} stream",
-                "the service reads Avro container files as Spark reads them; a file inside a compressed "
-                "stream is refused, and its records never reach the table",
+                "Spark's Avro source reads container files only: each file is decompressed by the service and "
+                "its container written once more to the table's _lakegate/staging/ for the round, a write and "
+                "a read more per file than a container as it is",
                 key="file.compression.type",
                 fix="file.compression.type=none, and avro.codec=snappy (or deflate, zstandard) to compress inside the file",
             )
-        ]
+        )
     schemaless = [k for k in ("key.converter.schemas.enable", "value.converter.schemas.enable") if _false(f.config, k)]
     if schemaless:
         return [
@@ -162,7 +165,7 @@ def _aiven_avro(f: ConnectorFacts) -> list[DoctorFinding]:
                 fix=f"{schemaless[0]}=true, or an Avro converter",
             )
         ]
-    return []
+    return out
 
 
 def _false(config: Mapping[str, Any], key: str) -> bool:

@@ -8,9 +8,12 @@ files of one writer schema together). Decoding is fastavro's; nothing here parse
 The record count is the blocks' own. The offsets are the first block's first record's and the last
 block's last record's (the sink writes in offset order), read through a reader schema of the
 envelope's ``offset`` field alone: only those two blocks are decoded, and in them fastavro skips
-every other field (the value with its decimals and timestamps). Avro wrapped in a compressed
-stream (Aiven's ``file.compression.type`` other than ``none``) is no container file: it is refused
-with what to set, as is anything else that is not one.
+every other field (the value with its decimals and timestamps).
+
+Aiven's sink wraps every format but Parquet in ``file.compression.type``'s stream, gzip by default,
+so its Avro files are containers inside a gzip (zstd, snappy) stream: :func:`open_container` finds
+the container inside, which the reader then stages where Spark's Avro source can read it (that
+source reads containers only). Anything that holds no container is refused.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 import fastavro
 
-from commit_service.domain.content import Encoding, sniff
+from commit_service.domain.content import HEAD_BYTES, ContentError, Encoding, decode_text, sniff
 from commit_service.domain.coverage import OFFSET_FIELD, Coverage, from_bounds
 
 MAGIC = b"Obj\x01"  # an Avro object container file's first bytes
@@ -42,13 +45,27 @@ class AvroSummary:
     coverage: Coverage | None
 
 
+def open_container(data: bytes) -> tuple[bytes, Encoding | None]:
+    """The Avro container file in ``data`` and the stream it was wrapped in (None: it was not);
+    :class:`AvroFileError` when there is none, wrapped or not."""
+    if data.startswith(MAGIC):
+        return data, None
+    kind = sniff(data[:HEAD_BYTES])
+    if kind in (Encoding.PLAIN, Encoding.PARQUET):
+        raise AvroFileError("is not an Avro container file")
+    try:
+        inner = decode_text(data)
+    except ContentError as exc:
+        raise AvroFileError(str(exc)) from None
+    if not inner.startswith(MAGIC):
+        raise AvroFileError(f"holds no Avro container file inside its {kind.value} stream")
+    return inner, kind
+
+
 def summary(data: bytes) -> AvroSummary:
     """What the Avro container file ``data`` holds; :class:`AvroFileError` if it is none."""
     if not data.startswith(MAGIC):
-        kind = sniff(data)
-        inside = f" (its bytes are a {kind.value} stream: set the sink's file.compression.type=none)"
-        wrapped = kind not in (Encoding.PLAIN, Encoding.PARQUET)
-        raise AvroFileError("is not an Avro container file" + (inside if wrapped else ""))
+        raise AvroFileError("is not an Avro container file")
     try:
         header = fastavro.block_reader(io.BytesIO(data))
         schema_key = header.metadata["avro.schema"]

@@ -38,6 +38,7 @@ from commit_service.domain.content import Unwrap
 from commit_service.domain.coverage import OffsetCheck
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.partitioning import PartitionField
+from commit_service.domain.paths import root_prefix
 from commit_service.domain.plan import CommitPlan
 from commit_service.domain.upsert import UpsertSpec
 from commit_service.errors import (
@@ -118,7 +119,14 @@ class IcebergCommitter:
             table, catalog, storage, placement=placement, partition_by=partition_by, parts=self._parts
         )
         self._round = RoundCommit(
-            table, self, storage, self.facts, unwrap=unwrap, offset_check=offset_check, clock=clock
+            table,
+            self,
+            storage,
+            self.facts,
+            unwrap=unwrap,
+            offset_check=offset_check,
+            root=root_prefix(path),
+            clock=clock,
         )
 
     def _parts(self) -> tuple[Any, Any, IcebergTable, FileSchemas, IcebergMaintainer]:

@@ -35,6 +35,8 @@ from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.status import CommitRecord
 from lakegate_core.types import PartitionOffsets, TopicPartition
 
+STAGING = "_lakegate/staging/"  # below a table's root: what a round stages (Delta ignores "_" folders)
+
 
 @dataclass(frozen=True)
 class Opened:
@@ -107,9 +109,13 @@ class RoundCommit:
         *,
         unwrap: Unwrap,
         offset_check: OffsetCheck,
+        root: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.table = table
+        # where a round stages what Spark cannot read where it lies (Avro inside a compressed
+        # stream): the table's own storage, which every Spark executor reads (None: not staged)
+        self.staging = f"{root}{STAGING}" if root is not None else None
         self.format = table_format
         self.storage = storage
         self.facts = facts
@@ -141,7 +147,13 @@ class RoundCommit:
 
     def _commit(self, spark: Any, plan: CommitPlan, commit_id: str) -> CommitRecord:
         writer, schemas = self.format.reading()
-        reader = FrameReader(writer, self.storage, self.unwrap, schemas.get, schemas.avro)
+        reader = FrameReader(writer, self.storage, self.unwrap, schemas.get, schemas.avro, staging=self.staging)
+        try:
+            return self._round(spark, plan, commit_id, reader)
+        finally:
+            reader.close()
+
+    def _round(self, spark: Any, plan: CommitPlan, commit_id: str, reader: FrameReader) -> CommitRecord:
         facts = checked_facts(self.facts, plan.files)
         check_coverage(plan.files, facts, reader, self.offset_check)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -134,6 +135,7 @@ class FrameReader:
         parquet_schemas: SchemaOf,
         avro_schemas: SchemaOf,
         timestamp: str | None = "timestamp",
+        staging: str | None = None,
     ) -> None:
         self.spark = spark
         self.storage = storage
@@ -145,6 +147,10 @@ class FrameReader:
         self._records: dict[str, list[dict[str, Any]]] = {}
         self._raw: dict[str, Schema] = {}
         self._avro: dict[str, AvroSummary] = {}
+        # a folder (URI ending in "/") of the table's storage where the containers of wrapped Avro
+        # files are put for Spark to read (None: such files are refused), and what was put there
+        self.staging = staging
+        self._staged: dict[str, str] = {}  # an Avro file's path -> its container's staged URI
         # one raw shape per Parquet schema and null-string set, shared by the files that have them
         # (a round of 100,000 files of one sink then holds a handful of shapes, not 100,000 copies)
         self._parquet_raw: dict[tuple[int, tuple[str, ...]], tuple[Schema, Schema]] = {}
@@ -210,14 +216,33 @@ class FrameReader:
         return self._records[path]
 
     def avro(self, p: PendingFile) -> AvroSummary:
-        """An Avro file's writer schema, record count and offsets, read once per commit."""
+        """An Avro file's writer schema, record count and offsets, read once per commit. A container
+        inside a compressed stream (Aiven's default gzip) is staged for Spark (:attr:`staging`)."""
         path = p.file.path
         if path not in self._avro:
             try:
-                self._avro[path] = avro_files.summary(self.storage.read_bytes(path))
+                container, wrapped = avro_files.open_container(self.storage.read_bytes(path))
+                self._avro[path] = avro_files.summary(container)
             except avro_files.AvroFileError as exc:
                 raise DataFileError(path, str(exc)) from None
+            if wrapped is not None:
+                if self.staging is None:
+                    raise DataFileError(path, f"is an Avro container inside a {wrapped.value} stream")
+                staged = f"{self.staging}{uuid.uuid4().hex}.avro"
+                self.storage.put(staged, container)
+                self._staged[path] = staged
         return self._avro[path]
+
+    def source(self, p: PendingFile) -> str:
+        """Where Spark reads ``p``: its staged container, or the file itself."""
+        return table_location(self._staged.get(p.file.path, p.file.path))
+
+    def close(self) -> None:
+        """Delete what this reader staged: the staging folder whole, so what a round that crashed
+        left there goes too (one round of a table runs at a time)."""
+        if self._staged and self.staging is not None:
+            self.storage.delete_own(self.staging)
+            self._staged.clear()
 
     def rows(self, p: PendingFile, facts: FileFacts | None) -> int:
         """How many records ``p`` holds, counted from the file itself (each line of a text file is
@@ -240,7 +265,8 @@ class FrameReader:
                     self._parquet_raw[key] = (physical, marked_voids(physical, nulls))
                 self._raw[path] = self._parquet_raw[key][1]
             elif p.file.format is FileFormat.AVRO:
-                self._raw[path] = self.avro_schemas(path, self.avro(p).schema_key)
+                writer = self.avro(p).schema_key
+                self._raw[path] = self.avro_schemas(self._staged.get(path, path), writer)
             else:  # Arrow types JSON lines without a Python object per record, where it can
                 arrow = json_types.infer_lines(self._text_lines(p)) if p.file.format is not FileFormat.CSV else None
                 self._raw[path] = arrow if arrow is not None else json_infer.infer(self.records(p))
@@ -291,7 +317,7 @@ class FrameReader:
         if fmt is FileFormat.PARQUET:
             return self.spark.read.parquet(*[table_location(p.file.path) for p in files])
         if fmt is FileFormat.AVRO:
-            return self.spark.read.format("avro").load([table_location(p.file.path) for p in files])
+            return self.spark.read.format("avro").load([self.source(p) for p in files])
         from pyspark.sql.types import StructType
 
         lines = [line for p in files for line in self.lines(p)] or [""]

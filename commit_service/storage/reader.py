@@ -127,7 +127,7 @@ class StorageReader:
         """The first bytes of an object (enough to tell its encoding); empty if unreadable."""
         fs, path = self._resolve(uri)
         try:
-            with fs.open_input_stream(path) as handle:
+            with fs.open_input_stream(path, compression=None) as handle:  # the bytes as stored: never by the name
                 return bytes(handle.read(HEAD_BYTES))
         except OSError:
             return b""
@@ -136,7 +136,7 @@ class StorageReader:
         """A whole object (text files are read whole to be decompressed and parsed)."""
         fs, path = self._resolve(uri)
         try:
-            with fs.open_input_stream(path) as handle:
+            with fs.open_input_stream(path, compression=None) as handle:  # the bytes as stored: never by the name
                 return bytes(handle.read())
         except FileNotFoundError:
             raise DataFileError(uri, "does not exist") from None
@@ -160,6 +160,16 @@ class StorageReader:
         except OSError as exc:
             raise DataFileUnavailableError(uri, f"cannot write: {exc}") from exc
 
+    def delete_own(self, prefix: str) -> None:
+        """Delete the service's own objects below folder ``prefix`` (none there: nothing to do)."""
+        fs, path = self._resolve(prefix.rstrip("/") + "/x", source=False)
+        folder = path[: -len("/x")]
+        try:
+            if fs.get_file_info(folder).type != pafs.FileType.NotFound:
+                fs.delete_dir(folder)
+        except OSError as exc:
+            raise DataFileUnavailableError(prefix, f"cannot delete: {exc}") from exc
+
     def list_own(self, prefix: str) -> list[str]:
         """The canonical URIs of the service's own objects below folder ``prefix`` (empty if none)."""
         fs, path = self._resolve(prefix.rstrip("/") + "/x", source=False)
@@ -175,7 +185,7 @@ class StorageReader:
         """One of the service's own objects (not a data file: no root check)."""
         fs, path = self._resolve(uri, source=False)
         try:
-            with fs.open_input_stream(path) as handle:
+            with fs.open_input_stream(path, compression=None) as handle:  # the bytes as stored: never by the name
                 return bytes(handle.read())
         except OSError as exc:
             raise DataFileUnavailableError(uri, f"cannot read: {exc}") from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -91,3 +92,17 @@ def test_a_footer_whose_row_groups_reach_into_it_does_not_fit() -> None:
     meta = pq.ParquetFile(io.BytesIO(body)).metadata
     assert _fits(meta, len(body))
     assert not _fits(meta, len(body) - 1)
+
+
+@pytest.mark.parametrize("where", ["s3", "local"])
+def test_a_folder_of_own_objects_is_deleted_whole_and_a_missing_one_is_no_error(
+    where: str, reader: StorageReader, tmp_path: Path
+) -> None:
+    base = f"s3a://{BUCKET}/t/" if where == "s3" else f"file://{tmp_path}/t/"
+    for name in ("a.avro", "b.avro"):
+        reader.put(f"{base}_lakegate/staging/{name}", b"Obj\x01")
+    reader.put(f"{base}_lakegate/dead-letters/x.json", b"{}")
+    reader.delete_own(f"{base}_lakegate/staging/")
+    assert reader.list_own(f"{base}_lakegate/staging/") == []
+    assert reader.list_own(f"{base}_lakegate/dead-letters/") == [f"{base}_lakegate/dead-letters/x.json"]
+    reader.delete_own(f"{base}_lakegate/staging/")  # gone already: nothing to do

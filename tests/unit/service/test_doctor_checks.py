@@ -75,7 +75,6 @@ def test_a_right_connector_has_no_blocking_or_warning_finding() -> None:
             {"format.output.type": None, "format.class": "io.confluent.connect.s3.format.bytearray.ByteArrayFormat"},
             Check.FORMAT,
         ),
-        ({"format.output.type": "avro"}, Check.FORMAT),  # Aiven's default gzip stream around the container
         (
             {"format.output.type": "avro", "file.compression.type": "none", "value.converter.schemas.enable": "false"},
             Check.FORMAT,
@@ -95,6 +94,12 @@ def test_each_misconfiguration_is_blocking_under_its_check(change: dict[str, str
         facts(config, listing=Listing("aiven", "lake", ""), roots=("s3a://lake/",)) if at_root else facts(config)
     )
     assert check in found, found
+
+
+def test_aivens_avro_in_its_default_gzip_stream_is_read_at_a_cost() -> None:
+    avro = {**GOOD, "format.output.type": "avro", "value.converter.schemas.enable": "true"}
+    assert severities(facts(avro), Check.FORMAT) == [DoctorSeverity.WARNING]  # Aiven's default: gzip
+    assert severities(facts({**avro, "file.compression.type": "none"}), Check.FORMAT) == []
 
 
 def test_a_table_partitioned_by_a_kafka_field_needs_the_sink_to_write_it() -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import gzip
 import io
+from collections.abc import Callable
 from typing import Any
 
+import cramjam
 import fastavro
 import pytest
 
-from commit_service.domain.avro_files import AvroFileError, summary
+from commit_service.domain.avro_files import AvroFileError, open_container, summary
+from commit_service.domain.content import Encoding
 from commit_service.domain.coverage import Coverage
 from lakegate_core.protocol import OffsetSpan
 
@@ -83,9 +86,29 @@ def test_files_of_one_writer_schema_share_a_key_and_others_do_not() -> None:
     assert summary(avro(renamed, envelopes(0, 1))).schema_key != a.schema_key
 
 
-def test_an_avro_file_inside_a_gzip_stream_is_refused_with_what_to_set() -> None:
-    with pytest.raises(AvroFileError, match=r"gzip stream: set the sink's file.compression.type=none"):
-        summary(gzip.compress(avro(ENVELOPE, envelopes(0, 2))))
+@pytest.mark.parametrize(
+    ("wrap", "encoding"),
+    [
+        (gzip.compress, Encoding.GZIP),
+        (lambda b: bytes(cramjam.zstd.compress(b)), Encoding.ZSTD),
+        (lambda b: b, None),
+    ],
+)
+def test_the_container_inside_a_sinks_stream_is_found(
+    wrap: Callable[[bytes], bytes], encoding: Encoding | None
+) -> None:
+    data = avro(ENVELOPE, envelopes(0, 2))
+    assert open_container(wrap(data)) == (data, encoding)
+    assert summary(open_container(wrap(data))[0]).records == 2
+
+
+def test_a_stream_holding_no_avro_container_is_refused() -> None:
+    with pytest.raises(AvroFileError, match="holds no Avro container file inside its gzip stream"):
+        open_container(gzip.compress(b'{"a": 1}\n'))
+    with pytest.raises(AvroFileError, match="is not a valid gzip stream"):
+        open_container(gzip.compress(avro(ENVELOPE, envelopes(0, 2)))[:-30])
+    with pytest.raises(AvroFileError, match="is not an Avro container file"):
+        open_container(b'{"a": 1}\n')
 
 
 @pytest.mark.parametrize("data", [b"", b'{"a": 1}\n', b"Obj\x01garbage", b"PAR1xxxxPAR1"])
