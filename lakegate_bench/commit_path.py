@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import functools
+import gzip
+import io
 import json
 import statistics
 import time
@@ -68,7 +71,6 @@ class Landing:
 
     def write_jsonl(self, n: int) -> list[DataFile]:
         """N gzip JSON-lines files in the sink's envelope, no extension."""
-        import gzip
 
         def write(path: Path, partition: int, start: int) -> None:
             lines = (json.dumps(self.envelope(partition, o)) + "\n" for o in range(start, start + self.rows))
@@ -78,7 +80,6 @@ class Landing:
 
     def write_json(self, n: int) -> list[DataFile]:
         """N gzip JSON-array files (Aiven's ``json``) of the same records."""
-        import gzip
 
         def write(path: Path, partition: int, start: int) -> None:
             records = (json.dumps(self.envelope(partition, o)) for o in range(start, start + self.rows))
@@ -86,8 +87,9 @@ class Landing:
 
         return self._files(n, FileFormat.JSON, write)
 
-    def write_avro(self, n: int) -> list[DataFile]:
-        """N Avro container files (snappy) of the same records, as Aiven's Avro writer types them."""
+    def write_avro(self, n: int, wrapped: bool = False) -> list[DataFile]:
+        """N Avro container files (snappy) of the same records, as Aiven's Avro writer types them;
+        ``wrapped``: each inside a gzip stream, as Aiven's default ``file.compression.type`` writes them."""
         import fastavro
 
         value = {
@@ -109,9 +111,10 @@ class Landing:
         )
 
         def write(path: Path, partition: int, start: int) -> None:
-            with path.open("wb") as out:
-                records = (self.envelope(partition, o) for o in range(start, start + self.rows))
-                fastavro.writer(out, schema, records, codec="snappy")
+            out = io.BytesIO()
+            records = (self.envelope(partition, o) for o in range(start, start + self.rows))
+            fastavro.writer(out, schema, records, codec="snappy")
+            path.write_bytes(gzip.compress(out.getvalue()) if wrapped else out.getvalue())
 
         return self._files(n, FileFormat.AVRO, write)
 
@@ -262,11 +265,17 @@ class Bench:
 
     def part_jsonl(self, sizes: list[int], kind: str = "jsonl") -> dict[str, Any]:
         """One commit of N files each rewritten as Parquet: ``kind`` jsonl (gzip JSON lines), json
-        (gzip JSON arrays) or avro (snappy Avro container files), the same records in each."""
+        (gzip JSON arrays), avro (snappy Avro container files) or avro-gzip (those inside a gzip
+        stream, Aiven's default: unwrapped and staged), the same records in each."""
         rows = []
         for n in sizes:
             landing = Landing(self.work / f"landing-{kind}-{n}", self.rows)
-            write = {"jsonl": landing.write_jsonl, "json": landing.write_json, "avro": landing.write_avro}[kind]
+            write = {
+                "jsonl": landing.write_jsonl,
+                "json": landing.write_json,
+                "avro": landing.write_avro,
+                "avro-gzip": functools.partial(landing.write_avro, wrapped=True),
+            }[kind]
             table = self.coordinator(f"{kind}{n}")
             self.commit(table, write(1))  # the table exists before the measured commit
             files = write(n)

@@ -16,7 +16,8 @@ Parts (``--parts``, default all but ``service``, ``upsert``, ``iceberg`` and ``i
   ``--history`` (checkpoints in the background).
 - ``jsonl``: one commit of N gzip JSON-lines files (``--rows`` lines each, N in ``--jsonl-files``),
   which the service rewrites as Parquet inside the commit (Spark parses them); ``json`` and
-  ``avro`` the same records as gzip JSON arrays and snappy Avro container files.
+  ``avro`` the same records as gzip JSON arrays and snappy Avro container files; ``avro-gzip``
+  those Avro files inside a gzip stream (Aiven's default), which the service unwraps and stages.
 - ``intake``: ``lakegate_bench/intake.py`` (the HTTP handler in-process, no JVM).
 - ``service``: one round of N Parquet files through the real service from the outside (N in
   ``--service-files``, over ``--service-partitions`` partitions): the manifests' acceptance over
@@ -83,6 +84,7 @@ PARTS = (
     "jsonl",
     "json",
     "avro",
+    "avro-gzip",
     "intake",
     "http",
     "service",
@@ -318,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         "jsonl": lambda: bench.part_jsonl(args.jsonl_files),
         "json": lambda: bench.part_jsonl(args.jsonl_files, "json"),
         "avro": lambda: bench.part_jsonl(args.jsonl_files, "avro"),
+        "avro-gzip": lambda: bench.part_jsonl(args.jsonl_files, "avro-gzip"),
         "upsert": lambda: bench.part_upsert(args.upsert_rows, args.upsert_files, args.upsert_keys),
         "iceberg": lambda: part_iceberg(bench, args.files, args.jsonl_files),
         "partitioned": lambda: part_partitioned(bench, args.files, tuple(args.partitioned_formats)),
