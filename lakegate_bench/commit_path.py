@@ -270,12 +270,13 @@ class Bench:
         rows = []
         for n in sizes:
             landing = Landing(self.work / f"landing-{kind}-{n}", self.rows)
-            write = {
+            writers: dict[str, Callable[[int], list[DataFile]]] = {
                 "jsonl": landing.write_jsonl,
                 "json": landing.write_json,
                 "avro": landing.write_avro,
                 "avro-gzip": functools.partial(landing.write_avro, wrapped=True),
-            }[kind]
+            }
+            write = writers[kind]
             table = self.coordinator(f"{kind}{n}")
             self.commit(table, write(1))  # the table exists before the measured commit
             files = write(n)
