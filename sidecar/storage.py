@@ -81,6 +81,9 @@ class NamePattern:
         if self.preset == "confluent" and layout is not None:
             self._confluent.update(dict.fromkeys(topics, layout))
 
+    def _layout(self, topic: str) -> ConfluentLayout:
+        return self._confluent.get(topic, DEFAULT_CONFLUENT)
+
     def _rooted(self, key: str) -> str:
         """A key of Confluent's layout under the configured prefix: ``topics.dir`` already under it
         is kept, any other is put below it."""
@@ -91,7 +94,7 @@ class NamePattern:
         if self.preset == "aiven":
             return f"{self.prefix}{topic}-"
         if self.preset == "confluent":
-            return self._rooted(self._confluent.get(topic, DEFAULT_CONFLUENT).topic_prefix(topic))
+            return self._rooted(self._layout(topic).topic_prefix(topic))
         return self.prefix
 
     def partition_prefix(self, tp: TopicPartition) -> str | None:
@@ -101,7 +104,7 @@ class NamePattern:
         if self.preset == "aiven":
             return f"{self.prefix}{tp.topic}-{tp.partition}-"
         if self.preset == "confluent":
-            prefix = self._confluent.get(tp.topic, DEFAULT_CONFLUENT).partition_prefix(tp.topic, tp.partition)
+            prefix = self._layout(tp.topic).partition_prefix(tp.topic, tp.partition)
             return None if prefix is None else self._rooted(prefix)  # files of many partitions share directories
         return None
 

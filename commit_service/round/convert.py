@@ -233,9 +233,9 @@ class FrameReader:
                 self._staged[path] = staged
         return self._avro[path]
 
-    def source(self, p: PendingFile) -> str:
-        """Where Spark reads ``p``: its staged container, or the file itself."""
-        return table_location(self._staged.get(p.file.path, p.file.path))
+    def _readable(self, path: str) -> str:
+        """Where Spark reads the file ``path``: its staged container, or the file itself."""
+        return self._staged.get(path, path)
 
     def close(self) -> None:
         """Delete what this reader staged: the staging folder whole, so what a round that crashed
@@ -266,7 +266,7 @@ class FrameReader:
                 self._raw[path] = self._parquet_raw[key][1]
             elif p.file.format is FileFormat.AVRO:
                 writer = self.avro(p).schema_key
-                self._raw[path] = self.avro_schemas(self._staged.get(path, path), writer)
+                self._raw[path] = self.avro_schemas(self._readable(path), writer)
             else:  # Arrow types JSON lines without a Python object per record, where it can
                 arrow = json_types.infer_lines(self._text_lines(p)) if p.file.format is not FileFormat.CSV else None
                 self._raw[path] = arrow if arrow is not None else json_infer.infer(self.records(p))
@@ -317,7 +317,7 @@ class FrameReader:
         if fmt is FileFormat.PARQUET:
             return self.spark.read.parquet(*[table_location(p.file.path) for p in files])
         if fmt is FileFormat.AVRO:
-            return self.spark.read.format("avro").load([self.source(p) for p in files])
+            return self.spark.read.format("avro").load([table_location(self._readable(p.file.path)) for p in files])
         from pyspark.sql.types import StructType
 
         lines = [line for p in files for line in self.lines(p)] or [""]

@@ -160,10 +160,14 @@ class StorageReader:
         except OSError as exc:
             raise DataFileUnavailableError(uri, f"cannot write: {exc}") from exc
 
+    def _own_folder(self, prefix: str) -> tuple[pafs.FileSystem, str]:
+        """The filesystem and decoded path of folder ``prefix`` of the service's own objects."""
+        fs, path = self._resolve(prefix.rstrip("/") + "/x", source=False)
+        return fs, path[: -len("/x")]
+
     def delete_own(self, prefix: str) -> None:
         """Delete the service's own objects below folder ``prefix`` (none there: nothing to do)."""
-        fs, path = self._resolve(prefix.rstrip("/") + "/x", source=False)
-        folder = path[: -len("/x")]
+        fs, folder = self._own_folder(prefix)
         try:
             if fs.get_file_info(folder).type != pafs.FileType.NotFound:
                 fs.delete_dir(folder)
@@ -172,8 +176,7 @@ class StorageReader:
 
     def list_own(self, prefix: str) -> list[str]:
         """The canonical URIs of the service's own objects below folder ``prefix`` (empty if none)."""
-        fs, path = self._resolve(prefix.rstrip("/") + "/x", source=False)
-        folder = path[: -len("/x")]
+        fs, folder = self._own_folder(prefix)
         try:
             infos = fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
         except OSError as exc:

@@ -223,17 +223,20 @@ def make_loop(
     committed: dict[tuple[str, int], int],
     state: str = "RUNNING",
     clock: list[float] | None = None,
+    view: ConnectorView | None = None,
+    naming: str = "aiven",
 ) -> tuple[SidecarLoop, FakeService]:
+    """A loop following one connector (``view``; by default ``snk`` of ``orders`` in ``state``)."""
     service = FakeService()
-    views = {"snk": ConnectorView("snk", state, frozenset({0}) if state == "RUNNING" else frozenset(), ("orders",))}
+    view = view or ConnectorView("snk", state, frozenset({0}) if state == "RUNNING" else frozenset(), ("orders",))
     t = clock or [0.0]
-    settings = LoopSettings(worker_id="w:8083", sidecar_id="sc", connectors=("snk",), resend_after=30)
+    settings = LoopSettings(worker_id="w:8083", sidecar_id="sc", connectors=(view.name,), resend_after=30)
     loop = SidecarLoop(
         settings,
-        connect=FakeConnect(views),
+        connect=FakeConnect({view.name: view}),
         groups=FakeGroups(owned, committed),
         lister=LocalLister(tmp_path),
-        pattern=NamePattern("aiven"),
+        pattern=NamePattern(naming),
         service=service,
         metrics=SidecarMetrics(60),
         clock=lambda: t[0],
@@ -555,17 +558,8 @@ def test_a_csv_files_layout_is_read_from_its_connector_and_sent_with_it(tmp_path
         csv_layout({"format.output.fields": "value,size"})
     touch(tmp_path, "orders-0-0", "orders-0-10")
     layout = CsvLayout(("key", "value", "offset"), "base64")
-    views = {"csv-sink": ConnectorView("csv-sink", "RUNNING", frozenset({0}), ("orders",), FileFormat.CSV, "", layout)}
-    service = FakeService()
-    loop = SidecarLoop(
-        LoopSettings("w:8083", "sc", connectors=tuple(views)),
-        connect=FakeConnect(views),
-        groups=FakeGroups({("orders", 0)}, {("orders", 0): 20}),
-        lister=LocalLister(tmp_path),
-        pattern=NamePattern("aiven"),
-        service=service,
-        metrics=SidecarMetrics(60),
-    )
+    view = ConnectorView("csv-sink", "RUNNING", frozenset({0}), ("orders",), FileFormat.CSV, "", layout)
+    loop, service = make_loop(tmp_path, {("orders", 0)}, {("orders", 0): 20}, view=view)
     loop.run_once()
     files = [f for m in service.manifests for f in m.files]
     assert files and all(f.csv == layout for f in files)
@@ -586,16 +580,7 @@ def test_a_confluent_connectors_layout_is_followed_from_its_config(tmp_path: Pat
         touch(folder, f"orders+0+{start:010d}.avro")
     fmt, _ = output_format(config)
     view = ConnectorView("sink", "RUNNING", frozenset({0}), ("orders",), fmt, confluent=ConfluentLayout.of(config))
-    service = FakeService()
-    loop = SidecarLoop(
-        LoopSettings("w:8083", "sc", connectors=("sink",)),
-        connect=FakeConnect({"sink": view}),
-        groups=FakeGroups({("orders", 0)}, {("orders", 0): 6}),
-        lister=LocalLister(tmp_path),
-        pattern=NamePattern("confluent"),
-        service=service,
-        metrics=SidecarMetrics(60),
-    )
+    loop, service = make_loop(tmp_path, {("orders", 0)}, {("orders", 0): 6}, view=view, naming="confluent")
     loop.run_once()
     files = sorted(
         (f.start_offset, f.end_offset, f.path.split("/archive/")[1]) for m in service.manifests for f in m.files
