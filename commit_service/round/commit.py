@@ -30,7 +30,7 @@ from commit_service.faults import AFTER_COMMIT, BEFORE_COMMIT, crash_point
 from commit_service.round.convert import FrameReader, kafka_timestamp
 from commit_service.round.sources import FileSchemas, check_coverage, checked_facts
 from commit_service.spark.session import job_group, job_ids, job_label
-from commit_service.storage.prefetch import FactsCache
+from commit_service.storage.prefetch import FactsCache, read_threads
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.status import CommitRecord
 from lakegate_core.types import PartitionOffsets, TopicPartition
@@ -116,6 +116,7 @@ class RoundCommit:
         # where a round stages what Spark cannot read where it lies (Avro inside a compressed
         # stream): the table's own storage, which every Spark executor reads (None: not staged)
         self.staging = f"{root}{STAGING}" if root is not None else None
+        self.read_threads = read_threads(root) if root is not None else 1  # a round's text and Avro files read at once
         self.format = table_format
         self.storage = storage
         self.facts = facts
@@ -155,6 +156,7 @@ class RoundCommit:
 
     def _round(self, spark: Any, plan: CommitPlan, commit_id: str, reader: FrameReader) -> CommitRecord:
         facts = checked_facts(self.facts, plan.files)
+        reader.read_ahead(plan.files, self.read_threads)
         check_coverage(plan.files, facts, reader, self.offset_check)
 
         opened = self.format.open_round(plan)

@@ -10,9 +10,12 @@ types differ from the table's (or that lie outside an ``in_place`` table's root)
 
 Text files are read whole through :class:`~commit_service.storage.reader.StorageReader` and decompressed
 by their magic bytes (:mod:`commit_service.domain.content`): Spark would pick a codec by file extension
-only, and sinks write gzip objects without one. JSON lines are parsed here and typed by
-:mod:`commit_service.domain.json_infer` (as Spark would, but a null-only value keeps no type); Spark then
-parses them with that explicit schema, failing on any line that does not fit it. Parquet files
+only, and sinks write gzip objects without one. A round's text and Avro files are read on several
+threads at once (:meth:`FrameReader.read_ahead`). JSON records are typed and read by Arrow
+(:mod:`commit_service.storage.json_types`) and handed to Spark as Arrow columns; where Arrow might
+read them otherwise they are typed by :mod:`commit_service.domain.json_infer` (as Spark would, but a
+null-only value keeps no type) and Spark parses the lines with that explicit schema, failing on any
+line that does not fit it. Parquet files
 are read by Spark, files of one footer schema together; Avro container files by Spark's Avro
 source, files of one writer schema together (their count, writer schema and offsets are read
 from the bytes first, :mod:`commit_service.domain.avro_files`). Where the table's ``unwrap`` says so, the
@@ -26,6 +29,7 @@ import functools
 import json
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from commit_service.domain import avro_files, csv_records, json_infer
@@ -147,6 +151,7 @@ class FrameReader:
         self._records: dict[str, list[dict[str, Any]]] = {}
         self._raw: dict[str, Schema] = {}
         self._avro: dict[str, AvroSummary] = {}
+        self._json: dict[str, json_types.JsonRecords] = {}  # a JSON file's records as Arrow read them
         # a folder (URI ending in "/") of the table's storage where the containers of wrapped Avro
         # files are put for Spark to read (None: such files are refused), and what was put there
         self.staging = staging
@@ -154,6 +159,24 @@ class FrameReader:
         # one raw shape per Parquet schema and null-string set, shared by the files that have them
         # (a round of 100,000 files of one sink then holds a handful of shapes, not 100,000 copies)
         self._parquet_raw: dict[tuple[int, tuple[str, ...]], tuple[Schema, Schema]] = {}
+
+    def read_ahead(self, files: Sequence[PendingFile], threads: int) -> None:
+        """Read the round's text and Avro files on ``threads`` threads at once: their bytes, and for
+        text their records' lines and shape. Reading, decompressing and Arrow's typing run outside
+        the interpreter lock; on an object store each read is mostly its latency. What a file's read
+        raises is raised here, for the first such file in ``files``' order."""
+        todo = [p for p in files if p.file.format is not FileFormat.PARQUET]
+        if len(todo) < 2 or threads < 2:
+            return
+        with ThreadPoolExecutor(min(threads, len(todo)), thread_name_prefix="lakegate-read") as pool:
+            for _ in pool.map(self._read_one, todo):
+                pass
+
+    def _read_one(self, p: PendingFile) -> None:
+        if p.file.format is FileFormat.AVRO:
+            self.avro(p)
+        else:
+            self.raw_shape(p, None)
 
     def lifts(self, p: PendingFile, facts: FileFacts | None) -> bool:
         """Whether ``p`` is Parquet in the sink's envelope (rewritten: its columns change)."""
@@ -267,9 +290,11 @@ class FrameReader:
             elif p.file.format is FileFormat.AVRO:
                 writer = self.avro(p).schema_key
                 self._raw[path] = self.avro_schemas(self._readable(path), writer)
-            else:  # Arrow types JSON lines without a Python object per record, where it can
-                arrow = json_types.infer_lines(self._text_lines(p)) if p.file.format is not FileFormat.CSV else None
-                self._raw[path] = arrow if arrow is not None else json_infer.infer(self.records(p))
+            else:  # Arrow types and reads JSON records without a Python object per record, where it can
+                arrow = json_types.read_records(self._text_lines(p)) if p.file.format is not FileFormat.CSV else None
+                if arrow is not None:
+                    self._json[path] = arrow
+                self._raw[path] = arrow.shape if arrow is not None else json_infer.infer(self.records(p))
         return self._raw[path]
 
     def envelope_shape(self, p: PendingFile, facts: FileFacts | None) -> Schema:
@@ -320,10 +345,24 @@ class FrameReader:
             return self.spark.read.format("avro").load([table_location(self._readable(p.file.path)) for p in files])
         from pyspark.sql.types import StructType
 
-        lines = [line for p in files for line in self.lines(p)] or [""]
-        slices = max(1, min(self.spark.sparkContext.defaultParallelism, len(lines) // LINES_PER_SLICE))
-        rdd = self.spark.sparkContext.parallelize(lines, slices)
         schema = StructType.fromJson(devoid(source))
+        # Arrow reads JSON records in C++ and hands Spark columns: each file's as it was typed, or
+        # (CSV records, records typed in Python) the group's lines at once. What Arrow might read
+        # otherwise than Spark (json_types says None), Spark parses from the lines, failing on any
+        # line that does not fit
+        read = [self._json.get(p.file.path) for p in files]
+        parts = [r for r in read if r is not None]
+        if len(parts) == len(files):
+            table = json_types.joined(parts)
+            lines: list[str] = []
+        else:
+            lines = [line for p in files for line in self.lines(p)] or [""]
+            table = json_types.read_lines(lines, devoid(source))
+        rows = table.num_rows if table is not None else len(lines)
+        slices = max(1, min(self.spark.sparkContext.defaultParallelism, rows // LINES_PER_SLICE))
+        if table is not None:
+            return self.spark.createDataFrame(table, schema=schema).coalesce(slices)
+        rdd = self.spark.sparkContext.parallelize(lines, slices)
         return self.spark.read.schema(schema).option("mode", "FAILFAST").json(rdd)
 
     def _timestamps(self, df: Any, source: Schema) -> Any:

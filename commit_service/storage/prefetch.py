@@ -33,6 +33,7 @@ entry per buffered file.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -101,6 +102,15 @@ def threads_for(root: str) -> int:
     two in 119-179 us each (2 cores, docs/performance.md)."""
     if root.startswith(("file:", "/")):
         return 1
+    return THREADS
+
+
+def read_threads(root: str) -> int:
+    """How many of a round's text and Avro files are read at once: on an object store :data:`THREADS`;
+    on local files one a core (unlike a footer, most of such a read is outside the interpreter
+    lock: decompressing, and Arrow typing the records)."""
+    if root.startswith(("file:", "/")):
+        return os.cpu_count() or 1
     return THREADS
 
 

@@ -1,4 +1,5 @@
-"""The round's schema rule (round_schema) and the JSON typing it is fed (json_infer): pure."""
+"""The round's schema rule (round_schema) and the JSON typing it is fed (json_infer, and Arrow's
+reading of the records in json_types, value for value): pure."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from commit_service.domain.round_schema import (
     VOID,
     Conflict,
     FileShape,
+    SparkType,
     delta_widens,
     fits,
     leaf_columns,
@@ -266,3 +268,48 @@ def test_arrow_types_a_sinks_usual_json_lines() -> None:
     assert arrow is not None and arrow == json_infer.infer(json_infer.parse_lines(lines))
     assert json_types.infer_lines(['{"a": 12345678901234567890}']) is None  # past a long: Python types it
     assert json_types.infer_lines(['{"a": 1}', '{"a": "x"}']) is None  # mixed kinds: Python joins them
+
+
+def expected(value: Any, t: SparkType) -> Any:
+    """``value`` (as Python parsed it) as a column of type ``t`` holds it: a struct's every field (an
+    absent key null), a double's integers as floats."""
+    if value is None or t == VOID:
+        return None
+    if isinstance(t, dict) and t["type"] == "struct":
+        return {f["name"]: expected(value.get(f["name"]), f["type"]) for f in t["fields"]}
+    if isinstance(t, dict) and t["type"] == "array":
+        return [expected(v, t["elementType"]) for v in value]
+    return float(value) if t == "double" else value
+
+
+@settings(max_examples=400, deadline=None)
+@given(records=RECORDS)
+def test_arrows_records_are_the_texts_values_wherever_it_answers(records: list[dict[str, Any]]) -> None:
+    lines = [json.dumps(r, ensure_ascii=bool(len(r) % 2)) for r in records]
+    read = json_types.read_records(lines)
+    if read is not None:
+        parsed = json_infer.parse_lines(lines)
+        assert read.shape == json_infer.infer(parsed)
+        assert read.columns.to_pylist() == [expected(r, read.shape) for r in parsed]
+
+
+def test_text_arrow_would_read_as_a_time_stays_the_text_written() -> None:
+    """Arrow reads ISO-8601 text as a timestamp: such a file is read again with its types given, so
+    the text (its ``T``, its ``Z``, its millis) is what lands, as Spark's JSON reader gives it."""
+    lines = [
+        json.dumps({"value": {"at": "2019-04-02T13:14:55.123Z", "day": "2026-11-28"}, "offset": o, "n": [o, None]})
+        for o in range(3)
+    ]
+    read = json_types.read_records(lines)
+    assert read is not None
+    assert read.columns.to_pylist() == [json.loads(line) for line in lines]
+    assert str(read.columns.schema.field("value").type) == "struct<at: string, day: string>"
+
+
+def test_files_of_one_shape_join_in_order_and_others_are_left_to_spark() -> None:
+    first = json_types.read_records(['{"a": 1, "b": null}', '{"a": 2, "b": null}'])
+    second = json_types.read_records(['{"a": 3, "b": null}'])
+    assert first is not None and second is not None
+    assert json_types.joined([first, second]).to_pylist() == [{"a": a, "b": None} for a in (1, 2, 3)]
+    assert json_types.read_records(['{"": 1, "a": 2}']) is None  # a key "": no column Spark reads
+    assert json_types.read_records(['{"a": 1}', "[1]"]) is None  # no object: Python refuses the line
