@@ -1,21 +1,32 @@
-"""Benchmark: one commit of N Parquet files on the local S3 server, split into its two costs.
+"""Benchmark: commit rounds of N files on an S3 server, split into their costs.
 
-Uploads N files (1,000 rows each, ``<topic>-<partition>-<start>``) to the local S3 server (moto),
-then times: the files' facts (stat + footer) read through the service's read-ahead cache (16
-threads), 50 of them read one after another, and the Delta commit over s3a once every fact is
-read. Shows whether a slow commit on that server is the server's or the commit's. Prints each
-figure and writes JSON (default .lakegate/bench/s3-commit.json). Run through ``scripts/bench-s3-commit``.
+Uploads N files (``--rows`` records each, ``<topic>-<partition>-<start>``) per round to an S3 server
+(``--store``: moto, the tests' server, which answers one request at a time; or SeaweedFS, a real
+one serving requests at once, built by ``scripts/install-seaweedfs``), as ``--kind`` says: Parquet
+files of plain columns (added in place), gzip JSON lines in Aiven's envelope (``jsonl``) or Parquet
+in that envelope (``parquet-envelope``), both rewritten. Then times: the files' facts (stat, and a
+Parquet footer) read through the service's read-ahead cache (16 threads), 50 of them read one after
+another, and ``--rounds`` Delta rounds over s3a once every fact is read (the first creates the
+table and is not counted), into an append table or, with ``--mode upsert``, an upsert table keyed by
+``id`` (the keys repeat, so rounds update rows). Shows whether a slow round on that server is the
+server's or the commit's. Prints each figure and writes JSON (default
+.lakegate/bench/s3-commit.json). Run through ``scripts/bench-s3-commit``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import io
+import json
+import statistics
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,6 +35,7 @@ from commit_service.config import Placement, S3Settings, SparkSettings
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
+from commit_service.domain.upsert import UpsertSpec
 from commit_service.spark.session import create_session
 from commit_service.storage.prefetch import THREADS, FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
@@ -32,11 +44,14 @@ from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 
 TOPIC, PARTITIONS, ROWS, BUCKET = "bench", 3, 1000, "lake"
+KINDS = {"parquet": FileFormat.PARQUET, "jsonl": FileFormat.JSONL, "parquet-envelope": FileFormat.PARQUET}
+KEYS = 500  # the upsert table's keys per partition: rounds of many records update rows
+EPOCH_MS = 1_767_225_600_000  # 2026-01-01, the records' Kafka timestamps start there
 
 
-def parquet_body(partition: int, start: int) -> bytes:
-    """The Parquet file of ``ROWS`` records of ``partition`` from offset ``start`` (``id``, ``offset``)."""
-    offsets = range(start, start + ROWS)
+def parquet_body(partition: int, start: int, rows: int = ROWS) -> bytes:
+    """The Parquet file of ``rows`` records of ``partition`` from offset ``start`` (``id``, ``offset``)."""
+    offsets = range(start, start + rows)
     body = io.BytesIO()
     pq.write_table(
         pa.table({"id": [f"{partition}-{o}" for o in offsets], "offset": pa.array(offsets, pa.int64())}), body
@@ -44,15 +59,45 @@ def parquet_body(partition: int, start: int) -> bytes:
     return body.getvalue()
 
 
-def upload(client: object, i: int) -> DataFile:
-    """File ``i``: partition i % 3, offsets continuing within the partition."""
-    partition, start = i % PARTITIONS, (i // PARTITIONS) * ROWS
-    body = parquet_body(partition, start)
-    key = f"landing/{TOPIC}-{partition}-{start:020d}"
-    client.put_object(Bucket=BUCKET, Key=key, Body=body)  # type: ignore[attr-defined]
-    return DataFile(
-        f"s3a://{BUCKET}/{key}", TOPIC, partition, start, start + ROWS - 1, len(body), FileFormat.PARQUET, ROWS
+def envelope(partition: int, offset: int) -> dict[str, Any]:
+    """One record in Aiven's envelope, as its JSON-lines writer writes it (ISO-8601 timestamp)."""
+    key = f"{partition}-{offset % KEYS}"
+    at = datetime.fromtimestamp((EPOCH_MS + offset) / 1000, timezone.utc).isoformat(timespec="milliseconds")
+    return {
+        "key": key,
+        "value": {"id": key, "amount": offset * 0.25, "n": offset, "note": f"record {offset}"},
+        "offset": offset,
+        "timestamp": at.replace("+00:00", "Z"),
+    }
+
+
+def body(kind: str, partition: int, start: int, rows: int) -> bytes:
+    """A file of ``rows`` records of ``partition`` from offset ``start``, as ``kind`` is written."""
+    if kind == "parquet":
+        return parquet_body(partition, start, rows)
+    records = [envelope(partition, o) for o in range(start, start + rows)]
+    if kind == "jsonl":
+        return gzip.compress("".join(json.dumps(r) + "\n" for r in records).encode())
+    table = pa.table(
+        {
+            "key": [r["key"] for r in records],
+            "value": [r["value"] for r in records],
+            "offset": pa.array([r["offset"] for r in records], pa.int64()),
+            "timestamp": pa.array([EPOCH_MS + r["offset"] for r in records], pa.timestamp("ms", tz="UTC")),
+        }
     )
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    return out.getvalue()
+
+
+def upload(client: object, i: int, kind: str = "parquet", rows: int = ROWS) -> DataFile:
+    """File ``i``: partition i % 3, offsets continuing within the partition."""
+    partition, start = i % PARTITIONS, (i // PARTITIONS) * rows
+    data = body(kind, partition, start, rows)
+    key = f"landing/{TOPIC}-{partition}-{start:020d}"
+    client.put_object(Bucket=BUCKET, Key=key, Body=data)  # type: ignore[attr-defined]
+    return DataFile(f"s3a://{BUCKET}/{key}", TOPIC, partition, start, start + rows - 1, len(data), KINDS[kind], rows)
 
 
 def timed(label: str, work: object) -> float:
@@ -67,24 +112,37 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="scripts/bench-s3-commit", description=__doc__.splitlines()[0] if __doc__ else None
     )
-    parser.add_argument("--files", type=int, default=1000, help="files in the measured commit (default 1000)")
+    parser.add_argument("--files", type=int, default=1000, help="files in each measured round (default 1000)")
+    parser.add_argument("--rows", type=int, default=ROWS, help=f"records in each file (default {ROWS})")
+    parser.add_argument("--kind", choices=tuple(KINDS), default="parquet", help="what the files are (default parquet)")
+    parser.add_argument("--mode", choices=("append", "upsert"), default="append", help="the table (default append)")
+    parser.add_argument("--rounds", type=int, default=1, help="measured rounds (default 1)")
+    parser.add_argument("--store", choices=("moto", "seaweedfs"), default="moto", help="the S3 server (default moto)")
     parser.add_argument("--out", type=Path, default=Path(".lakegate/bench/s3-commit.json"))
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="lakegate-bench-s3-commit-"))
-    server = S3Server(work).start()
+    if args.store == "seaweedfs":
+        from lakegate_stack.seaweedfs import SeaweedS3Server
+
+        server: Any = SeaweedS3Server(work / "s3").start()
+    else:
+        server = S3Server(work).start()
     try:
         client = server.client()
         client.create_bucket(Bucket=BUCKET)
-        print(f"uploading {args.files + PARTITIONS} files to {server.endpoint} ...", flush=True)
+        total = PARTITIONS + args.files * args.rounds
+        print(f"uploading {total} {args.kind} files of {args.rows} records to {server.endpoint} ...", flush=True)
         with ThreadPoolExecutor(8) as pool:
-            files = list(pool.map(lambda i: upload(client, i), range(args.files + PARTITIONS)))
-        first, measured = files[:PARTITIONS], files[PARTITIONS:]
+            files = list(pool.map(lambda i: upload(client, i, args.kind, args.rows), range(total)))
+        first = files[:PARTITIONS]
+        rounds = [files[PARTITIONS + r * args.files : PARTITIONS + (r + 1) * args.files] for r in range(args.rounds)]
         settings = S3Settings(server.endpoint, REGION, True, ACCESS_KEY, SECRET_KEY)
         storage = StorageReader(settings, [f"s3a://{BUCKET}/landing/"])
         facts = FactsCache(storage_facts(storage), name="bench")
         read_ahead = timed(f"facts of {len(files)} files, {THREADS} threads", lambda: facts.get_all(files))
+        parquet = KINDS[args.kind] is FileFormat.PARQUET
         serial = timed(
-            "facts of 50 files, one at a time", lambda: [storage.facts(f.path, parquet=True) for f in files[:50]]
+            "facts of 50 files, one at a time", lambda: [storage.facts(f.path, parquet=parquet) for f in files[:50]]
         )
         print("starting Spark (local[2]) ...", flush=True)
         spark = create_session(
@@ -98,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             checkpoint_in_commit=False,
             facts=facts,
             placement=Placement.IN_PLACE_ABSOLUTE,  # the landing is outside the table root: add, never rewrite
+            upsert=UpsertSpec(("id",)) if args.mode == "upsert" else None,
         )
         state = TableState("bench")
 
@@ -106,20 +165,32 @@ def main(argv: list[str] | None = None) -> int:
                 state.offer(PendingFile(f, "bench-sidecar", "bench-worker"), now=0)
             plan = state.plan(now=0, force=True)
             assert plan is not None and len(plan.files) == len(batch)
-            state.committed_plan(plan, committer.commit(plan).version, now=0)
+            record = committer.commit(plan)
+            assert record.files == len(batch) and record.records == len(batch) * args.rows, record
+            state.committed_plan(plan, record.version, now=0)
 
-        timed("creating the table (3 files)", lambda: commit(first))
-        commit_s = timed(f"Delta commit of {len(measured)} files, facts read", lambda: commit(measured))
+        timed(f"creating the table ({PARTITIONS} files)", lambda: commit(first))
+        what = f"{args.mode} round of {args.files} {args.kind} files of {args.rows} records"
+        times = [timed(f"Delta {what}, facts read", lambda batch=batch: commit(batch)) for batch in rounds]
+        table_files = len(spark.read.format("delta").load(f"s3a://{BUCKET}/bench").inputFiles())
+        print(f"the table's data files after {args.rounds + 1} rounds: {table_files}", flush=True)
     finally:
         server.stop()
     result = {
         "benchmark": "s3-commit",
-        "files": len(measured),
+        "store": args.store,
+        "kind": args.kind,
+        "mode": args.mode,
+        "files": args.files,
+        "rows_per_file": args.rows,
         "facts_read_ahead_s": round(read_ahead, 3),
         "facts_read_ahead_files": len(files),
         "facts_per_second_read_ahead": round(len(files) / read_ahead, 1),
         "facts_per_second_one_at_a_time": round(50 / serial, 1),
-        "commit_s": round(commit_s, 3),
+        "commit_s": round(times[0], 3),
+        "rounds_s": [round(t, 3) for t in times],
+        "median_round_s": round(statistics.median(times), 3),
+        "table_files": table_files,
     }
     report(result, args.out)
     return 0
