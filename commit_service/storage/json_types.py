@@ -160,12 +160,12 @@ def _arrow_field(f: dict[str, Any]) -> pa.Field:
 
 def _arrow(t: SparkType) -> pa.DataType:
     """The Arrow type Spark's ``t`` is read as, for the types :func:`_spark` gives (else :class:`_Unmapped`)."""
-    if isinstance(t, str) and t != VOID:
+    if t == VOID:
+        return pa.string()
+    if isinstance(t, str):
         if t not in _ARROW:
             raise _Unmapped(t)
         return _ARROW[t]
-    if t == VOID:
-        return pa.string()
     if t.get("type") == "array":
         return pa.list_(_arrow(t["elementType"]))
     if t.get("type") == "struct":

@@ -244,15 +244,6 @@ RECORDS = st.lists(
 )
 
 
-@settings(max_examples=400, deadline=None)
-@given(records=RECORDS)
-def test_arrows_typing_of_json_lines_is_infers_wherever_it_answers(records: list[dict[str, Any]]) -> None:
-    lines = [json.dumps(r, ensure_ascii=bool(len(r) % 2)) for r in records]
-    arrow = json_types.infer_lines(lines)
-    if arrow is not None:
-        assert arrow == json_infer.infer(json_infer.parse_lines(lines))
-
-
 def test_arrow_types_a_sinks_usual_json_lines() -> None:
     """The fast path is taken for what sinks write (else it would be a dead branch)."""
     lines = [
@@ -284,7 +275,9 @@ def expected(value: Any, t: SparkType) -> Any:
 
 @settings(max_examples=400, deadline=None)
 @given(records=RECORDS)
-def test_arrows_records_are_the_texts_values_wherever_it_answers(records: list[dict[str, Any]]) -> None:
+def test_arrows_typing_is_infers_and_its_records_the_texts_values_wherever_it_answers(
+    records: list[dict[str, Any]],
+) -> None:
     lines = [json.dumps(r, ensure_ascii=bool(len(r) % 2)) for r in records]
     read = json_types.read_records(lines)
     if read is not None:
