@@ -329,8 +329,10 @@ class FrameReader:
             if not raw:
                 df, source = self._unwrapped(df, source), unwrapped(source, self.unwrap)
             frames.append(conform(df, source, target))
-        union = functools.reduce(lambda a, b: a.union(b), frames)
-        return union.coalesce(self._slices(files, facts)) if len(frames) > 1 else union
+        # coalesced whatever the groups: Spark packs small files ~32 to a task (its open cost), so a
+        # round of 300 sink files read as Parquet or Avro was written as ~10 table files, not one
+        # per slice
+        return functools.reduce(lambda a, b: a.union(b), frames).coalesce(self._slices(files, facts))
 
     def _slices(self, files: Sequence[PendingFile], facts: dict[str, FileFacts]) -> int:
         """How many tasks (and so files) a round's frame is written by: one per LINES_PER_SLICE

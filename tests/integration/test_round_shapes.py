@@ -330,3 +330,20 @@ def test_the_record_timestamp_is_one_type_whatever_format_wrote_it(spark: Any, t
     df = spark.read.format("delta").load(str(old))
     assert df.schema["_kafka_timestamp"].dataType.simpleString() == "bigint"
     assert sorted(r[0] for r in df.select("_kafka_timestamp").collect()) == [5, *millis]
+
+
+def test_a_round_of_many_small_rewritten_files_writes_one_table_file_a_slice(spark: Any, tmp_path: Path) -> None:
+    """Spark reads small Parquet files ~32 to a task: a round of 100 enveloped files (500 records,
+    one slice) is still written as one table file, every record whole."""
+    table, sink = tmp_path / "t", Sink(tmp_path)
+    committer = DeltaCommitter(spark, "t", str(table), StorageReader(local_roots=[str(tmp_path)]))
+    files, sent = [], []
+    for n in range(100):
+        p, envelopes = sink.write(
+            f"t{n % 4}", n % 3, [{"id": n * 5 + i, "v": f"s{n}-{i}"} for i in range(5)], FileFormat.PARQUET
+        )
+        files.append(p)
+        sent.extend(envelopes)
+    commit_all(committer, TableState("t"), files)
+    assert_holds(spark, table, sent)
+    assert len(DeltaTable(str(table)).file_uris()) == 1
