@@ -53,7 +53,9 @@ def iceberg_coordinator(bench: Bench, name: str, partition_by: tuple[str, ...] =
         config.root.rstrip("/"),
         bench.storage,
         placement=config.placement,
-        facts=FactsCache(storage_facts(bench.storage), name=table),
+        facts=FactsCache(
+            storage_facts(bench.storage, footers=True), name=table
+        ),  # as the service reads ahead for Iceberg
         partition_by=config.partition_spec,
     )
     coordinator = TableCoordinator(config, committer, time.time)

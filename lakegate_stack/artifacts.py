@@ -231,7 +231,7 @@ GROUPS: dict[str, ArtifactGroup] = {
         ),
         ArtifactGroup(
             name="iceberg-commit",
-            description="Lakegate's check inside Iceberg's commit (built from iceberg-commit/)",
+            description="Lakegate's classes inside Iceberg's commit (built from iceberg-commit/)",
             dependencies=(),
             build_project="iceberg-commit",
         ),

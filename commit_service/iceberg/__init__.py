@@ -54,7 +54,7 @@ def iceberg_committer_factory(config: ServiceConfig, spark: SparkHandle, storage
             placement=table.placement,
             upsert=table.upsert,
             partition_by=table.partition_spec,
-            facts=table_facts(storage, readers, table.name, table.root),
+            facts=table_facts(storage, readers, table.name, table.root, footers=True),
         )
 
     return factory

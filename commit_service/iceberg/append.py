@@ -99,10 +99,13 @@ class IcebergAppend:
                 in_place.append((p, values if spec.fields else None))
         split = len(candidates) - len(in_place)
         mapping = tables.name_mapping(table)
-        added = datafiles.data_files(
+        added = datafiles.footer_files(
             spark,
             table,
-            [(self._place(table, p), facts[p.file.path].size_bytes, values) for p, values in in_place],
+            [
+                (self._place(table, p), facts[p.file.path].size_bytes, values, facts[p.file.path].footer)
+                for p, values in in_place
+            ],
             mapping,
         )
         round_guard.check(
@@ -114,7 +117,7 @@ class IcebergAppend:
             added.rows,
             target,
         )
-        rows = list(added.files)
+        rows = added.files
         if rewritten:
             frame = reader.frame(rewritten, facts, target)
             directory = f"{table.location().rstrip('/')}/data/lakegate-{commit_id}"
@@ -126,7 +129,7 @@ class IcebergAppend:
                 for p in rewritten
             ]
             round_guard.check(self.table, sources, written.rows, json.loads(frame.schema.json()))
-            rows.extend(written.files)
+            rows.addAll(written.files)
         return Written(RowChanges(table, rows, upsert=False), len(in_place), len(rewritten), split)
 
     @staticmethod

@@ -48,6 +48,7 @@ from commit_service.errors import (
     TableWriteError,
     UnexpectedCommitError,
 )
+from commit_service.iceberg import datafiles
 from commit_service.iceberg.append import IcebergAppend
 from commit_service.iceberg.ledger import IcebergLedger
 from commit_service.iceberg.maintenance import IcebergMaintainer
@@ -109,7 +110,7 @@ class IcebergCommitter:
         self.unwrap = unwrap
         self.offset_check = offset_check
         self.placement = placement
-        self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
+        self.facts = facts if facts is not None else FactsCache(storage_facts(storage, footers=True), name=table)
         self._ready: tuple[Any, Any, IcebergTable, FileSchemas, IcebergMaintainer] | None = None
         self.upsert = upsert
         self.partition_by = partition_by
@@ -233,20 +234,18 @@ class IcebergCommitter:
 
         return landing
 
-    @staticmethod
-    def _snapshot_update(changes: RowChanges) -> Any:
+    def _snapshot_update(self, changes: RowChanges) -> Any:
         """The round's snapshot: an append, or for an upsert round a row delta that also lands
         only if the data files its deletes point into are still there and no data was added
         since the snapshot it read (a row of a changed key added meanwhile would survive)."""
         table = changes.table
+        files = datafiles.round_data_files(self._parts()[0])
         if not changes.upsert:
             append = table.newAppend()
-            for data_file in changes.rows:
-                append.appendFile(data_file)
+            files.append(append, changes.rows)
             return append
         delta = table.newRowDelta()
-        for data_file in changes.rows:
-            delta.addRows(data_file)
+        files.addRows(delta, changes.rows)
         for delete_file in changes.deletes:
             delta.addDeletes(delete_file)
         if changes.planned_from is not None:

@@ -8,6 +8,7 @@ round that fails leaves files no snapshot names; orphan removal deletes them).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,11 +23,13 @@ THREADS = 8  # footers read at once for a round's DataFiles
 class Written:
     """The data files of one round and the rows they hold (from their footers)."""
 
-    files: list[Any]  # org.apache.iceberg.DataFile
+    files: Any  # java.util.List<org.apache.iceberg.DataFile>: a round's files cross the gateway as one
     rows: int
 
 
 Placed = tuple[str, int, "list[str] | None"]  # a file's URI, size, and partition values (None: unpartitioned)
+Footed = tuple[str, int, "list[str] | None", "bytes | None"]  # a Placed file and its footer as Thrift (None: unread)
+TEXT, MICROS = 0, 1  # a partition value's kind in a batch of io.lakegate.iceberg.RoundDataFiles
 
 
 def write(
@@ -106,7 +109,59 @@ def data_files(spark: Any, table: Any, files: Sequence[Placed], mapping: Any) ->
     else:
         with ThreadPoolExecutor(min(THREADS, len(files)), thread_name_prefix="lakegate-iceberg-metrics") as pool:
             results = list(pool.map(one, files))
-    return Written([f for f, _ in results], sum(rows for _, rows in results))
+    listed = jvm.java.util.ArrayList()
+    for data_file, _ in results:
+        listed.add(data_file)
+    return Written(listed, sum(rows for _, rows in results))
+
+
+def footer_files(spark: Any, table: Any, files: Sequence[Footed], mapping: Any) -> Written:
+    """Iceberg ``DataFile`` of each in-place Parquet file, as :func:`data_files` builds it, but its
+    metrics from the footer the service read ahead: every file is handed to
+    ``io.lakegate.iceberg.RoundDataFiles`` in one call, where Iceberg's own ``footerMetrics``
+    reads each footer's Thrift bytes. Nothing is read from storage again (a file whose footer was
+    not kept is read by :func:`data_files`)."""
+    known = [f for f in files if f[3] is not None]
+    again = data_files(
+        spark, table, [(uri, size, values) for uri, size, values, footer in files if footer is None], mapping
+    )
+    if not known:
+        return again
+    helper = round_data_files(spark)
+    built = helper.fromFooters(table, mapping, _batch(known, _timestamp_fields(table.spec())))
+    rows = int(helper.rows(built)) + again.rows
+    built.addAll(again.files)
+    return Written(built, rows)
+
+
+def round_data_files(spark: Any) -> Any:
+    """``io.lakegate.iceberg.RoundDataFiles`` (iceberg-commit/): a round's files built and handed on in one call."""
+    return spark._jvm.io.lakegate.iceberg.RoundDataFiles
+
+
+def _batch(files: Sequence[Footed], stamps: Sequence[int]) -> bytes:
+    """``files`` as ``RoundDataFiles.fromFooters`` reads them (its class comment), their partition values
+    at ``stamps`` as microseconds (see :func:`_partition`)."""
+    out = [struct.pack(">i", len(files))]
+    for uri, size, values, footer in files:
+        assert footer is not None
+        out.append(_sized(uri.encode()))
+        out.append(struct.pack(">q", size))
+        out.append(_sized(footer))
+        if values is None:
+            out.append(struct.pack(">i", -1))
+            continue
+        out.append(struct.pack(">i", len(values)))
+        for i, value in enumerate(values):
+            if i in stamps and value != HIVE_NULL:
+                out.append(struct.pack(">bq", MICROS, timestamp_micros(value)))
+            else:
+                out.append(struct.pack(">b", TEXT) + _sized(value.encode()))
+    return b"".join(out)
+
+
+def _sized(data: bytes) -> bytes:
+    return struct.pack(">i", len(data)) + data
 
 
 def delete_files(spark: Any, table: Any, files: Sequence[Placed], spec: Any = None) -> list[Any]:

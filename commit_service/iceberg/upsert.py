@@ -55,7 +55,7 @@ class RowChanges:
     table, by the committer for an append table)."""
 
     table: Any  # org.apache.iceberg.Table: the table the round lands in (created by it if new)
-    rows: list[Any]  # org.apache.iceberg.DataFile: the rows written
+    rows: Any  # java.util.List<org.apache.iceberg.DataFile>: the rows written
     deletes: list[Any] = field(default_factory=list)  # org.apache.iceberg.DeleteFile: position deletes
     referenced: list[str] = field(default_factory=list)  # the data files the deletes point into
     planned_from: int | None = None  # the snapshot id the round read the table at (None: no snapshot)
@@ -114,7 +114,7 @@ class IcebergUpsert:
         name = ".".join(f"`{part}`" for part in (self.tables.catalog, *self.tables.name.split(".")))
         return self.spark.sql(f"SELECT {', '.join(columns)} FROM {name} VERSION AS OF {snapshot_id}")
 
-    def _write_rows(self, table: Any, rows: Any, commit_id: str, split: Sequence[tuple[str, str]]) -> list[Any]:
+    def _write_rows(self, table: Any, rows: Any, commit_id: str, split: Sequence[tuple[str, str]]) -> Any:
         """``rows`` written under the table's ``data/lakegate-<commit_id>/`` as data files (one
         directory per partition of ``split``); the round guard checks that their footers hold every row."""
         expected = rows.count()
@@ -127,7 +127,7 @@ class IcebergUpsert:
         round_guard.check(
             self.tables.name, [round_guard.Source("the upserted rows", expected, schema)], written.rows, schema
         )
-        return [f for f in written.files if int(f.recordCount()) > 0]  # Spark writes an empty frame as one empty file
+        return datafiles.round_data_files(self.spark).holdingRows(written.files)
 
     def _deletes(
         self, table: Any, snapshot_id: int, keys: Any, commit_id: str, scope: Any = None

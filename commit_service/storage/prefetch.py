@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # pyarrow is imported only where storage is really read
     from commit_service.storage.reader import StorageReader
 
 THREADS = 16  # the shared pool, and a table's read-ahead on an object store (mostly waiting on it)
-CAPACITY = 200_000  # files; a FileFacts is well under 1 KiB
+CAPACITY = 200_000  # files; a FileFacts is well under 1 KiB (an Iceberg table's, with its footer, 1-3 KiB)
 FILES_PER_DRAIN = 8  # queued files per running drain before another drain starts
 MAX_CHUNK = 16  # files a drain reads as one chunk before it gives its thread back
 LINGER_SECONDS = 0.05  # how long the last drain waits for more files before it ends
@@ -85,12 +85,16 @@ QUEUED = Queued()
 Entry: TypeAlias = "Queued | Reading | PackedFacts | EarlyReadFailed"
 
 
-def storage_facts(storage: StorageReader) -> ReadFacts:
+def storage_facts(storage: StorageReader, *, footers: bool = False) -> ReadFacts:
     """How the service reads a file's facts: stat it, and read its footer when it is Parquet (a
     Parquet file whose manifest says when it was written is not stat'ed: its footer is read at
-    the manifest's size)."""
+    the manifest's size), kept whole with ``footers`` (Iceberg tables build a file's metrics from it)."""
     return lambda f: storage.facts(
-        f.path, parquet=f.format is FileFormat.PARQUET, size=f.size_bytes, modified_ms=f.modified_ms
+        f.path,
+        parquet=f.format is FileFormat.PARQUET,
+        size=f.size_bytes,
+        modified_ms=f.modified_ms,
+        keep_footer=footers,
     )
 
 
@@ -114,10 +118,12 @@ def read_threads(root: str) -> int:
     return THREADS
 
 
-def table_facts(storage: StorageReader, pool: ThreadPoolExecutor, name: str, root: str) -> FactsCache:
+def table_facts(
+    storage: StorageReader, pool: ThreadPoolExecutor, name: str, root: str, *, footers: bool = False
+) -> FactsCache:
     """A table's read-ahead in the service: on the service's shared ``pool`` (of :data:`THREADS`),
-    as many at once as :func:`threads_for` its root."""
-    return FactsCache(storage_facts(storage), pool=pool, threads=threads_for(root), name=name)
+    as many at once as :func:`threads_for` its root (``footers``: see :func:`storage_facts`)."""
+    return FactsCache(storage_facts(storage, footers=footers), pool=pool, threads=threads_for(root), name=name)
 
 
 def key_of(file: DataFile) -> FactsKey:

@@ -82,8 +82,17 @@ class StorageReader:
         if self._local_roots and not any(real.startswith(r.rstrip("/") + "/") for r in self._local_roots):
             raise DataFileError(uri, "resolves (through a linked folder) to a place outside the allowed roots")
 
-    def facts(self, uri: str, *, parquet: bool, size: int | None = None, modified_ms: int | None = None) -> FileFacts:
-        """A file's size, modification time and (``parquet``) footer facts.
+    def facts(
+        self,
+        uri: str,
+        *,
+        parquet: bool,
+        size: int | None = None,
+        modified_ms: int | None = None,
+        keep_footer: bool = False,
+    ) -> FileFacts:
+        """A file's size, modification time and (``parquet``) footer facts, with (``keep_footer``) the
+        footer itself as Thrift.
 
         Given the ``size`` and ``modified_ms`` a listing said (a manifest's), a Parquet object in
         S3 is read with one request, its footer's tail at that size, instead of a stat, a second
@@ -99,7 +108,7 @@ class StorageReader:
             except Exception:  # the stat and read below say what is wrong
                 meta = None
             if meta is not None and _fits(meta, size):
-                return _parquet_facts(size, modified_ms, meta)
+                return _parquet_facts(size, modified_ms, meta, keep_footer)
         try:
             info = fs.get_file_info(path)
         except OSError as exc:
@@ -121,7 +130,7 @@ class StorageReader:
             kind = sniff(self.head(uri))
             what = "" if kind is Encoding.PARQUET else f" (its bytes are {kind.value}: is the sink's format jsonl?)"
             raise DataFileError(uri, f"is not a readable Parquet file{what}: {exc}") from exc
-        return _parquet_facts(int(info.size or 0), mtime, meta)
+        return _parquet_facts(int(info.size or 0), mtime, meta, keep_footer)
 
     def head(self, uri: str) -> bytes:
         """The first bytes of an object (enough to tell its encoding); empty if unreadable."""
@@ -238,6 +247,7 @@ def footer(handle: pa.NativeFile) -> pq.FileMetaData:
 
 PARQUET = ds.ParquetFileFormat()
 FOOTER_TAIL = 8  # a Parquet file ends with its footer's length (4 bytes) and ``PAR1``
+PARQUET_MAGIC = b"PAR1"
 
 
 def _footer_at(fs: pafs.FileSystem, path: str, size: int) -> pq.FileMetaData:
@@ -261,7 +271,7 @@ def _fits(meta: pq.FileMetaData, size: int) -> bool:
     return data_end + meta.serialized_size + FOOTER_TAIL <= size
 
 
-def _parquet_facts(size: int, modified_ms: int, meta: pq.FileMetaData) -> FileFacts:
+def _parquet_facts(size: int, modified_ms: int, meta: pq.FileMetaData, keep_footer: bool) -> FileFacts:
     got = footer_facts(meta)
     layout = got.layout
     return FileFacts(
@@ -274,7 +284,16 @@ def _parquet_facts(size: int, modified_ms: int, meta: pq.FileMetaData) -> FileFa
         got.coverage,
         got.null_strings,
         got.times,
+        thrift(meta) if keep_footer else None,
     )
+
+
+def thrift(meta: pq.FileMetaData) -> bytes:
+    """A footer as the Thrift ``FileMetaData`` a Parquet file ends with (written again by Arrow from
+    what it parsed, every field kept: parquet-java reads it as it reads the file's own)."""
+    out = pa.BufferOutputStream()
+    meta.write_metadata_file(out)  # PAR1, the footer, its length, PAR1
+    return out.getvalue().to_pybytes()[len(PARQUET_MAGIC) : -FOOTER_TAIL]
 
 
 def _local_copy(src: str, dst: str) -> None:

@@ -59,14 +59,16 @@ def test_the_log_store_compiles_against_the_pinned_delta_and_hadoop() -> None:
     assert props.findtext("m:hadoop.version", namespaces=NS) == artifacts.HADOOP_VERSION
 
 
-def test_the_iceberg_commit_check_compiles_against_the_pinned_iceberg() -> None:
+def test_the_iceberg_commit_classes_compile_against_the_pinned_iceberg_and_hadoop() -> None:
     """iceberg-commit/ implements an interface of the Iceberg the service runs (Iceberg 1.11's
-    SnapshotAncestryValidator): its POM's pin is held to the iceberg group's."""
+    SnapshotAncestryValidator) and qualifies paths with its Hadoop: its POM's pins are held to the
+    iceberg group's and the service's Hadoop."""
     project = GROUPS["iceberg-commit"].build_project
     assert project is not None
     props = ET.parse(artifacts.REPO_ROOT / project / "pom.xml").getroot().find("m:properties", NS)
     assert props is not None
     assert props.findtext("m:iceberg.version", namespaces=NS) == artifacts.ICEBERG_VERSION
+    assert props.findtext("m:hadoop.version", namespaces=NS) == artifacts.HADOOP_VERSION
 
 
 def test_the_file_system_jar_the_service_looks_for_is_the_one_the_pom_makes() -> None:

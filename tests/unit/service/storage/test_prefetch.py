@@ -228,6 +228,7 @@ def test_finished_reads_keep_only_their_outcome(reads: Reads) -> None:
         FileFacts(
             2048, 9, 40, '{"numRecords":40}', "a: int64", (("a", False), ("b", True)), Coverage(OffsetSpan(10, 49), 40)
         ),
+        FileFacts(2048, 9, 40, times=(("ts", 1, 2),), footer=b"\x15\x00footer"),
     ],
 )
 def test_packed_facts_read_back_whole_and_untracked(facts: FileFacts) -> None:
