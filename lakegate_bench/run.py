@@ -20,8 +20,10 @@ Parts (``--parts``, default all but ``service``, ``upsert``, ``iceberg`` and ``i
   those Avro files inside a gzip stream (Aiven's default), which the service unwraps and stages.
 - ``intake``: ``lakegate_bench/intake.py`` (the HTTP handler in-process, no JVM).
 - ``service``: one round of N Parquet files through the real service from the outside (N in
-  ``--service-files``, over ``--service-partitions`` partitions): the manifests' acceptance over
-  HTTP, the commit forced at once (cold), the service's peak RSS (``lakegate_bench/service_commit.py``).
+  ``--service-files``, over ``--service-partitions`` partitions, in manifests of ``--manifest-files``):
+  the manifests' acceptance over HTTP, the commit forced at once or ``--settle-seconds`` later, the
+  files in the page cache or evicted (``--cold-files``), the service's peak RSS
+  (``lakegate_bench/service_commit.py``).
 - ``partitions``: the coordinator's cost per round (a sidecar's claim of every partition, the
   intake of ``--round-files`` files, the loop's pass over every table) for each of ``--layouts``
   (tables x partitions per table), Delta replaced by an in-memory committer
@@ -168,6 +170,23 @@ def main(argv: list[str] | None = None) -> int:
         "--service-partitions", type=int, default=3, help="service: partitions the files are spread over (default 3)"
     )
     parser.add_argument(
+        "--manifest-files",
+        type=int,
+        default=500,
+        help="service: files per manifest (default 500, the sidecar's max_files_per_manifest; at most 10000)",
+    )
+    parser.add_argument(
+        "--settle-seconds",
+        type=float,
+        default=0.0,
+        help="service: seconds between the last manifest and the commit (default 0: at once)",
+    )
+    parser.add_argument(
+        "--cold-files",
+        action="store_true",
+        help="service: evict the round's files from the page cache before sending them",
+    )
+    parser.add_argument(
         "--intervals",
         type=int,
         nargs="+",
@@ -253,12 +272,18 @@ def main(argv: list[str] | None = None) -> int:
     if "http" in parts:
         write_part("http", machine, lambda: part_http(work, args.clients, args.seconds), args)
     if "service" in parts:
-        from lakegate_bench.service_commit import part_service
+        from lakegate_bench.service_commit import Delivery, part_service
 
         write_part(
             "service",
             machine,
-            lambda: part_service(work, args.service_files, args.rows, args.service_partitions),
+            lambda: part_service(
+                work,
+                args.service_files,
+                args.rows,
+                args.service_partitions,
+                Delivery(args.manifest_files, args.settle_seconds, args.cold_files),
+            ),
             args,
         )
     if "partitions" in parts:

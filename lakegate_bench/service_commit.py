@@ -4,9 +4,13 @@ real service, from the outside.
 For each N of ``--service-files``: N Parquet files (``--rows`` rows x 10 columns, the ``commit``
 part's files) spread over ``--service-partitions`` partitions of one topic, a fresh
 ``lakegate-service`` (gunicorn, Spark, auth on) whose one table adds them in place, the files sent
-in manifests of at most 10,000 (as a sidecar batches them), each ``POST /v1/manifests`` timed, and
-``POST /v1/tables/bench/commit`` sent the moment the last manifest is accepted: a cold commit,
-nothing read ahead but what the read-ahead managed meanwhile. Before it, one file per partition is
+in manifests of ``--manifest-files`` each (500 by default, as a sidecar batches them by default;
+at most 10,000), each ``POST /v1/manifests`` timed, and ``POST /v1/tables/bench/commit`` sent the
+moment the last manifest is accepted (a commit nothing was read ahead for but what the read-ahead
+managed meanwhile) or ``--settle-seconds`` later (as a round follows its files by up to the
+interval). The files are just written, so in the page cache, unless ``--cold-files`` evicts them
+first (``posix_fadvise``: a footer then comes from the disk, as for files written hours ago).
+The figure depends on all three; each is printed with it. Before it, one file per partition is
 committed in a round of its own, which creates the table (its time is reported apart): the
 measured round commits into a table that exists, as the ``commit`` part's do. The service's memory is the peak of
 its process tree (gunicorn's worker and Spark's JVM), sampled every 50 ms from before the first
@@ -17,8 +21,10 @@ partition's offset recorded.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,16 +78,46 @@ class PeakRss:
         self.peak_mib = max(self.peak_mib, self._sample())
 
 
-def manifest_bodies(files: list[DataFile], name: str) -> list[bytes]:
-    """The files as a sidecar sends them: manifests of at most 10,000 files, encoded ahead."""
+SIDECAR_MANIFEST_FILES = 500  # the sidecar's default max_files_per_manifest (sidecar/config.py)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """How the measured round's files reach the service (see the module docstring)."""
+
+    manifest_files: int = SIDECAR_MANIFEST_FILES
+    settle_seconds: float = 0.0
+    cold_files: bool = False
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.manifest_files <= MAX_FILES_PER_MANIFEST or self.settle_seconds < 0:
+            raise ValueError(f"--manifest-files: 1..{MAX_FILES_PER_MANIFEST}; --settle-seconds: >= 0")
+
+    def text(self) -> str:
+        cache = "evicted from the page cache" if self.cold_files else "in the page cache"
+        return f"manifests of {self.manifest_files:,}, commit {self.settle_seconds:g} s after the last, files {cache}"
+
+
+def manifest_bodies(files: list[DataFile], name: str, size: int = MAX_FILES_PER_MANIFEST) -> list[bytes]:
+    """The files as a sidecar sends them: manifests of at most ``size`` files, encoded ahead."""
     sidecar = SidecarInfo("bench-sidecar", "bench-worker:8083")
     return [
-        json.dumps(Manifest(f"{name}-{i}", sidecar, tuple(files[i : i + MAX_FILES_PER_MANIFEST])).to_dict()).encode()
-        for i in range(0, len(files), MAX_FILES_PER_MANIFEST)
+        json.dumps(Manifest(f"{name}-{i}", sidecar, tuple(files[i : i + size])).to_dict()).encode()
+        for i in range(0, len(files), size)
     ]
 
 
-def one_round(work: Path, n: int, rows: int, partitions: int) -> dict[str, Any]:
+def evict(files: list[DataFile]) -> None:
+    """Drop ``files`` from the page cache (the kernel may keep what it likes; clean pages go)."""
+    for f in files:
+        fd = os.open(f.path.removeprefix("file://"), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def one_round(work: Path, n: int, rows: int, partitions: int, delivery: Delivery) -> dict[str, Any]:
     """One measured round of ``n`` files on a fresh service (see the module docstring)."""
     from lakegate_stack.services import ServiceProcess
 
@@ -93,7 +129,7 @@ def one_round(work: Path, n: int, rows: int, partitions: int) -> dict[str, Any]:
     first = landing.write(partitions)  # the round that creates the table, one file per partition
     files = landing.write(n, progress=True)
     print(f"  written in {time.monotonic() - started:.1f} s", flush=True)
-    first_bodies, bodies = manifest_bodies(first, "first"), manifest_bodies(files, "round")
+    first_bodies, bodies = manifest_bodies(first, "first"), manifest_bodies(files, "round", delivery.manifest_files)
     table = {
         "name": "bench",
         "path": f"file://{root}",
@@ -119,6 +155,8 @@ def one_round(work: Path, n: int, rows: int, partitions: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         service.commit_now("bench")
         first_s = time.perf_counter() - t0
+        if delivery.cold_files:
+            evict(files)
         with PeakRss(pid) as memory:
             idle_mib = memory.peak_mib
             accepts = []
@@ -129,11 +167,12 @@ def one_round(work: Path, n: int, rows: int, partitions: int) -> dict[str, Any]:
                 assert answer.status_code == 202, answer.text[:500]
                 statuses = {f["status"] for f in answer.json()["files"]}
                 assert statuses == {"accepted"}, statuses
+            time.sleep(delivery.settle_seconds)
             t0 = time.perf_counter()
             outcome = service.commit_now("bench")
             commit_s = time.perf_counter() - t0
         print(
-            f"{n:>7,} files: manifests accepted in {sum(accepts):.3f} s ({len(accepts)} of them, the largest "
+            f"{n:>7,} files ({delivery.text()}): manifests accepted in {sum(accepts):.3f} s ({len(accepts)} of them, the largest "
             f"{max(accepts):.3f} s), commit {commit_s:.3f} s, service RSS peak {memory.peak_mib:,.0f} MiB "
             f"(idle {idle_mib:,.0f}; the JVM's peak {memory.peak_by_kind.get('java', 0):,.0f}, the Python processes' "
             f"{memory.peak_by_kind.get('python', 0):,.0f})",
@@ -149,6 +188,9 @@ def one_round(work: Path, n: int, rows: int, partitions: int) -> dict[str, Any]:
         "rows_per_file": rows,
         "partitions": partitions,
         "manifests": len(bodies),
+        "manifest_files": delivery.manifest_files,
+        "settle_seconds": delivery.settle_seconds,
+        "cold_files": delivery.cold_files,
         "accept_s_total": round(sum(accepts), 4),
         "accept_s_max": round(max(accepts), 4),
         "commit_s": round(commit_s, 4),
@@ -160,6 +202,6 @@ def one_round(work: Path, n: int, rows: int, partitions: int) -> dict[str, Any]:
     }
 
 
-def part_service(work: Path, sizes: list[int], rows: int, partitions: int) -> dict[str, Any]:
+def part_service(work: Path, sizes: list[int], rows: int, partitions: int, delivery: Delivery) -> dict[str, Any]:
     """One fresh service per size (see the module docstring)."""
-    return {"results": [one_round(work, n, rows, partitions) for n in sizes]}
+    return {"results": [one_round(work, n, rows, partitions, delivery) for n in sizes]}
