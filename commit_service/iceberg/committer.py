@@ -50,6 +50,7 @@ from commit_service.errors import (
 )
 from commit_service.iceberg import datafiles
 from commit_service.iceberg.append import IcebergAppend
+from commit_service.iceberg.catalog_read import CatalogReader
 from commit_service.iceberg.ledger import IcebergLedger
 from commit_service.iceberg.maintenance import IcebergMaintainer
 from commit_service.iceberg.summary import COMMIT, COMMIT_ID, OFFSETS, encode
@@ -100,8 +101,10 @@ class IcebergCommitter:
         placement: Placement = Placement.IN_PLACE,
         upsert: UpsertSpec | None = None,
         partition_by: tuple[PartitionField, ...] = (),
+        catalog_reader: CatalogReader | None = None,
     ) -> None:
         self._spark_factory = spark  # the process's session, started on first need
+        self._catalog_reader = catalog_reader  # the start-up's read without Spark (None: Spark's)
         self.table = table
         self.catalog = catalog
         self.path = path
@@ -148,7 +151,35 @@ class IcebergCommitter:
     # -- reading --------------------------------------------------------------------------
 
     def snapshot(self) -> TableSnapshot:
-        """The table's version and offsets, from its catalog (Spark starts first if it has not)."""
+        """The table's version and offsets, from its catalog: before the session is up, read
+        without Spark where the catalog allows (:mod:`commit_service.iceberg.catalog_read`); else,
+        and once it is up, through Spark (which starts first if it has not)."""
+        if self._ready is None and self._catalog_reader is not None:
+            started = time.monotonic()
+            try:
+                snap = self._catalog_reader.read(self.table)[0]
+            except CommitError:  # the table's offsets are not Lakegate's: Spark would say the same
+                raise
+            except Exception as exc:  # pyiceberg's or the store's: Spark reads it instead
+                logger.warning(
+                    "table %s: catalog %s could not be read without Spark (%s: %s); reading it through Spark",
+                    self.table,
+                    self.catalog,
+                    type(exc).__name__,
+                    str(exc).splitlines()[0][:300] if str(exc) else "",
+                )
+            else:
+                logger.info(
+                    "table %s: version %d read from catalog %s without Spark in %.2f s",
+                    self.table,
+                    snap.version,
+                    self.catalog,
+                    time.monotonic() - started,
+                )
+                return snap
+        return self._spark_snapshot()
+
+    def _spark_snapshot(self) -> TableSnapshot:
         try:
             _, _, table, _, _ = self._parts()
             return table.snapshot(table.load())
@@ -158,7 +189,9 @@ class IcebergCommitter:
             raise self.translate(exc, reread=False) from exc
 
     def warm(self) -> TableSnapshot:
-        return self.snapshot()
+        """Start the session, load the table through it and read its offsets there (what the
+        coordinator cross-checks with the start-up's read)."""
+        return self._spark_snapshot()
 
     def prefetch(self, files: list[DataFile]) -> None:
         self.facts.prefetch(files)

@@ -44,8 +44,13 @@ class IcebergTable:
         self._said_location = False
 
     def _catalog(self) -> Any:
-        manager = self.spark._jsparkSession.sessionState().catalogManager()
-        return manager.catalog(self.catalog).icebergCatalog()
+        """Iceberg's catalog, as the session's Spark catalog holds it. The calling thread's active
+        session is set first: Spark builds a catalog (on its first use, or again after a failed
+        build) from the thread's ``SQLConf.get``, which without an active session is a fallback
+        conf that lacks the catalogs (``CATALOG_NOT_FOUND``)."""
+        session = self.spark._jsparkSession
+        self._jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
+        return session.sessionState().catalogManager().catalog(self.catalog).icebergCatalog()
 
     def load(self) -> Any | None:
         """The table as the catalog has it now (a fresh read), or None if there is none."""

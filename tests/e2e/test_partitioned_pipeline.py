@@ -25,6 +25,7 @@ milliseconds, which not every Iceberg reader reads (docs/iceberg.md).
 from __future__ import annotations
 
 import io
+import re
 import time
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
@@ -193,6 +194,12 @@ def test_straddling_sink_files_land_in_day_and_hour_partitions_through_two_crash
 
     check_delta(s3_server, spark, sent, connect[DELTA])
     check_iceberg(s3_server, s3_rest_catalog, sent, connect[ICEBERG])
+    # each of the three starts read the Iceberg table from its REST catalog before Spark was up,
+    # and Spark's read that followed found the same offsets
+    log = service.process.log_path.read_text(errors="replace")
+    read = re.findall(rf"table {re.escape(ICEBERG)}: version (-?\d+) read from catalog lake without Spark", log)
+    assert len(read) == 3 and read[0] == "-1" and all(int(v) > 0 for v in read[1:]), read
+    assert "offsets read at start were behind" not in log
 
 
 def check_delta(s3_server: S3Server, spark: Any, sent: dict[int, dict[str, Any]], connect: dict[Any, int]) -> None:

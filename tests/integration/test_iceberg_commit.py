@@ -24,8 +24,10 @@ from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.errors import OffsetsMovedError, SchemaMismatchError
 from commit_service.iceberg import datafiles
+from commit_service.iceberg.catalog_read import CatalogReader
 from commit_service.iceberg.committer import IcebergCommitter
 from commit_service.iceberg.summary import COMMIT_ID, OFFSETS
+from commit_service.ports import TableSnapshot
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import MaintenanceKind
@@ -33,7 +35,7 @@ from lakegate_core.types import TopicPartition
 from lakegate_stack.fidelity import same
 from lakegate_stack.iceberg_read import jdbc_rows
 from tests.delta_helpers import commit_all
-from tests.fixtures import ICEBERG_CATALOG
+from tests.fixtures import ICEBERG_CATALOG, iceberg_jdbc_catalog
 
 TOPIC = "orders"
 
@@ -169,6 +171,22 @@ def test_rounds_of_json_lines_and_parquet_land_whole_with_the_offsets_in_the_sna
     again = committer(spark, name, tmp_path).snapshot()  # a restarted service reads them back
     assert dict(again.offsets) == {TopicPartition(TOPIC, 0): 3, TopicPartition(TOPIC, 1): 2}
     assert again.version == second.version
+    # and reads them at start-up from the catalog's database and the metadata file, before Spark is up
+    assert started_without_spark(stack_dir, name, tmp_path) == again
+    assert started_without_spark(stack_dir, "lakegate_it.none_yet", tmp_path).version == -1
+
+
+def started_without_spark(stack_dir: Path, name: str, tmp_path: Path) -> TableSnapshot:
+    reader = CatalogReader.of(iceberg_jdbc_catalog(stack_dir), None)
+    assert reader is not None
+
+    def no_spark() -> Any:
+        raise AssertionError("the start-up read started Spark")
+
+    location = (tmp_path / "tables" / name).as_uri()
+    return IcebergCommitter(
+        no_spark, name, ICEBERG_CATALOG, location, StorageReader(), catalog_reader=reader
+    ).snapshot()
 
 
 def test_a_writer_planned_from_old_offsets_never_lands_twice(

@@ -66,6 +66,7 @@ HEAVY = {
     "gunicorn": {"serving"},
     "kafka": {"observe", "audit", "doctor"},
     "pyarrow": {"storage"},
+    "pyiceberg": {"iceberg"},
     "requests": set(),
 }
 
