@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from commit_service.config import CatalogType, IcebergCatalog, S3Settings
@@ -92,6 +93,8 @@ class CatalogReader:
         self.name = catalog.name
         self._properties = properties
         self._catalog: Any = None
+        match = SQLITE.match(catalog.uri) if catalog.type is CatalogType.JDBC else None
+        self._database = Path(match["path"]) if match is not None else None  # a SQLite catalog's file
 
     @classmethod
     def of(cls, catalog: IcebergCatalog, s3: S3Settings | None) -> CatalogReader | None:
@@ -111,6 +114,8 @@ class CatalogReader:
         raises when the catalog or the metadata cannot be read."""
         from pyiceberg.exceptions import NoSuchTableError
 
+        if self._database is not None and not self._database.exists():  # Iceberg's JDBC catalog makes it
+            return TableSnapshot(-1, PartitionOffsets({})), None
         if self._catalog is None:
             from pyiceberg.catalog import load_catalog
 

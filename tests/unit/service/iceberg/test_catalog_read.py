@@ -4,11 +4,13 @@ catalogs and compares with Spark's read)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from commit_service.config import CatalogType, IcebergCatalog, S3Settings
 from commit_service.errors import TableWriteError
-from commit_service.iceberg.catalog_read import ancestry, offsets_of, pyiceberg_properties
+from commit_service.iceberg.catalog_read import CatalogReader, ancestry, offsets_of, pyiceberg_properties
 from commit_service.iceberg.summary import OFFSETS, encode
 from lakegate_core.types import TopicPartition
 
@@ -94,3 +96,13 @@ def test_an_expired_parent_or_a_loop_ends_the_walk() -> None:
 def test_offsets_written_by_hand_are_refused_as_spark_refuses_them() -> None:
     with pytest.raises(TableWriteError, match="not Lakegate's offsets"):
         offsets_of({1: (None, {OFFSETS: "[1, 2]"})}, 1, 1, "db.t")
+
+
+def test_a_sqlite_catalog_not_made_yet_holds_no_table_and_is_not_made_by_the_read(tmp_path: Path) -> None:
+    database = tmp_path / "catalog.db"
+    catalog = IcebergCatalog("lake", CatalogType.JDBC, f"jdbc:sqlite:{database}", warehouse=tmp_path.as_uri())
+    reader = CatalogReader.of(catalog, None)
+    assert reader is not None
+    snap, text = reader.read("db.t")
+    assert (snap.version, text) == (-1, None)
+    assert not database.exists(), "Iceberg's JDBC catalog makes the database, with its tables"
