@@ -93,8 +93,8 @@ class CatalogReader:
         self.name = catalog.name
         self._properties = properties
         self._catalog: Any = None
-        match = SQLITE.match(catalog.uri) if catalog.type is CatalogType.JDBC else None
-        self._database = Path(match["path"]) if match is not None else None  # a SQLite catalog's file
+        sqlite = properties["uri"].removeprefix("sqlite:///") if properties["type"] == "sql" else None
+        self._database = Path(sqlite) if sqlite is not None else None  # a SQLite catalog's file
 
     @classmethod
     def of(cls, catalog: IcebergCatalog, s3: S3Settings | None) -> CatalogReader | None:

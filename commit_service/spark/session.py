@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from commit_service.config import S3Settings, SparkSettings
 from commit_service.errors import SparkSetupError
-from commit_service.spark.java_errors import java_summary
 from lakegate_core.cache import default_jars_dir
 
 if TYPE_CHECKING:
@@ -252,16 +251,6 @@ def create_session(settings: SparkSettings) -> SparkSession:
     for catalog in settings.catalogs:  # before any table is loaded: Spark builds a catalog on first use
         for key, value in catalog.spark_conf().items():
             session.conf.set(key, value)
-    # ... and built here, in the thread that made the session and has it as its active session:
-    # Spark builds a catalog from the calling thread's SQLConf.get, which in a thread with no
-    # active session (a round's, a request's) is a fallback conf without these catalogs
-    # (CATALOG_NOT_FOUND); once built, every thread finds it
-    manager = session._jsparkSession.sessionState().catalogManager()
-    for catalog in settings.catalogs:
-        try:
-            manager.catalog(catalog.name)
-        except Exception as exc:  # a catalog server down: its tables' rounds retry, as on any outage
-            logger.warning("Iceberg catalog %s could not be built at start: %s", catalog.name, java_summary(exc))
     session.sparkContext.setLogLevel("WARN")
     logger.info(
         "Spark %s on %s; Spark UI at %s",
