@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from commit_service.domain.compaction import CompactionPlan, PartitionKey
 from commit_service.domain.history import FileSpan, OffsetTally, Row, TableHistory
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import CommitPlan
@@ -70,6 +71,15 @@ class Committer(Protocol):
 
     def maintain(self, kind: MaintenanceKind, policy: MaintenancePolicy) -> MaintenanceRecord:
         """Compact or vacuum the table (never touching its ``txn`` actions); a :class:`CommitError` if not."""
+        ...
+
+    def small_files(self, below: int) -> dict[PartitionKey, list[int]]:
+        """The sizes of the table's data files smaller than ``below`` bytes, by table partition."""
+        ...
+
+    def compact_small(self, plan: CompactionPlan) -> MaintenanceRecord:
+        """Bin-pack each of ``plan``'s groups (a partition's files below a size) into files of up to
+        its target, in one commit per group that writes no offsets; a :class:`CommitError` if not."""
         ...
 
     def checkpoint(self) -> MaintenanceRecord:

@@ -31,6 +31,7 @@ PARTS = (
     "iceberg",
     "iceberg-peer",
     "partitioned",
+    "merge",
 )  # also run's parts
 
 

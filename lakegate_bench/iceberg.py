@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from commit_service.config import CatalogType, IcebergCatalog, Placement, TableConfig, TableFormat
 from commit_service.coordination.table_coordinator import TableCoordinator
+from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import CommitPolicy
 from commit_service.iceberg.committer import IcebergCommitter
 from commit_service.storage.prefetch import FactsCache, storage_facts
@@ -34,7 +35,9 @@ def bench_catalog(work: Path) -> IcebergCatalog:
     )
 
 
-def iceberg_coordinator(bench: Bench, name: str, partition_by: tuple[str, ...] = ()) -> TableCoordinator:
+def iceberg_coordinator(
+    bench: Bench, name: str, partition_by: tuple[str, ...] = (), policy: MaintenancePolicy | None = None
+) -> TableCoordinator:
     """An Iceberg table (``bench.<name>``) as the service runs it."""
     table = f"{CATALOG}.{name}"
     config = TableConfig(
@@ -45,6 +48,7 @@ def iceberg_coordinator(bench: Bench, name: str, partition_by: tuple[str, ...] =
         commit=CommitPolicy(max_files=1_000_000, max_bytes=1 << 50, max_pending_files=1_000_000),
         format=TableFormat.ICEBERG,
         partition_by=partition_by,
+        maintenance=policy or MaintenancePolicy(),
     )
     committer = IcebergCommitter(
         lambda: bench.spark,

@@ -51,6 +51,11 @@ Parts (``--parts``, default all but ``service``, ``upsert``, ``iceberg`` and ``i
   Iceberg tables, unpartitioned and ``day(ts)``, each file within a day, and one in 20 spanning
   midnight; the share added in place, each round's seconds, and a one-day query's time and files
   scanned on each 30-day table (``lakegate_bench/partitioned.py``).
+- ``merge``: a stream of ``--merge-rounds`` rounds of ``--merge-files`` small Parquet files into
+  a Delta and an Iceberg table with maintenance off and with the rounds' merging of small files
+  (``--merge-allowed``): the rounds' seconds with the upkeep after them, the merges and the bytes
+  they rewrote, the CPU seconds, the live files at the end and a full scan
+  (``lakegate_bench/merge.py``).
 - ``iceberg-peer``: end-to-end freshness, CPU-seconds per million records, data files per snapshot
   and S3 requests of Lakegate's pipeline into an Iceberg table beside Apache Iceberg's own Kafka
   Connect sink on the same records, at each of ``--peer-intervals``, ``--rate`` for
@@ -76,6 +81,7 @@ from typing import Any
 from lakegate_bench.commit_path import Bench
 from lakegate_bench.http_load import part_http
 from lakegate_bench.iceberg import part_iceberg
+from lakegate_bench.merge import part_merge
 from lakegate_bench.partitioned import part_partitioned
 from lakegate_bench.report import plot, report
 
@@ -97,6 +103,7 @@ PARTS = (
     "iceberg-peer",
     "adopt",
     "partitioned",
+    "merge",
 )
 # parts that need no Spark session in this process (their own processes, or none at all)
 OWN_PROCESSES = ("intake", "http", "service", "partitions", "pipeline", "iceberg-peer", "adopt")
@@ -165,6 +172,23 @@ def main(argv: list[str] | None = None) -> int:
         choices=("delta", "iceberg"),
         default=["delta", "iceberg"],
         help="partitioned: the table formats measured (default both)",
+    )
+    parser.add_argument("--merge-rounds", type=int, default=180, help="merge: rounds of the stream (default 180)")
+    parser.add_argument(
+        "--merge-files", type=int, default=15, help="merge: files per round, one per partition (default 15)"
+    )
+    parser.add_argument(
+        "--merge-rows", type=int, default=700, help="merge: rows per file (default 700: files of about 40 KB)"
+    )
+    parser.add_argument(
+        "--merge-allowed", type=int, default=128, help="merge: maintenance.small_files_allowed (default 128)"
+    )
+    parser.add_argument(
+        "--merge-formats",
+        nargs="+",
+        choices=("delta", "iceberg"),
+        default=["delta", "iceberg"],
+        help="merge: the table formats measured (default both)",
     )
     parser.add_argument(
         "--service-partitions", type=int, default=3, help="service: partitions the files are spread over (default 3)"
@@ -349,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
         "upsert": lambda: bench.part_upsert(args.upsert_rows, args.upsert_files, args.upsert_keys),
         "iceberg": lambda: part_iceberg(bench, args.files, args.jsonl_files),
         "partitioned": lambda: part_partitioned(bench, args.files, tuple(args.partitioned_formats)),
+        "merge": lambda: part_merge(
+            bench, args.merge_rounds, args.merge_files, args.merge_rows, args.merge_allowed, tuple(args.merge_formats)
+        ),
     }
     for part in in_process:
         write_part(part, machine, runs[part], args)

@@ -236,7 +236,7 @@ class TableCoordinator:
             self._state.committed_plan(plan, record.version, now)
         if record.version == 0:  # the commit created the table
             self.upkeep.register()
-        self.upkeep.maybe_checkpoint(record.version)
+        self.upkeep.committed(record.version, record.files)
         self.history.append(record)
         self._failures.succeeded(plan)
         self._last_error = None

@@ -1,5 +1,6 @@
-"""One table's upkeep between its commit rounds: compaction and vacuum when due or asked,
-checkpoints written off the commit path, and the table's entry in the session catalog.
+"""One table's upkeep between its commit rounds: the small files of recent rounds merged as they
+come, compaction and vacuum when due or asked, checkpoints written off the commit path, and the
+table's entry in the session catalog.
 
 Owned by the table's :class:`~commit_service.coordination.table_coordinator.TableCoordinator`,
 whose commit lock it runs under (maintenance never overlaps a round); checkpoints run on one
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from commit_service.config import TableConfig
+from commit_service.domain.compaction import CompactionWatch, plan_compaction
 from commit_service.domain.maintenance import MaintenanceClock, due
 from commit_service.errors import ConflictError
 from commit_service.ports import Committer
@@ -37,19 +39,60 @@ class TableMaintenance:
         self.runs: deque[MaintenanceRecord] = deque(maxlen=HISTORY)
         self._commit_lock = commit_lock
         self._clock = MaintenanceClock()
+        self._watch = CompactionWatch()
         self._checkpointer: ThreadPoolExecutor | None = None  # one background thread, made on first use
         self._checkpoint_running: Future[None] | None = None
 
     def started(self) -> None:
         self._clock.started(self.clock())
 
+    def committed(self, version: int, files: int) -> None:
+        """A round made ``version``, adding ``files`` files (called under the commit lock): counted
+        for the next merge of small files, and a checkpoint of it started when one is due."""
+        self._watch.committed(files)
+        self.maybe_checkpoint(version)
+
     def maybe_maintain(self, version: int) -> list[MaintenanceRecord]:
-        """Run the compaction / vacuum that is due (see :mod:`commit_service.domain.maintenance`)."""
+        """Merge the small files of recent rounds when a partition holds too many
+        (:mod:`commit_service.domain.compaction`), then run the compaction / vacuum that is due
+        (:mod:`commit_service.domain.maintenance`)."""
         if not self.config.maintenance.enabled or version < 0:  # no table yet: nothing to maintain
             return []
         with self._commit_lock:
+            try:
+                runs = self._merge_small()
+            except Exception as exc:  # logged; the interval's compaction and vacuum still run
+                logger.warning("table %s: merging small files failed: %s", self.config.name, exc)
+                runs = []
             kinds = due(self.config.maintenance, self._clock, self.clock(), self.committer.file_count)
-            return [self._maintain(kind) for kind in kinds]
+            return runs + [self._maintain(kind) for kind in kinds]
+
+    def _merge_small(self) -> list[MaintenanceRecord]:
+        policy = self.config.maintenance
+        if not policy.compacts_with_rounds or not self._watch.due():
+            return []
+        try:
+            small = self.committer.small_files(policy.target_file_size_bytes)
+            plan = plan_compaction(small, policy.target_file_size_bytes, policy.small_files_allowed)
+            record = self.committer.compact_small(plan) if plan.groups else None
+        except Exception:
+            self._watch.looked(policy.small_files_allowed)  # a failure looks again rounds later, not every round
+            raise
+        self._watch.looked(plan.slack)
+        if record is None:
+            return []
+        logger.info(
+            "maintenance table=%s kind=merge version=%d->%d files=%d->%d duration_ms=%d %s",
+            self.config.name,
+            record.version_before,
+            record.version_after,
+            record.files_before,
+            record.files_after,
+            record.duration_ms,
+            record.detail,
+        )
+        self.runs.append(record)
+        return [record]
 
     def maintain_now(self, kind: MaintenanceKind, version: int) -> MaintenanceRecord:
         """Run one maintenance now (admin), whether or not it is scheduled."""

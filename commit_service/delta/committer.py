@@ -38,6 +38,7 @@ from commit_service.delta.maintenance import DeltaMaintainer
 from commit_service.delta.partitions import UNPARTITIONED, DeltaPartitioning
 from commit_service.delta.txn import app_id, log_snapshot, parse_app_id
 from commit_service.delta.upsert import UpsertWriter
+from commit_service.domain.compaction import CompactionPlan, PartitionKey
 from commit_service.domain.content import Unwrap
 from commit_service.domain.coverage import OffsetCheck
 from commit_service.domain.maintenance import MaintenancePolicy
@@ -148,6 +149,18 @@ class DeltaCommitter:
         try:
             return self._maintainer.maintain(kind, policy)
         except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
+            raise self.translate(exc) from exc
+
+    def small_files(self, below: int) -> dict[PartitionKey, list[int]]:
+        try:
+            return self._maintainer.small_files(below)
+        except Exception as exc:  # py4j surfaces Delta's exceptions as Py4JJavaError
+            raise self.translate(exc) from exc
+
+    def compact_small(self, plan: CompactionPlan) -> MaintenanceRecord:
+        try:
+            return self._maintainer.compact_small(plan)
+        except Exception as exc:
             raise self.translate(exc) from exc
 
     def register(self, name: str) -> None:

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable
 
 from commit_service.delta.log import LogReadError
+from commit_service.domain.compaction import CompactionPlan, PartitionKey
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import CommitPlan
 from commit_service.ports import Committer, TableLedger, TableSnapshot
@@ -77,6 +78,12 @@ class DeferredCommitter:
 
     def maintain(self, kind: MaintenanceKind, policy: MaintenancePolicy) -> MaintenanceRecord:
         return self.real().maintain(kind, policy)
+
+    def small_files(self, below: int) -> dict[PartitionKey, list[int]]:
+        return self.real().small_files(below)
+
+    def compact_small(self, plan: CompactionPlan) -> MaintenanceRecord:
+        return self.real().compact_small(plan)
 
     def checkpoint(self) -> MaintenanceRecord:
         return self.real().checkpoint()

@@ -8,6 +8,9 @@ so maintenance never overlaps a round) and runs what it returns through the tabl
 - ``compact``: ``OPTIMIZE`` (optionally ``ZORDER BY``) once the table holds at least
   ``compact_min_files`` files, at most every ``compact_interval_seconds``. It rewrites data files
   only: the ``txn`` actions holding the Kafka offsets are untouched.
+- compaction planned with the rounds (``small_files_allowed`` > 0): after a round, the small files
+  of a partition holding more than ``small_files_allowed`` files under ``target_file_size_bytes``
+  are bin-packed into files of up to the target (``commit_service.domain.compaction``);
 - ``vacuum``: ``VACUUM ... RETAIN <vacuum_retention_hours> HOURS`` every
   ``vacuum_interval_seconds``: files removed from the table (by compaction) and files under the
   table root that no commit references (orphans a sink left) older than the retention are deleted.
@@ -38,6 +41,13 @@ class MaintenancePolicy:
     vacuum_interval_seconds: float = 86_400.0
     vacuum_retention_hours: float = 168.0
     checkpoint_interval_commits: int = 10  # 0: Delta checkpoints inside the commit, as it does by itself
+    target_file_size_bytes: int = 128 * 1024 * 1024  # what compaction writes; smaller files are small
+    small_files_allowed: int = 128  # per partition, before the rounds' compaction merges them (0: off)
+
+    @property
+    def compacts_with_rounds(self) -> bool:
+        """Small files are merged between rounds as they come (not only every compact interval)."""
+        return self.enabled and self.small_files_allowed > 0
 
     @property
     def background_checkpoints(self) -> bool:
@@ -51,6 +61,10 @@ class MaintenancePolicy:
             raise ValueError("maintenance.compact_interval_seconds and vacuum_interval_seconds must be > 0")
         if self.compact_min_files < 2:
             raise ValueError("maintenance.compact_min_files must be at least 2")
+        if self.target_file_size_bytes < 1024 * 1024:
+            raise ValueError("maintenance.target_file_size_bytes must be at least 1 MiB (1048576)")
+        if self.small_files_allowed < 0 or self.small_files_allowed == 1:
+            raise ValueError("maintenance.small_files_allowed must be 0 (off) or at least 2")
         if self.vacuum_retention_hours < 0:
             raise ValueError("maintenance.vacuum_retention_hours must not be negative")
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from commit_service.config import Placement
+from commit_service.domain.compaction import CompactionPlan, PartitionKey
 from commit_service.domain.content import Unwrap
 from commit_service.domain.coverage import OffsetCheck
 from commit_service.domain.maintenance import MaintenancePolicy
@@ -205,6 +206,22 @@ class IcebergCommitter:
         except CommitError:
             raise
         except Exception as exc:  # py4j surfaces Iceberg's exceptions as Py4JJavaError
+            raise self.translate(exc, reread=False) from exc
+
+    def small_files(self, below: int) -> dict[PartitionKey, list[int]]:
+        try:
+            return self._parts()[4].small_files(below)
+        except CommitError:
+            raise
+        except Exception as exc:  # py4j surfaces Iceberg's exceptions as Py4JJavaError
+            raise self.translate(exc, reread=False) from exc
+
+    def compact_small(self, plan: CompactionPlan) -> MaintenanceRecord:
+        try:
+            return self._parts()[4].compact_small(plan)
+        except CommitError:
+            raise
+        except Exception as exc:
             raise self.translate(exc, reread=False) from exc
 
     def checkpoint(self) -> MaintenanceRecord:

@@ -16,6 +16,7 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
+from commit_service.domain.compaction import CompactionPlan, PartitionKey
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import CommitPlan, PendingFile
 from commit_service.errors import CommitError, DataFileError, TableWriteError
@@ -36,6 +37,7 @@ class FakeCommitter:
         self.commits: list[CommitPlan] = []
         self.fail_next = False
         self.maintained: list[MaintenanceKind] = []
+        self.merged: list[CompactionPlan] = []
         self.registered: list[str] = []
         self.prefetched: list[DataFile] = []
 
@@ -52,6 +54,15 @@ class FakeCommitter:
         files = self.file_count()
         self.maintained.append(kind)
         return MaintenanceRecord("orders", kind, 0, 1, self.version, self.version, files, min(files, 1))
+
+    def small_files(self, below: int) -> dict[PartitionKey, list[int]]:
+        sizes = [f.file.size_bytes for p in self.commits for f in p.files if f.file.size_bytes < below]
+        return {(): sizes} if sizes else {}
+
+    def compact_small(self, plan: CompactionPlan) -> MaintenanceRecord:
+        self.merged.append(plan)
+        files = self.file_count()
+        return MaintenanceRecord("orders", MaintenanceKind.COMPACT, 0, 1, self.version, self.version, files, files)
 
     def register(self, name: str) -> None:
         self.registered.append(name)

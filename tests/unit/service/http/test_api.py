@@ -289,6 +289,43 @@ def test_maintenance_runs_between_rounds_and_on_demand(committer: FakeCommitter)
     conforms(document(), "MaintenanceList", listed)
 
 
+def test_small_files_of_recent_rounds_are_merged_between_rounds_once_too_many(committer: FakeCommitter) -> None:
+    table = {**CONFIG["tables"][0], "maintenance": {"enabled": True, "small_files_allowed": 3}}
+    app = create_app(
+        build(ServiceConfig, {**CONFIG, "tables": [table]}), committer_factory=lambda t: committer, start=False
+    )
+    coordinator = runtime(app).coordinator
+    coordinator.load()
+    c = app.test_client()
+    looks = []
+    small_files = committer.small_files
+
+    def counted(below: int) -> dict:
+        looks.append(below)
+        return small_files(below)
+
+    committer.small_files = counted  # type: ignore[method-assign]
+    for i in range(4):
+        c.post("/v1/manifests", json=manifest(f"m{i}", start=i * 10, end=i * 10 + 9), headers=h())
+        assert c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is True
+        coordinator.tick()
+    # looked after the first round (1 file: 3 more to be due), then after the fourth
+    assert looks == [128 * 1024 * 1024] * 2
+    assert len(committer.merged) == 1 and committer.merged[0].groups[0].files == 4
+    listed = c.get("/v1/tables/orders/maintenance", headers=h()).json
+    assert [r["kind"] for r in listed["runs"]] == ["compact"]
+
+    def broken(below: int) -> dict:
+        raise RuntimeError("the metadata read failed")
+
+    committer.small_files = broken  # type: ignore[method-assign]
+    for i in range(4, 9):  # a failure is logged; rounds go on, and the next look waits
+        c.post("/v1/manifests", json=manifest(f"m{i}", start=i * 10, end=i * 10 + 9), headers=h())
+        assert c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is True
+        coordinator.tick()
+    assert len(committer.merged) == 1
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_checkpoints_are_written_in_the_background_every_n_commits(committer: FakeCommitter, enabled: bool) -> None:
     # compaction and vacuum off (the default) or on: checkpoints leave the commit path either way

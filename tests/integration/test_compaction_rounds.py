@@ -1,0 +1,86 @@
+"""Compaction planned with the rounds, on real Spark with Delta and Iceberg, read back by value.
+
+Rounds add a sink's small files where they lie; after each round the table's upkeep counts them
+and, once a partition holds more than ``small_files_allowed`` small files, merges that partition's
+smallest files (``commit_service.domain.compaction``) as the coordinator does between rounds.
+Every field of every record, the offsets and the other partition's files are the same afterwards,
+in the independent reader (delta-rs; pyiceberg). The same test for both formats.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from commit_service.config import TableConfig
+from commit_service.coordination.table_maintenance import TableMaintenance
+from commit_service.domain.maintenance import MaintenancePolicy
+from lakegate_stack.fidelity import same
+from tests.partition_helpers import DAY, Landing, Table
+
+ALLOWED = 4
+TARGET = 1024 * 1024
+
+
+def by_day(table: Table) -> dict[str | None, list[str]]:
+    out: dict[str | None, list[str]] = {}
+    for path, part, _ in table.files():
+        out.setdefault(part["ts_day"], []).append(path)
+    return {day: sorted(paths) for day, paths in out.items()}
+
+
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+def test_rounds_merge_a_partitions_small_files_once_it_holds_too_many(
+    spark: Any, tmp_path: Path, table_format: str
+) -> None:
+    table = Table(spark, tmp_path, table_format, "merged_clicks", "day(ts)")  # a name of its own: the catalog is shared
+    policy = MaintenancePolicy(enabled=True, target_file_size_bytes=TARGET, small_files_allowed=ALLOWED)
+    config = TableConfig(name="merged_clicks", path=str(table.root), topics=("clicks",), maintenance=policy)
+    upkeep = TableMaintenance(config, table.committer, lambda: 0.0, threading.Lock())
+    landing = Landing(table.root)
+    expected: dict[int, dict[str, Any]] = {}
+    next_offset = {0: 0, 1: 0}
+    merges = []
+
+    def round_of(day: int, kafka_partitions: list[int], records: int) -> None:
+        files = []
+        for p in kafka_partitions:  # partition 1's files a record longer: no two of one size
+            at = [DAY + timedelta(days=day, hours=1, minutes=i) for i in range(records + p)]
+            f, rows = landing.parquet(p, next_offset[p], at)
+            next_offset[p] += len(at)
+            files.append(f)
+            expected.update({r["id"]: r for r in rows})
+        record = table.commit(files)
+        assert record.in_place == len(files)
+        upkeep.committed(record.version, record.files)
+        merges.extend(upkeep.maybe_maintain(record.version))
+
+    round_of(1, [1], 5)  # the 28th: two files, which stay as they are
+    round_of(1, [1], 6)
+    assert merges == [], "two small files: under the allowance"
+    day_28 = by_day(table)["2026-11-28"]
+    for n in range(3):  # the 27th: files of both Kafka partitions, of growing size
+        round_of(0, [0, 1], 5 + 3 * n)
+    assert len(merges) == 1, "six small files on the 27th: merged after the round that brought the sixth"
+
+    merge = merges[0]
+    assert merge.files_before == 8
+    assert merge.detail is not None and "merged" in merge.detail and "1 partition(s)" in merge.detail
+    days = by_day(table)
+    assert days["2026-11-28"] == day_28, "the partition under its allowance is left alone"
+    assert len(days["2026-11-27"]) == 1, "its six files, of like sizes, merged into one"
+    assert merge.files_after == merge.files_before - 6 + 1
+    assert table.committer.snapshot().offsets == {("clicks", 0): next_offset[0], ("clicks", 1): next_offset[1]}
+
+    got = table.rows()
+    assert sorted(r["id"] for r in got) == sorted(expected)
+    for r in got:  # every field of every record (Iceberg's partition is hidden: no column)
+        want = {**expected[r["id"]], "ts_day": r["ts"].date()} if table_format == "delta" else expected[r["id"]]
+        assert same(want, r), f"{want} != {r}"
+
+    round_of(1, [0], 4)  # the next round: three small files on the 28th, under the allowance again
+    assert len(merges) == 1 and len(by_day(table)["2026-11-28"]) == 3
