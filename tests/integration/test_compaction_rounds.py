@@ -76,6 +76,12 @@ def test_rounds_merge_a_partitions_small_files_once_it_holds_too_many(
     assert merge.files_after == merge.files_before - 6 + 1
     assert table.committer.snapshot().offsets == {("clicks", 0): next_offset[0], ("clicks", 1): next_offset[1]}
 
+    # the audit's ledger: the merge is a rewrite with no offsets; the rounds' new rows are every record
+    history = table.committer.ledger().history()
+    last = history.commits[-1]
+    assert last.rewrite and last.offsets is None, last
+    assert sum(c.added_rows or 0 for c in history.commits if not c.rewrite) == len(expected)
+
     got = table.rows()
     assert sorted(r["id"] for r in got) == sorted(expected)
     for r in got:  # every field of every record (Iceberg's partition is hidden: no column)
