@@ -10,8 +10,8 @@ ever conflicts with a commit (``commit_service.coordination.table_maintenance``)
   files (``slack``), so most rounds cost nothing more;
 - then the table's files smaller than ``target_file_size_bytes`` are read by partition, and
   :func:`plan_compaction` merges, in each partition holding more than ``small_files_allowed`` of
-  them, its smallest files: the smallest two, and each next one while it is no larger than
-  ``GROWTH`` times the ones before it together. They are those below a size
+  them, its smallest files: the smallest, and each next one while it is no larger than
+  ``GROWTH`` times the ones before it together (at least two, or none). They are those below a size
   (``below_bytes``), which both formats' bin-packing takes as its candidates (Delta's
   ``OPTIMIZE`` ``minFileSize``; Iceberg's ``rewriteDataFiles`` ``min-file-size-bytes``) and
   packs into files of up to the target.
@@ -20,8 +20,8 @@ Every file a merge takes is at most ``GROWTH`` times the rest it merges with, so
 grows at least 1.5 times each time it is rewritten: a record is rewritten at most
 ``log1.5(target / a round's file size)`` times, and in practice about ``log2`` of it (a
 simulation of 20,000 rounds of 15 files of 20-90 KB into a 128 MiB target: 5.3 rewrites per byte,
-never more than 32 small files). Merging a partition's smallest files down to a count instead rewrites the
-same growing file every merge: 59 rewrites per byte in the unit test's stream.
+never more than 32 small files). Merging a partition's smallest files down to a count instead
+rewrites the same growing file every merge: 59 rewrites per byte in the unit test's stream.
 """
 
 from __future__ import annotations
