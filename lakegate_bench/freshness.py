@@ -18,8 +18,8 @@ PARTITIONS = 3  # of each topic records are produced into (round-robin), and its
 
 @dataclass(eq=False)
 class FreshnessPoller(threading.Thread):
-    """One reader of a table, every 0.25 s: for every new commit, when it was first seen and the
-    ``produced_ms`` of every record its added files hold. A format's poller gives :meth:`poll`."""
+    """One reader of a table, every ``period_s`` (0.25 s): for every new commit, when it was first
+    seen and the ``produced_ms`` of every record its added files hold. A format's poller gives :meth:`poll`."""
 
     seen_ms: list[tuple[int, int]] = field(default_factory=list)  # (produced_ms, visible_ms) per record
     # per record, where its time went, when the format's poller can tell: (produced_ms, the file's
@@ -27,6 +27,7 @@ class FreshnessPoller(threading.Thread):
     stages_ms: list[tuple[int, int, int, int]] = field(default_factory=list)
     versions: set[str] = field(default_factory=set)
     warm_up_versions: int = 0  # of ``versions``, those committed before the measured run
+    period_s: float = 0.25  # how often the table is read
     stop: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
 
@@ -35,7 +36,7 @@ class FreshnessPoller(threading.Thread):
 
     def run(self) -> None:
         try:
-            while not self.stop.wait(0.25):
+            while not self.stop.wait(self.period_s):
                 self.poll()
             self.poll()
         except BaseException as exc:  # reported by the caller
@@ -47,6 +48,12 @@ class FreshnessPoller(threading.Thread):
 
 def produce(bootstrap: str, topic: str, rate: int, seconds: int) -> int:
     """``rate`` records per second for ``seconds``, paced by the clock; returns how many."""
+    return produce_to(bootstrap, (topic,), rate, seconds)
+
+
+def produce_to(bootstrap: str, topics: tuple[str, ...], rate: int, seconds: int) -> int:
+    """:func:`produce`, each record sent to every one of ``topics`` (the same key, value and
+    partition: two systems fed the same records); returns how many records each topic got."""
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, acks="all")
     total, started = rate * seconds, time.monotonic()
     base = int(time.time() * 1000) * 1000  # ids unique across calls (the warm-up, then the run)
@@ -56,7 +63,9 @@ def produce(bootstrap: str, topic: str, rate: int, seconds: int) -> int:
         if delay > 0:
             time.sleep(delay)
         value = {"id": base + n, "produced_ms": int(time.time() * 1000), "amount": n * 0.25, "note": f"record {n}"}
-        producer.send(topic, key=str(n).encode(), value=json.dumps(value).encode(), partition=n % PARTITIONS)
+        key, body = str(n).encode(), json.dumps(value).encode()
+        for topic in topics:
+            producer.send(topic, key=key, value=body, partition=n % PARTITIONS)
     producer.flush()
     producer.close()
     return total

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
+from pyiceberg.table.snapshots import Operation
 
 from lakegate_bench.figures import figures
 from lakegate_bench.freshness import PARTITIONS, FreshnessPoller
@@ -60,12 +61,15 @@ READS = ("GET", "HEAD")
 @dataclass(eq=False, kw_only=True)
 class IcebergPoller(FreshnessPoller):
     """Loads ``table`` through a REST catalog; a new snapshot's added data files are read for their
-    ``produced_ms``. ``snapshots`` keeps ``(data files, bytes)`` of each snapshot seen."""
+    ``produced_ms``. ``snapshots`` keeps ``(data files, bytes)`` of each snapshot seen that added
+    records; a ``replace`` snapshot (compaction rewriting records already seen) adds none.
+    ``live`` keeps ``(snapshot ms, live data files, their bytes, operation)`` of every snapshot seen."""
 
     catalog: Catalog
     table: str
     fs: pafs.S3FileSystem
     snapshots: list[tuple[int, int]] = field(default_factory=list)
+    live: list[tuple[int, int, int, str]] = field(default_factory=list)
 
     def poll(self) -> None:
         now_ms = int(time.time() * 1000)
@@ -78,6 +82,12 @@ class IcebergPoller(FreshnessPoller):
             if key in self.versions:
                 continue
             self.versions.add(key)
+            summary = snapshot.summary
+            if summary is not None:
+                live = (int(summary["total-data-files"] or 0), int(summary["total-files-size"] or 0))
+                self.live.append((snapshot.timestamp_ms, *live, summary.operation.value))
+            if summary is not None and summary.operation == Operation.REPLACE:
+                continue
             files, size = 0, 0
             for manifest in snapshot.manifests(table.io):
                 if manifest.added_snapshot_id != snapshot.snapshot_id or manifest.content != ManifestContent.DATA:
@@ -112,14 +122,21 @@ def snapshot_figures(poller: IcebergPoller, seen: Measured) -> dict[str, Any]:
 class PeerBench:
     """The shared stack, and one run of either system per interval."""
 
-    def __init__(self, work: Path, warm_up_seconds: int = 0, catch_up_seconds: float = 0.0) -> None:
+    def __init__(
+        self,
+        work: Path,
+        warm_up_seconds: int = 0,
+        catch_up_seconds: float = 0.0,
+        plugins: tuple[str, ...] = (SINK_PLUGIN_GROUP, PEER_PLUGIN_GROUP),
+    ) -> None:
         self.work = work
         self.warm_up_seconds = warm_up_seconds
         self.catch_up_seconds = catch_up_seconds
-        self.stack = LocalStack(work / "stack", buckets=(), plugins=(SINK_PLUGIN_GROUP, PEER_PLUGIN_GROUP))
+        self.stack = LocalStack(work / "stack", buckets=(), plugins=plugins)
 
     def __enter__(self) -> PeerBench:
-        print("starting the S3 server, Kafka and a Connect worker with both sinks ...", flush=True)
+        sinks = "both sinks" if len(self.stack.plugins) > 1 else "the storage sink"
+        print(f"starting the S3 server, Kafka and a Connect worker with {sinks} ...", flush=True)
         self.stack.start()
         assert self.stack.s3 is not None
         self.s3_log = self.stack.s3.workdir / "s3.log"

@@ -120,6 +120,19 @@ def report(out_dir: Path) -> str:
                 for r in d["results"]
             ],
         )
+    if (d := load("iceberg-peer-long")) is not None:
+        out += [f"Side by side, {d['rate']:,} records/s for {d['seconds']} s at a {d['interval_s']} s interval.", ""]
+        table(
+            ["system", "live data files", "median file", "full scan", "one-minute range (files planned)"]
+            + ["CPU-s per million records (without the catalog)", "freshness p50 / p99", "S3 writes per million"],
+            [
+                [r["system"], r["table"]["data_files"], f"{r['table'].get('median_kib')} KiB"]
+                + [f"{r['full_scan_s']} s", f"{r['minute_range_s']} s ({r['table']['minute_range_files_planned']})"]
+                + [f"{r['cpu_s_per_million']} ({r['cpu_s_per_million_without_catalog']})"]
+                + [f"{r['freshness_p50_s']} / {r['freshness_p99_s']} s", f"{r['s3_writes_per_million']:,}"]
+                for r in d["results"]
+            ],
+        )
     if (d := load("adopt")) is not None:
         steady = " / ".join(f"{d['steady'][t]['listing_ms_per_round']:.1f} ms" for t in ("adopt", "fresh"))
         table(
@@ -188,6 +201,13 @@ def plot(part: str, data: dict[str, Any], path: Path) -> None:
         ax.set_xticks([k + 0.4 - width / 2 for k in range(len(intervals))], [f"{iv} s" for iv in intervals])
         ax.set_xlabel("commit interval / trigger")
         ax.set_ylabel("freshness, s")
+    elif part == "iceberg-peer-long":
+        for row in data["results"]:
+            live = row["live_over_run"]
+            start = live[0][0] if live else 0
+            ax.step([(ms - start) / 60_000 for ms, _ in live], [n for _, n in live], where="post", label=row["system"])
+        ax.set_xlabel("minutes")
+        ax.set_ylabel("live data files")
     elif part == "http":
         rows = data["results"]
         labels = [str(r["clients"]) for r in rows]

@@ -59,7 +59,11 @@ Parts (``--parts``, default all but ``service``, ``upsert``, ``iceberg`` and ``i
 - ``iceberg-peer``: end-to-end freshness, CPU-seconds per million records, data files per snapshot
   and S3 requests of Lakegate's pipeline into an Iceberg table beside Apache Iceberg's own Kafka
   Connect sink on the same records, at each of ``--peer-intervals``, ``--rate`` for
-  ``--pipeline-seconds`` after ``--warm-up-seconds`` (``lakegate_bench/iceberg_peer.py``).
+  ``--pipeline-seconds`` after ``--warm-up-seconds`` (``lakegate_bench/iceberg_peer.py``). With
+  ``--long``: the two side by side for ``--long-seconds`` (default 30 minutes) at the first of
+  ``--peer-intervals``, Lakegate's maintenance on, and the tables they leave: live data files and
+  their sizes, a full scan and a one-minute range in Spark, CPU and S3 requests
+  (``lakegate_bench/iceberg_peer_long.py``, ``iceberg-peer-long.json``).
 
 Prints progress and tables, writes ``<part>.json`` and a PNG plot per part to ``--out-dir``
 (default ``.lakegate/bench``). Run through ``scripts/bench``.
@@ -225,6 +229,15 @@ def main(argv: list[str] | None = None) -> int:
         help="iceberg-peer: commit intervals of both systems, s (default 10 60)",
     )
     parser.add_argument(
+        "--long",
+        action="store_true",
+        help="iceberg-peer: both systems side by side for --long-seconds, Lakegate's maintenance on, "
+        "and the tables they leave (files, sizes, scans in Spark)",
+    )
+    parser.add_argument(
+        "--long-seconds", type=int, default=1800, help="iceberg-peer --long: seconds of producing (default 1800)"
+    )
+    parser.add_argument(
         "--pipeline-systems",
         nargs="+",
         choices=("lakegate", "spark"),
@@ -331,7 +344,23 @@ def main(argv: list[str] | None = None) -> int:
             ),
             args,
         )
-    if "iceberg-peer" in parts:
+    if "iceberg-peer" in parts and args.long:
+        from lakegate_bench import iceberg_peer_long
+
+        write_part(
+            "iceberg-peer-long",
+            machine,
+            lambda: iceberg_peer_long.run(
+                work / "iceberg-peer-long",
+                args.peer_intervals[0],
+                args.rate,
+                args.long_seconds,
+                args.warm_up_seconds,
+                args.catch_up_seconds,
+            ),
+            args,
+        )
+    elif "iceberg-peer" in parts:
         from lakegate_bench import iceberg_peer as bench_peer
 
         write_part(
