@@ -2,9 +2,10 @@
 
 Rounds add a sink's small files where they lie; after each round the table's upkeep counts them
 and, once a partition holds more than ``small_files_allowed`` small files, merges that partition's
-smallest files (``commit_service.domain.compaction``) as the coordinator does between rounds.
-Every field of every record, the offsets and the other partition's files are the same afterwards,
-in the independent reader (delta-rs; pyiceberg). The same test for both formats.
+smallest files (``commit_service.domain.compaction``) on its background thread, as the coordinator
+has it do beside the rounds. Every field of every record, the offsets and the other partition's
+files are the same afterwards, in the independent reader (delta-rs; pyiceberg), also when a merge
+commits while a round is in flight. The same tests for both formats.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def test_rounds_merge_a_partitions_small_files_once_it_holds_too_many(
     landing = Landing(table.root)
     expected: dict[int, dict[str, Any]] = {}
     next_offset = {0: 0, 1: 0}
-    merges = []
+    merges: list[Any] = []
 
     def round_of(day: int, kafka_partitions: list[int], records: int) -> None:
         files = []
@@ -57,7 +58,9 @@ def test_rounds_merge_a_partitions_small_files_once_it_holds_too_many(
         record = table.commit(files)
         assert record.in_place == len(files)
         upkeep.committed(record.version, record.files)
-        merges.extend(upkeep.maybe_maintain(record.version))
+        assert upkeep.maybe_maintain(record.version) == [], "an append table's merge runs in the background"
+        upkeep.drain()
+        merges[:] = [r for r in upkeep.runs if r.detail and r.detail.startswith("merged")]
 
     round_of(1, [1], 5)  # the 28th: two files, which stay as they are
     round_of(1, [1], 6)
@@ -90,3 +93,69 @@ def test_rounds_merge_a_partitions_small_files_once_it_holds_too_many(
 
     round_of(1, [0], 4)  # the next round: three small files on the 28th, under the allowance again
     assert len(merges) == 1 and len(by_day(table)["2026-11-28"]) == 3
+
+
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+def test_a_merge_that_commits_while_a_round_is_in_flight_leaves_both(
+    spark: Any, tmp_path: Path, table_format: str
+) -> None:
+    """A round reads the table and builds its commit; a merge of the partition's small files then
+    runs to its end and commits; the round's commit lands on top of the merge's (Delta: no conflict
+    between an append and a compaction; Iceberg: its retry, the round's offsets check passing over
+    the merge's replace snapshot). Triggered at the round's own seam, not by timing."""
+    table = Table(spark, tmp_path, table_format, "raced_clicks", "day(ts)")
+    policy = MaintenancePolicy(enabled=True, target_file_size_bytes=TARGET, small_files_allowed=ALLOWED)
+    config = TableConfig(name="raced_clicks", path=str(table.root), topics=("clicks",), maintenance=policy)
+    upkeep = TableMaintenance(config, table.committer, lambda: 0.0, threading.Lock())
+    landing = Landing(table.root)
+    expected: dict[int, dict[str, Any]] = {}
+    next_offset = 0
+
+    def files_of(records: list[int]) -> list[Any]:
+        nonlocal next_offset
+        out = []
+        for n in records:
+            at = [DAY + timedelta(hours=1, minutes=i) for i in range(n)]
+            f, rows = landing.parquet(0, next_offset, at)
+            next_offset += n
+            out.append(f)
+            expected.update({r["id"]: r for r in rows})
+        return out
+
+    for n in range(ALLOWED + 1):  # five small files of one partition: one over the allowance
+        record = table.commit(files_of([5 + n]))
+        upkeep.committed(record.version, record.files)
+    before = table.committer.snapshot().version
+    land = table.committer.land
+    merged_under: list[int] = []
+
+    def land_after_a_merge(*args: Any) -> Any:
+        landing_round = land(*args)  # the round's commit, built on the table as it read it
+
+        def merge_then_land() -> int:
+            upkeep.maybe_maintain(before)
+            upkeep.drain()
+            merged_under.append(table.committer.snapshot().version)
+            return int(landing_round())
+
+        return merge_then_land
+
+    table.committer.land = land_after_a_merge  # type: ignore[method-assign]
+    record = table.commit(files_of([30]))  # the round in flight
+    del table.committer.land
+
+    merges = [r for r in upkeep.runs if r.detail and r.detail.startswith("merged")]
+    assert len(merges) == 1 and merges[0].files_before == ALLOWED + 1, merges
+    assert merged_under == [merges[0].version_after] and merges[0].version_after > before
+    assert record.version > merges[0].version_after, "the round landed on top of the merge"
+    files = by_day(table)["2026-11-27"]
+    assert len(files) == 2, f"the five merged into one, and the round's own file: {files}"
+    assert table.committer.snapshot().offsets == {("clicks", 0): next_offset}
+    history = table.committer.ledger().history()
+    assert [c.rewrite for c in history.commits][-2:] == [True, False]
+    assert sum(c.added_rows or 0 for c in history.commits if not c.rewrite) == len(expected)
+    got = table.rows()
+    assert sorted(r["id"] for r in got) == sorted(expected), "no record lost or doubled"
+    for r in got:
+        want = {**expected[r["id"]], "ts_day": r["ts"].date()} if table_format == "delta" else expected[r["id"]]
+        assert same(want, r), f"{want} != {r}"

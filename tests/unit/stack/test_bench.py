@@ -124,3 +124,20 @@ def test_the_peer_report_gives_both_systems_files_and_s3_writes(tmp_path: Path) 
     text = report.report(tmp_path)
     assert "| iceberg-kafka-connect | 10 s | 6.1 s | 11.0 s | 80.0 | 3.0 | 210.5 KB | 1,234 |" in text
     assert "| lakegate | 10 s |" in text
+
+
+def test_the_long_run_counts_live_files_by_size_and_reports_both_tables(tmp_path: Path) -> None:
+    from lakegate_bench.iceberg_peer_long import size_figures
+
+    sizes = [40 << 10, 50 << 10, 300 << 10, 5 << 20, 100 << 20]
+    got = size_figures(sizes)
+    assert got["data_files"] == 5 and got["median_kib"] == 300.0 and got["largest_mib"] == 100.0
+    assert got["by_size"] == {"< 64 KiB": 2, "64 KiB-1 MiB": 1, "1-16 MiB": 1, "16-64 MiB": 0, ">= 64 MiB": 1}
+    assert size_figures([]) == {"data_files": 0}
+    row = {"interval_s": 10, "full_scan_s": 0.5, "minute_range_s": 0.2, "cpu_s_per_million": 50.0,
+           "cpu_s_per_million_without_catalog": 40.0, "freshness_p50_s": 6.0, "freshness_p99_s": 11.0,
+           "s3_writes_per_million": 1200, "table": {**got, "minute_range_files_planned": 3}}  # fmt: skip
+    data = {"rate": 5000, "seconds": 1800, "interval_s": 10, "results": [{"system": "lakegate", **row}]}
+    (tmp_path / "iceberg-peer-long.json").write_text(json.dumps(data))
+    text = report.report(tmp_path)
+    assert "| lakegate | 5 | 300.0 KiB | 0.5 s | 0.2 s (3) | 50.0 (40.0) | 6.0 / 11.0 s | 1,200 |" in text

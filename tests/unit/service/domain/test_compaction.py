@@ -26,11 +26,26 @@ def test_a_partition_over_its_allowance_merges_its_smallest_files_while_they_gro
     assert plan.slack == 3
 
 
-def test_a_file_much_larger_than_the_smallest_is_not_rewritten_to_add_them() -> None:
+def test_a_file_much_larger_than_the_others_is_not_rewritten_to_add_them() -> None:
+    plan = plan_compaction({(): [10, 25, 26, 1000]}, 128 * MB, allowed=2)
+    assert [(g.below_bytes, g.files) for g in plan.groups] == [(27, 3)], "1000 > 2 * 61: left alone"
+    plan = plan_compaction({(): [10, 1000, 5000]}, 128 * MB, allowed=2)
+    assert plan.groups == () and plan.slack == 1, "no file within twice the smaller ones: the next round's may"
     plan = plan_compaction({(): [10, 25, 26, 1000, 1001]}, 128 * MB, allowed=2)
-    assert plan.groups == () and plan.slack == 1, "25 > 2 * 10: nothing merges yet; the next round's files may"
-    plan = plan_compaction({(): [10, 12, 25, 1000, 1001]}, 128 * MB, allowed=2)
-    assert [(g.below_bytes, g.files) for g in plan.groups] == [(26, 3)]
+    assert [(g.below_bytes, g.files) for g in plan.groups] == [(1002, 5)], "two of like size grow twofold"
+
+
+def test_a_few_tiny_files_before_the_steady_ones_do_not_stall_the_merges() -> None:
+    """A pipeline's first files (a warm-up's few records) are far smaller than its steady ones:
+    the partition still gets back under its allowance at every merge."""
+    files, allowed = [300, 310, 320], 128
+    for _ in range(200):
+        files += [40_000 + i for i in range(15)]  # a round's files, one per Kafka partition
+        plan = plan_compaction({(): files}, 128 * MB, allowed)
+        for g in plan.groups:
+            chosen = [s for s in files if s < g.below_bytes]
+            files = [s for s in files if s >= g.below_bytes] + [sum(chosen)]
+        assert len(files) <= allowed, f"{len(files)} small files left"
 
 
 def test_ties_merge_together_and_files_of_the_target_size_are_not_small() -> None:

@@ -309,6 +309,7 @@ def test_small_files_of_recent_rounds_are_merged_between_rounds_once_too_many(co
         c.post("/v1/manifests", json=manifest(f"m{i}", start=i * 10, end=i * 10 + 9), headers=h())
         assert c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is True
         coordinator.tick()
+        coordinator.tables["orders"].drain()  # the merge runs on the table's background thread
     # looked after the first round (1 file: 3 more to be due), then after the fourth
     assert looks == [128 * 1024 * 1024] * 2
     assert len(committer.merged) == 1 and committer.merged[0].groups[0].files == 4
@@ -323,7 +324,47 @@ def test_small_files_of_recent_rounds_are_merged_between_rounds_once_too_many(co
         c.post("/v1/manifests", json=manifest(f"m{i}", start=i * 10, end=i * 10 + 9), headers=h())
         assert c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is True
         coordinator.tick()
+        coordinator.tables["orders"].drain()
     assert len(committer.merged) == 1
+
+
+def test_rounds_commit_while_a_merge_of_small_files_runs(committer: FakeCommitter) -> None:
+    policy = {"enabled": True, "small_files_allowed": 2, "compact_interval_seconds": 60, "compact_min_files": 2}
+    table = {**CONFIG["tables"][0], "maintenance": policy}
+    now = [1000.0]
+    app = create_app(
+        build(ServiceConfig, {**CONFIG, "tables": [table]}), committer_factory=lambda t: committer, start=False
+    )
+    coordinator = runtime(app).coordinator
+    coordinator.clock = lambda: now[0]
+    coordinator.load()
+    c = app.test_client()
+    entered, release = threading.Event(), threading.Event()
+    compact_small = committer.compact_small
+
+    def slow(plan: Any) -> Any:  # a merge that takes as long as the test says
+        entered.set()
+        assert release.wait(30)
+        return compact_small(plan)
+
+    committer.compact_small = slow  # type: ignore[method-assign]
+    try:
+        for i in range(3):  # the third file: over the allowance of two
+            c.post("/v1/manifests", json=manifest(f"m{i}", start=i * 10, end=i * 10 + 9), headers=h())
+            assert c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is True
+            coordinator.tick()
+        assert entered.wait(10), "the merge started"
+        c.post("/v1/manifests", json=manifest("m3", start=30, end=39), headers=h())
+        assert c.post("/v1/tables/orders/commit", headers=h(ADMIN)).json["committed"] is True, "not held by it"
+        now[0] += 61
+        coordinator.tick()  # the interval's compaction waits for the merge: two rewrites would conflict
+        assert committer.maintained == [] and committer.merged == []
+    finally:
+        release.set()
+        coordinator.tables["orders"].drain()
+    assert len(committer.merged) == 1
+    coordinator.tick()
+    assert committer.maintained == [MaintenanceKind.COMPACT]
 
 
 @pytest.mark.parametrize("enabled", [True, False])
