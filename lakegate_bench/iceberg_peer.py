@@ -38,6 +38,7 @@ from pyiceberg.table.snapshots import Operation
 from lakegate_bench.figures import figures
 from lakegate_bench.freshness import PARTITIONS, FreshnessPoller
 from lakegate_bench.pipeline import (
+    LakegateRun,
     Measured,
     catch_up_by_interval,
     catch_up_for,
@@ -47,7 +48,7 @@ from lakegate_bench.pipeline import (
 )
 from lakegate_bench.s3_requests import S3RequestLog
 from lakegate_stack import s3 as s3mod
-from lakegate_stack.connect import SINK_PLUGIN_GROUP
+from lakegate_stack.connect import SINK_PLUGIN_GROUP, ConnectWorker
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
 from lakegate_stack.iceberg_peer import PEER_PLUGIN_GROUP, create_control_topic, create_namespace, peer_sink_config
 from lakegate_stack.kafka import create_topic
@@ -173,10 +174,12 @@ class PeerBench:
         )
         return IcebergPoller(catalog=reader, table=table, fs=self.fs)
 
-    def lakegate(self, interval: int, rate: int, seconds: int) -> dict[str, Any]:
-        name = f"lg{interval}"
-        catalog = self.catalog(name)
-        table = {
+    def start_lakegate(
+        self, name: str, interval: int, catalog: IcebergRestCatalog, maintenance: bool = False
+    ) -> LakegateRun:
+        """Lakegate's pipeline into the Iceberg table ``bench.<name>`` of ``catalog`` (in bucket
+        ``name``, from topic ``name``) at ``interval``; ``maintenance``: ``maintenance.enabled``."""
+        table: dict[str, Any] = {
             "name": f"{NAMESPACE}.{name}",
             "format": "iceberg",
             "path": f"s3a://{name}/warehouse/{NAMESPACE}/{name}",
@@ -187,26 +190,15 @@ class PeerBench:
                 "catch_up_seconds": catch_up_for(self.catch_up_seconds, interval),
             },
         }
+        if maintenance:
+            table["maintenance"] = {"enabled": True}
         catalogs = [{"name": "lake", "type": "rest", "uri": catalog.uri}]
-        poller = self.poller(catalog, f"{NAMESPACE}.{name}")
-        try:
-            run = start_lakegate(self.stack, self.work / name, name, name, table, catalogs)
-            try:
-                assert catalog.process is not None and catalog.process.pid is not None
-                seen = measure(
-                    {**run.pids(), "catalog": catalog.process.pid}, poller, self.stack, name, rate, seconds,
-                    self.warm_up_seconds, f"lakegate, commit interval {interval} s", S3RequestLog(self.s3_log, name),
-                )  # fmt: skip
-            finally:
-                run.stop()
-        finally:
-            catalog.stop()
-        return {**lakegate_row(interval, rate, poller, seen), **snapshot_figures(poller, seen)}
+        return start_lakegate(self.stack, self.work / name, name, name, table, catalogs)
 
-    def peer(self, interval: int, rate: int, seconds: int) -> dict[str, Any]:
+    def start_peer(self, worker: ConnectWorker, name: str, interval: int, catalog: IcebergRestCatalog) -> None:
+        """Iceberg's sink on ``worker``, running: topic ``name`` (made here, with its control topic
+        and the namespace) into ``bench.<name>`` of ``catalog``, committing every ``interval``."""
         assert self.stack.s3 is not None and self.stack.kafka is not None
-        name = f"peer{interval}"
-        catalog = self.catalog(name)
         bootstrap = self.stack.kafka.bootstrap_servers
         create_topic(bootstrap, name, PARTITIONS)
         create_control_topic(bootstrap, f"{name}-control")
@@ -220,12 +212,36 @@ class PeerBench:
             commit_interval_ms=interval * 1000,
             tasks=PARTITIONS,
         )
+        connect = worker.client()
+        connect.put_connector(name, config)
+        connect.wait_running(name, PARTITIONS)
+
+    def lakegate(self, interval: int, rate: int, seconds: int) -> dict[str, Any]:
+        name = f"lg{interval}"
+        catalog = self.catalog(name)
+        poller = self.poller(catalog, f"{NAMESPACE}.{name}")
+        try:
+            run = self.start_lakegate(name, interval, catalog)
+            try:
+                assert catalog.process is not None and catalog.process.pid is not None
+                seen = measure(
+                    {**run.pids(), "catalog": catalog.process.pid}, poller, self.stack, name, rate, seconds,
+                    self.warm_up_seconds, f"lakegate, commit interval {interval} s", S3RequestLog(self.s3_log, name),
+                )  # fmt: skip
+            finally:
+                run.stop()
+        finally:
+            catalog.stop()
+        return {**lakegate_row(interval, rate, poller, seen), **snapshot_figures(poller, seen)}
+
+    def peer(self, interval: int, rate: int, seconds: int) -> dict[str, Any]:
+        name = f"peer{interval}"
+        catalog = self.catalog(name)
         worker = self.stack.workers[0]
         connect = worker.client()
         poller = self.poller(catalog, f"{NAMESPACE}.{name}")
         try:
-            connect.put_connector(name, config)
-            connect.wait_running(name, PARTITIONS)
+            self.start_peer(worker, name, interval, catalog)
             try:
                 assert worker.process is not None and worker.process.pid is not None
                 assert catalog.process is not None and catalog.process.pid is not None

@@ -33,16 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from lakegate_bench.figures import figures
-from lakegate_bench.freshness import PARTITIONS, produce_to, wait_for, warm_up
+from lakegate_bench.freshness import produce_to, wait_for, warm_up
 from lakegate_bench.iceberg_peer import NAMESPACE, READS, WRITES, IcebergPoller, PeerBench
-from lakegate_bench.pipeline import LakegateRun, catch_up_for, start_lakegate
+from lakegate_bench.pipeline import LakegateRun
 from lakegate_bench.process_cpu import cpu_seconds, jit_seconds, jit_threads
 from lakegate_bench.s3_requests import S3RequestLog
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import SINK_PLUGIN_GROUP, ConnectWorker
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
-from lakegate_stack.iceberg_peer import PEER_PLUGIN_GROUP, create_control_topic, create_namespace, peer_sink_config
-from lakegate_stack.kafka import create_topic
+from lakegate_stack.iceberg_peer import PEER_PLUGIN_GROUP
 
 SCANS = 3
 MINUTE_MS = 60_000
@@ -108,39 +107,16 @@ class LongRun:
     def _start_lakegate(self) -> System:
         name = f"lglong{self.interval}"
         catalog = self.bench.catalog(name)
-        table = {
-            "name": f"{NAMESPACE}.{name}",
-            "format": "iceberg",
-            "path": f"s3a://{name}/warehouse/{NAMESPACE}/{name}",
-            "topics": [name],
-            "commit": {
-                "interval_seconds": self.interval,
-                "timeout_seconds": self.interval,
-                "catch_up_seconds": catch_up_for(self.bench.catch_up_seconds, self.interval),
-            },
-            "maintenance": {"enabled": True},
-        }
-        catalogs = [{"name": "lake", "type": "rest", "uri": catalog.uri}]
-        self.lakegate_run = start_lakegate(self.bench.stack, self.bench.work / name, name, name, table, catalogs)
+        self.lakegate_run = self.bench.start_lakegate(name, self.interval, catalog, maintenance=True)
         assert catalog.process is not None and catalog.process.pid is not None
         poller = self.bench.poller(catalog, f"{NAMESPACE}.{name}")
         pids = {**self.lakegate_run.pids(), "catalog": catalog.process.pid}
         return System("lakegate", name, catalog, poller, pids)
 
     def _start_peer(self) -> System:
-        assert self.bench.stack.s3 is not None
         name = f"peerlong{self.interval}"
         catalog = self.bench.catalog(name)
-        create_topic(self.bootstrap, name, PARTITIONS)
-        create_control_topic(self.bootstrap, f"{name}-control")
-        create_namespace(catalog.uri, NAMESPACE)
-        config = peer_sink_config(
-            [name], f"{NAMESPACE}.{name}", catalog.uri, self.bench.stack.s3.endpoint,
-            control_topic=f"{name}-control", commit_interval_ms=self.interval * 1000, tasks=PARTITIONS,
-        )  # fmt: skip
-        connect = self.peer_worker.client()
-        connect.put_connector(name, config)
-        connect.wait_running(name, PARTITIONS)
+        self.bench.start_peer(self.peer_worker, name, self.interval, catalog)
         assert self.peer_worker.process is not None and self.peer_worker.process.pid is not None
         assert catalog.process is not None and catalog.process.pid is not None
         poller = self.bench.poller(catalog, f"{NAMESPACE}.{name}")

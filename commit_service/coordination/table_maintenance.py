@@ -86,7 +86,7 @@ class TableMaintenance:
         if self.merging:
             return []
         with self._commit_lock:
-            runs = [] if beside_rounds or not self._merge_due() else self._merge_logged()
+            runs = self._merge_logged() if not beside_rounds and self._merge_due() else []
             kinds = due(self.config.maintenance, self._clock, self.clock(), self.committer.file_count)
             return runs + [self._maintain(kind) for kind in kinds]
 
@@ -103,13 +103,15 @@ class TableMaintenance:
 
     def _merge_small(self) -> list[MaintenanceRecord]:
         policy = self.config.maintenance
-        with self._watch_lock:  # files rounds add from here on count for the next look (after a
-            self._watch.looked(policy.small_files_allowed)  # failure: a whole allowance later, not every round)
+        # Files rounds add from here on count for the next look; after a failure it waits a whole
+        # allowance, not a round.
+        with self._watch_lock:
+            self._watch.looked(policy.small_files_allowed)
         small = self.committer.small_files(policy.target_file_size_bytes)
         plan = plan_compaction(small, policy.target_file_size_bytes, policy.small_files_allowed)
         record = self.committer.compact_small(plan) if plan.groups else None
         with self._watch_lock:
-            self._watch.wait_for = plan.slack
+            self._watch.planned(plan.slack)
         if record is None:
             return []
         logger.info(

@@ -104,3 +104,8 @@ class CompactionWatch:
 
     def looked(self, slack: int) -> None:
         self.added, self.wait_for = 0, slack
+
+    def planned(self, slack: int) -> None:
+        """A look that began with :meth:`looked` (files added since count for the next) ended
+        with a plan: the next look waits for its slack."""
+        self.wait_for = slack
