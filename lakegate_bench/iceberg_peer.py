@@ -129,8 +129,11 @@ class PeerBench:
         warm_up_seconds: int = 0,
         catch_up_seconds: float = 0.0,
         plugins: tuple[str, ...] = (SINK_PLUGIN_GROUP, PEER_PLUGIN_GROUP),
+        service_conf: dict[str, str] | None = None,
     ) -> None:
+        """``service_conf``: Spark properties of Lakegate's service (its ``spark.conf``)."""
         self.work = work
+        self.service_conf = dict(service_conf or {})
         self.warm_up_seconds = warm_up_seconds
         self.catch_up_seconds = catch_up_seconds
         self.stack = LocalStack(work / "stack", buckets=(), plugins=plugins)
@@ -193,7 +196,7 @@ class PeerBench:
         if maintenance:
             table["maintenance"] = {"enabled": True}
         catalogs = [{"name": "lake", "type": "rest", "uri": catalog.uri}]
-        return start_lakegate(self.stack, self.work / name, name, name, table, catalogs)
+        return start_lakegate(self.stack, self.work / name, name, name, table, catalogs, self.service_conf)
 
     def start_peer(self, worker: ConnectWorker, name: str, interval: int, catalog: IcebergRestCatalog) -> None:
         """Iceberg's sink on ``worker``, running: topic ``name`` (made here, with its control topic
@@ -265,10 +268,16 @@ class PeerBench:
 
 
 def run(
-    work: Path, intervals: list[int], rate: int, seconds: int, warm_up_seconds: int = 0, catch_up_seconds: float = 0.0
+    work: Path,
+    intervals: list[int],
+    rate: int,
+    seconds: int,
+    warm_up_seconds: int = 0,
+    catch_up_seconds: float = 0.0,
+    service_conf: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     rows = []
-    with PeerBench(work, warm_up_seconds, catch_up_seconds) as bench:
+    with PeerBench(work, warm_up_seconds, catch_up_seconds, service_conf=service_conf) as bench:
         for interval in intervals:
             for system in (bench.lakegate, bench.peer):
                 row = system(interval, rate, seconds)
@@ -285,5 +294,6 @@ def run(
         "seconds": seconds,
         "warm_up_seconds": warm_up_seconds,
         "catch_up_seconds": catch_up_by_interval(catch_up_seconds, intervals),
+        "service_conf": dict(service_conf or {}),
         "results": rows,
     }

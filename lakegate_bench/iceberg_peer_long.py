@@ -147,7 +147,7 @@ class LongRun:
         s3_logs = {s.name: S3RequestLog(self.bench.s3_log, s.bucket) for s in self.systems}
         marks = {name: log.mark() for name, log in s3_logs.items()}
         before = {(s.name, role): cpu_seconds([pid]) for s in self.systems for role, pid in s.pids.items()}
-        jit_before = {s.name: jit_threads(list(s.pids.values())) for s in self.systems}
+        jit_before = {(s.name, role): jit_threads([pid]) for s in self.systems for role, pid in s.pids.items()}
         started_ms = int(time.time() * 1000)
         topics = tuple(s.bucket for s in self.systems)
         print(f"  both: producing {rate}/s to {', '.join(topics)} for {seconds} s ...", flush=True)
@@ -165,7 +165,7 @@ class LongRun:
         rows: dict[str, Any] = {}
         for system in self.systems:
             cpu = {role: cpu_seconds([pid]) - before[(system.name, role)] for role, pid in system.pids.items()}
-            jit = jit_seconds(jit_before[system.name], list(system.pids.values()))
+            jit = {role: jit_seconds(jit_before[(system.name, role)], [pid]) for role, pid in system.pids.items()}
             requests = s3_logs[system.name].count_since(marks[system.name])
             rows[system.name] = self._row(system, produced, rate, cpu, jit, requests)
         rows["started_ms"] = started_ms
@@ -180,7 +180,13 @@ class LongRun:
         print(f"    {minutes:.1f} min: " + "; ".join(parts), flush=True)
 
     def _row(
-        self, system: System, produced: int, rate: int, cpu: dict[str, float], jit: float, requests: dict[str, int]
+        self,
+        system: System,
+        produced: int,
+        rate: int,
+        cpu: dict[str, float],
+        jit: dict[str, float],
+        requests: dict[str, int],
     ) -> dict[str, Any]:
         poller = system.poller
         total = sum(cpu.values())
@@ -190,7 +196,8 @@ class LongRun:
             "system": system.name,
             "interval_s": self.interval,
             "cpu_by_process_s": {k: round(v, 1) for k, v in cpu.items()},
-            **figures(poller, produced, total, None, rate, jit),
+            "jit_by_process_s": {k: round(v, 1) for k, v in jit.items()},  # of cpu_by_process_s, the JIT compilers'
+            **figures(poller, produced, total, None, rate, sum(jit.values())),
             "cpu_s_per_million_without_catalog": round((total - cpu["catalog"]) * per_million, 1),
             "rewrite_snapshots": len(replaced),
             "s3_requests": requests,
@@ -261,9 +268,15 @@ def _timed(spark: Any, sql: str) -> tuple[float, list[Any]]:
 
 
 def run(
-    work: Path, interval: int, rate: int, seconds: int, warm_up_seconds: int = 0, catch_up_seconds: float = 0.0
+    work: Path,
+    interval: int,
+    rate: int,
+    seconds: int,
+    warm_up_seconds: int = 0,
+    catch_up_seconds: float = 0.0,
+    service_conf: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    bench = PeerBench(work, warm_up_seconds, catch_up_seconds, plugins=(SINK_PLUGIN_GROUP,))
+    bench = PeerBench(work, warm_up_seconds, catch_up_seconds, plugins=(SINK_PLUGIN_GROUP,), service_conf=service_conf)
     with bench:
         run = LongRun(bench, interval)
         try:
@@ -299,5 +312,6 @@ def run(
         "warm_up_seconds": warm_up_seconds,
         "minute_range_ms": [minute_lo, minute_lo + MINUTE_MS],
         "cpu_ratio": round(lakegate["cpu_s_per_million"] / peer["cpu_s_per_million"], 2),
+        "service_conf": dict(service_conf or {}),
         "results": rows,
     }

@@ -131,14 +131,16 @@ def start_lakegate(
     name: str,
     table: dict[str, Any],
     catalogs: list[dict[str, Any]] | None = None,
+    spark_conf: dict[str, str] | None = None,
 ) -> LakegateRun:
     """Topic ``name`` (made here) landed by the S3 sink as Parquet without an envelope under
     ``<bucket>/<name>/data/`` (Aiven's naming), followed by a sidecar, committed by a service of
-    ``table`` (one entry of its ``tables``; ``catalogs`` for an Iceberg table)."""
+    ``table`` (one entry of its ``tables``; ``catalogs`` for an Iceberg table; ``spark_conf``: the
+    service's ``spark.conf``)."""
     assert stack.s3 is not None and stack.kafka is not None
     create_topic(stack.kafka.bootstrap_servers, name, PARTITIONS)
     service = ServiceProcess(work, [table], [f"s3a://{bucket}/"], name="service", s3={"endpoint": stack.s3.endpoint},
-                             env=S3_ENV, catalogs=catalogs)  # fmt: skip
+                             env=S3_ENV, catalogs=catalogs, spark_conf=spark_conf)  # fmt: skip
     service.start()
     service.spark_ui()
     worker = stack.workers[0]

@@ -284,6 +284,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--adopt-store", choices=("seaweedfs", "moto"), default="seaweedfs", help="adopt: the S3 server"
     )
+    parser.add_argument(
+        "--service-conf",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="iceberg-peer: a Spark property of Lakegate's service (its spark.conf), repeatable; e.g. "
+        "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 (the service's JIT without its C2 compiler)",
+    )
     parser.add_argument("--out-dir", type=Path, default=Path(".lakegate/bench"))
     parser.add_argument("--no-plot", action="store_true", help="write no PNG")
     parser.add_argument(
@@ -298,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown part(s) {', '.join(unknown)}: choose from {', '.join(PARTS)}")
     args.out_dir.mkdir(parents=True, exist_ok=True)
+    bad = [kv for kv in args.service_conf if "=" not in kv]
+    if bad:
+        parser.error(f"--service-conf takes KEY=VALUE, got {', '.join(bad)}")
+    service_conf = dict(kv.split("=", 1) for kv in args.service_conf)
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
 
     if "intake" in parts:
@@ -357,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.long_seconds,
                 args.warm_up_seconds,
                 args.catch_up_seconds,
+                service_conf,
             ),
             args,
         )
@@ -373,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.pipeline_seconds,
                 args.warm_up_seconds,
                 args.catch_up_seconds,
+                service_conf,
             ),
             args,
         )

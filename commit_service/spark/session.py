@@ -87,6 +87,7 @@ LOCAL_LOG_STORE = "io.lakegate.delta.LocalListFromLogStore"
 LOCAL_FILE_SYSTEM = "io.lakegate.delta.NioPermissionsLocalFileSystem"
 LOCAL_FILE_SYSTEM_JAR = "-local-fs.jar"  # the log-store group's jar that holds it, and nothing else
 DRIVER_CLASS_PATH = "spark.driver.extraClassPath"
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 # The Spark UI's "Lakegate" tab (delta-log-store/, io.lakegate.spark.ui): every commit, zero-copy ones
 # included, posted on the listener bus by commit_service.spark.ui_events (and so into the event log
 # for the History Server, which takes the same jar).
@@ -165,17 +166,20 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
     if settings.local_dir is not None:
         conf["spark.local.dir"] = str(settings.local_dir / "tmp")
         conf["spark.sql.warehouse.dir"] = str(settings.local_dir / "warehouse")
-        conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={settings.local_dir / 'derby'}"
+        conf[DRIVER_JAVA_OPTIONS] = f"-Dderby.system.home={settings.local_dir / 'derby'}"
     if settings.s3 is not None:
         conf.update(s3a_conf(settings.s3))
     user = {str(k): str(v) for k, v in settings.conf.items()}
     user_class_path = user.pop(DRIVER_CLASS_PATH, "")  # added to the file system's jar, not instead of it
     user_plugins = user.pop(PLUGINS, "")  # added to Lakegate's UI plugin, not instead of it
+    user_java = user.pop(DRIVER_JAVA_OPTIONS, "")  # after Lakegate's: the JVM takes the last of a flag given twice
     conf.update(user)
     if user_plugins:
         conf[PLUGINS] = ",".join([UI_PLUGIN, *(p for p in user_plugins.split(",") if p.strip() and p != UI_PLUGIN)])
     if user_class_path:
         conf[DRIVER_CLASS_PATH] = os.pathsep.join([conf[DRIVER_CLASS_PATH], user_class_path])
+    if user_java:
+        conf[DRIVER_JAVA_OPTIONS] = " ".join(o for o in (conf.get(DRIVER_JAVA_OPTIONS, ""), user_java) if o)
     return conf
 
 

@@ -131,6 +131,15 @@ def test_a_user_class_path_is_added_to_the_file_system_s_jar(jars_dir: Path) -> 
     assert conf["spark.driver.extraClassPath"] == f"{fs_jar}:/opt/mine.jar"
 
 
+def test_a_user_s_java_options_follow_lakegate_s(jars_dir: Path, tmp_path: Path) -> None:
+    mine = "-XX:TieredStopAtLevel=4 -Dmy.flag=1"
+    conf = spark_conf(
+        SparkSettings(jars_dir=jars_dir, local_dir=tmp_path, conf={"spark.driver.extraJavaOptions": mine})
+    )
+    options = conf["spark.driver.extraJavaOptions"]
+    assert options.startswith(f"-Dderby.system.home={tmp_path / 'derby'}") and options.endswith(mine)
+
+
 def test_a_log_store_build_without_the_file_system_says_what_to_run(jars_dir: Path) -> None:
     (jars_dir / "log-store" / "lakegate-delta-log-store-local-fs.jar").unlink()
     with pytest.raises(SparkSetupError, match="scripts/fetch-jars log-store"):
