@@ -31,22 +31,26 @@ DAY = datetime(2026, 11, 27, tzinfo=UTC)
 SCHEMA = pa.schema(
     [("id", pa.int64()), ("ts", pa.timestamp("us", "UTC")), ("page", pa.string()), ("offset", pa.int64())]
 )
+WITH_TAGS = SCHEMA.append(pa.field("tags", pa.list_(pa.string())))  # a list column: merged by Spark, not Arrow
 
 
 class Landing:
     """Files as the sink writes them, under ``<tmp>/t/landing`` (inside a Delta table's root)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, schema: pa.Schema = SCHEMA) -> None:
         self.dir = root / "landing"
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.schema = schema
 
     def parquet(self, partition: int, start: int, times: list[datetime | None]) -> tuple[PendingFile, list]:
         rows = [
             {"id": partition * 1000 + start + i, "ts": t, "page": f"/p/{start + i}", "offset": start + i}
             for i, t in enumerate(times)
         ]
+        if "tags" in self.schema.names:
+            rows = [{**r, "tags": [f"t{r['id']}", None] if r["id"] % 3 else []} for r in rows]
         path = self.dir / f"{TOPIC}-{partition}-{start}"
-        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path)
+        pq.write_table(pa.Table.from_pylist(rows, schema=self.schema), path)
         end = start + len(times) - 1
         f = DataFile(path.as_uri(), TOPIC, partition, start, end, path.stat().st_size, FileFormat.PARQUET, len(times))
         return PendingFile(f, f"m-{partition}-{start}", "sc-1"), rows

@@ -35,6 +35,7 @@ from commit_service.delta.jvm_handles import JvmHandles
 from commit_service.delta.ledger import DeltaLedger
 from commit_service.delta.log import LogReadError, read_log
 from commit_service.delta.maintenance import DeltaMaintainer
+from commit_service.delta.merge import DeltaArrowMerge
 from commit_service.delta.partitions import UNPARTITIONED, DeltaPartitioning
 from commit_service.delta.txn import app_id, log_snapshot, parse_app_id
 from commit_service.delta.upsert import UpsertWriter
@@ -104,7 +105,14 @@ class DeltaCommitter:
         self.checkpoint_in_commit = checkpoint_in_commit  # False: the service writes them (see checkpoint)
         self._handles = JvmHandles.resolve(spark._jvm)
         self._actions = ActionBuilder(spark._jvm, self._handles)
-        self._maintainer = DeltaMaintainer(spark, table, self.location, self._log)
+        self._maintainer = DeltaMaintainer(
+            spark,
+            table,
+            self.location,
+            self._log,
+            # an upsert table's files carry deletion vectors, which a merge by Arrow would not apply
+            DeltaArrowMerge(spark._jvm, self.root, storage, self._log) if upsert is None else None,
+        )
         self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
         self._append = AppendWriter(
             spark,

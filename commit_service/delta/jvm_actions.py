@@ -28,6 +28,7 @@ class ActionKind(str, Enum):
     """A Delta action class the builder reads arrays of (the class name in ``delta.actions``)."""
 
     ADD = "AddFile"
+    REMOVE = "RemoveFile"
     TXN = "SetTransaction"
 
 

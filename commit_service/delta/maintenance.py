@@ -10,7 +10,6 @@ the commits stay exactly as they were. Every run's Spark jobs are labelled
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -18,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from commit_service.delta.merge import DeltaArrowMerge, SmallFile
 from commit_service.domain.compaction import CompactionPlan, PartitionKey
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.spark.java_errors import java_summary
@@ -39,8 +39,12 @@ CHECKPOINT_NICE_INCREMENT = 10  # how much lower than the commits' a checkpoint'
 class DeltaMaintainer:
     """Compacts, vacuums, checkpoints and registers one table; ``delta_log`` gives its DeltaLog."""
 
-    def __init__(self, spark: Any, table: str, location: str, delta_log: Callable[[], Any]) -> None:
+    def __init__(
+        self, spark: Any, table: str, location: str, delta_log: Callable[[], Any], arrow: DeltaArrowMerge | None
+    ) -> None:
         self.spark = spark
+        self._arrow = arrow  # merges a group of small files without Spark where it can (None: never)
+        self._small: dict[PartitionKey, list[SmallFile]] = {}  # the last look's small files
         self.table = table
         self.location = location
         self._delta_log = delta_log
@@ -244,7 +248,7 @@ class DeltaMaintainer:
 
     def small_files(self, below: int) -> dict[PartitionKey, list[int]]:
         """The sizes of the files smaller than ``below`` bytes, by partition (one Spark job over the
-        snapshot's cached state)."""
+        snapshot's cached state); the files themselves are kept for :meth:`compact_small`."""
         from pyspark.sql import DataFrame  # noqa: N812 (Spark's own idiom)
         from pyspark.sql import functions as F
 
@@ -252,32 +256,38 @@ class DeltaMaintainer:
         with self._in_compaction_session():
             snapshot = log.update(False, self._none, self._none)
             files = DataFrame(snapshot.allFiles().toDF(), self.spark)
-            rows = (
-                files.where(F.col("size") < below)
-                .groupBy(F.to_json("partitionValues").alias("partition"))
-                .agg(F.collect_list("size").alias("sizes"))
-                .collect()
-            )
-        out: dict[PartitionKey, list[int]] = {}
+            chosen = files.where(F.col("size") < below)
+            vector = F.col("deletionVector").isNotNull() if "deletionVector" in chosen.columns else F.lit(False)
+            rows = chosen.select("path", "size", "modificationTime", "partitionValues", vector.alias("dv")).collect()
+        self._small = {}
         for row in rows:
-            values = json.loads(row["partition"]) if row["partition"] else {}
-            out[tuple(sorted(values.items()))] = [int(s) for s in row["sizes"]]
-        return out
+            values = dict(row["partitionValues"] or {})
+            small = SmallFile(row["path"], int(row["size"]), int(row["modificationTime"]), values, bool(row["dv"]))
+            self._small.setdefault(tuple(sorted(values.items())), []).append(small)
+        return {part: [f.size for f in files] for part, files in self._small.items()}
 
     def compact_small(self, plan: CompactionPlan) -> MaintenanceRecord:
-        """``OPTIMIZE ... WHERE <the partition>`` for each group, its candidates the files below the
-        group's size, packed into files of up to the plan's target (in a session of its own, so the
-        two sizes apply to these runs only). Each is one commit with no ``txn`` action."""
+        """Each group's files (those below its size, from the last :meth:`small_files`) merged by
+        Arrow (:class:`~commit_service.delta.merge.DeltaArrowMerge`) into files of up to the plan's
+        target, or where Arrow leaves them, ``OPTIMIZE ... WHERE <the partition>`` with the same
+        candidates and target (in a session of its own, so the two sizes apply to these runs only).
+        Each group is one commit with no ``txn`` action."""
         from pyspark.sql import DataFrame
 
         started_ms, t0 = int(time.time() * 1000), time.monotonic()
         version_before, files_before = int(self._snapshot().version()), self.file_count()
         session = self._compaction()
         session.conf().set(OPTIMIZE_MAX_FILE_SIZE, str(plan.target_bytes))
-        removed = added = 0
+        removed = added = by_arrow = 0
         label = f"lakegate maintenance {self.table}: merge {plan.files} small files"
         with job_label(self.spark, f"lakegate-{self.table}", label), self._in_compaction_session():
             for group in plan.groups:
+                candidates = [f for f in self._small.get(group.partition, []) if f.size < group.below_bytes]
+                arrow = self._arrow if len(candidates) >= 2 and not any(f.deleted for f in candidates) else None
+                merged = arrow.merge(candidates, plan.target_bytes) if arrow is not None else None
+                if merged is not None:  # else Spark's OPTIMIZE merges them (storage.merge.refusal)
+                    removed, added, by_arrow = removed + merged[0], added + merged[1], by_arrow + 1
+                    continue
                 session.conf().set(OPTIMIZE_MIN_FILE_SIZE, str(group.below_bytes))
                 where = " AND ".join(_equals(c, v) for c, v in group.partition)
                 sql = f"OPTIMIZE delta.`{self.location}`" + (f" WHERE {where}" if where else "")
@@ -288,7 +298,7 @@ class DeltaMaintainer:
                     added += int(metrics["numFilesAdded"])
         detail = (
             f"merged {removed} small files of {len(plan.groups)} partition(s) into {added} "
-            f"(target {plan.target_bytes} bytes)"
+            f"(target {plan.target_bytes} bytes; {by_arrow} of the {len(plan.groups)} by Arrow)"
         )
         return MaintenanceRecord(
             table=self.table,

@@ -109,3 +109,19 @@ class CompactionWatch:
         """A look that began with :meth:`looked` (files added since count for the next) ended
         with a plan: the next look waits for its slack."""
         self.wait_for = slack
+
+
+def bins(sizes: Sequence[int], target_bytes: int) -> list[range]:
+    """The merges of files of ``sizes`` (in the order they are written) into files of up to about
+    ``target_bytes``: runs of consecutive files whose sizes add up to at most the target (a file
+    that alone reaches it ends a run), each of at least two files (one alone is left as it is)."""
+    out, start, total = [], 0, 0
+    for i, size in enumerate(sizes):
+        if i > start and total + size > target_bytes:
+            if i - start >= 2:
+                out.append(range(start, i))
+            start, total = i, 0
+        total += size
+    if len(sizes) - start >= 2:
+        out.append(range(start, len(sizes)))
+    return out

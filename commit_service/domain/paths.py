@@ -188,3 +188,11 @@ def delta_path(uri: str, root: str) -> str:
     if uri.startswith(root) and len(uri) > len(root):
         return quote(unquote(uri[len(root) :]), safe="/")
     return uri
+
+
+def file_uri(path: str, root: str) -> str:
+    """The canonical URI of a file an ``AddFile.path`` names (:func:`delta_path`'s inverse): a
+    relative path is below ``root`` (a :func:`root_prefix`), an absolute one is normalized."""
+    if "://" in path or path.startswith("/"):
+        return normalize_uri(path)
+    return root + path

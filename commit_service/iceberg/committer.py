@@ -54,6 +54,7 @@ from commit_service.iceberg.append import IcebergAppend
 from commit_service.iceberg.catalog_read import CatalogReader
 from commit_service.iceberg.ledger import IcebergLedger
 from commit_service.iceberg.maintenance import IcebergMaintainer
+from commit_service.iceberg.merge import IcebergArrowMerge
 from commit_service.iceberg.summary import COMMIT, COMMIT_ID, OFFSETS, encode
 from commit_service.iceberg.tables import IcebergTable
 from commit_service.iceberg.upsert import IcebergUpsert, RowChanges
@@ -146,7 +147,15 @@ class IcebergCommitter:
             table = IcebergTable(spark, self.catalog, self.table, self.path)
             if self.upsert is not None:
                 self._upsert = IcebergUpsert(spark, table, self.upsert, self.partition_by)
-            self._ready = (spark, writer, table, FileSchemas(writer), IcebergMaintainer(spark, table))
+            self._ready = (
+                spark,
+                writer,
+                table,
+                FileSchemas(writer),
+                IcebergMaintainer(
+                    spark, table, IcebergArrowMerge(spark, table, self.storage) if self.upsert is None else None
+                ),
+            )
         return self._ready
 
     # -- reading --------------------------------------------------------------------------

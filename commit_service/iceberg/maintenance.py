@@ -8,8 +8,9 @@ coordinator between the table's commit rounds, so it never races them:
   ``compact_min_files`` files; its ``replace`` snapshot carries no offsets, so the offsets stay
   those of the newest Lakegate snapshot under it;
 - merging the small files of recent rounds (planned by ``commit_service.domain.compaction``):
-  ``rewriteDataFiles`` filtered to each due partition, its candidates the files below the group's
-  size, packed into files of up to the target;
+  each due partition's files below the group's size merged by Arrow into files of up to the
+  target (:class:`~commit_service.iceberg.merge.IcebergArrowMerge`), or where Arrow leaves them,
+  ``rewriteDataFiles`` filtered to the partition with the same candidates and target;
 - ``vacuum``: ``expireSnapshots`` older than ``vacuum_retention_hours``, but never the newest
   snapshot that holds the offsets (the table's only record of them), then ``deleteOrphanFiles``
   under ``data/`` older than the retention (files of rounds that never landed).
@@ -25,6 +26,7 @@ from typing import Any
 
 from commit_service.domain.compaction import CompactionPlan, PartitionKey
 from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.iceberg.merge import IcebergArrowMerge
 from commit_service.iceberg.summary import OFFSETS
 from commit_service.iceberg.tables import IcebergTable
 from commit_service.spark.session import job_label
@@ -38,10 +40,12 @@ EPOCH = dt.date(1970, 1, 1)
 class IcebergMaintainer:
     """Compacts and vacuums one Iceberg table."""
 
-    def __init__(self, spark: Any, table: IcebergTable) -> None:
+    def __init__(self, spark: Any, table: IcebergTable, arrow: IcebergArrowMerge | None) -> None:
         self.spark = spark
         self.table = table
+        self._arrow = arrow  # merges a group of small files without Spark where it can (None: an upsert table's never)
         self._partitions: dict[PartitionKey, dict[str, Any]] = {}  # the last read's partition values, as typed
+        self._small: dict[PartitionKey, list[tuple[str, int]]] = {}  # the last read's small files (path, size)
 
     def _loaded(self) -> Any:
         table = self.table.load()
@@ -117,27 +121,36 @@ class IcebergMaintainer:
         )
         partitioned = "partition" in files.columns
         key = F.col("partition") if partitioned else F.lit(None)
-        rows = files.groupBy(key.alias("p")).agg(F.collect_list("file_size_in_bytes").alias("sizes")).collect()
-        out: dict[PartitionKey, list[int]] = {}
-        self._partitions = {}
+        listed = F.collect_list(F.struct("file_path", "file_size_in_bytes")).alias("files")
+        rows = files.groupBy(key.alias("p")).agg(listed).collect()
+        self._partitions, self._small = {}, {}
         for row in rows:
             values = row["p"].asDict() if partitioned and row["p"] is not None else {}
             part = tuple((name, _text(v)) for name, v in values.items())
             self._partitions[part] = values
-            out[part] = [int(s) for s in row["sizes"]]
-        return out
+            self._small[part] = [(str(f["file_path"]), int(f["file_size_in_bytes"])) for f in row["files"]]
+        return {part: [size for _, size in files] for part, files in self._small.items()}
 
     def compact_small(self, plan: CompactionPlan) -> MaintenanceRecord:
-        """One ``rewriteDataFiles`` per group: filtered to its partition, its candidates the files
-        below the group's size; one ``replace`` snapshot each, with no offsets."""
+        """Each group merged by Arrow, or where Arrow leaves it, by one ``rewriteDataFiles``
+        filtered to its partition, its candidates the files below the group's size; one ``replace``
+        snapshot each, with no offsets."""
         started_ms, t0 = int(time.time() * 1000), time.monotonic()
         table = self._loaded()
         version_before, files_before = self._version(table), self._files(table)
         actions = self.spark._jvm.org.apache.iceberg.spark.actions.SparkActions.get(self.spark._jsparkSession)
-        rewritten = added = 0
+        rewritten = added = by_arrow = 0
         label = f"lakegate maintenance {self.table.name}: merge {plan.files} small files"
         with job_label(self.spark, f"lakegate-maintenance-{self.table.name}", label):
             for group in plan.groups:
+                where = self._filter(table, self._partitions.get(group.partition, {}))
+                paths = [path for path, size in self._small.get(group.partition, []) if size < group.below_bytes]
+                arrow = self._arrow if len(paths) >= 2 else None
+                merged = arrow.merge(table, where, paths, plan.target_bytes) if arrow is not None else None
+                if merged is not None:  # else rewriteDataFiles merges them (storage.merge.refusal)
+                    rewritten, added, by_arrow = rewritten + merged[0], added + merged[1], by_arrow + 1
+                    table.refresh()
+                    continue
                 action = (
                     actions.rewriteDataFiles(table)
                     .option("min-file-size-bytes", str(group.below_bytes))
@@ -146,14 +159,13 @@ class IcebergMaintainer:
                     .option("min-input-files", "2")
                     .option("remove-dangling-deletes", "true")
                 )
-                where = self._filter(table, self._partitions.get(group.partition, {}))
                 result = (action.filter(where) if where is not None else action).execute()
                 rewritten += int(result.rewrittenDataFilesCount())
                 added += int(result.addedDataFilesCount())
                 table.refresh()  # the next group's rewrite starts from this one's snapshot
         detail = (
             f"merged {rewritten} small files of {len(plan.groups)} partition(s) into {added} "
-            f"(target {plan.target_bytes} bytes)"
+            f"(target {plan.target_bytes} bytes; {by_arrow} of the {len(plan.groups)} by Arrow)"
         )
         return self._record(table, MaintenanceKind.COMPACT, started_ms, t0, version_before, files_before, detail)
 

@@ -21,7 +21,7 @@ from commit_service.config import TableConfig
 from commit_service.coordination.table_maintenance import TableMaintenance
 from commit_service.domain.maintenance import MaintenancePolicy
 from lakegate_stack.fidelity import same
-from tests.partition_helpers import DAY, Landing, Table
+from tests.partition_helpers import DAY, SCHEMA, WITH_TAGS, Landing, Table
 
 ALLOWED = 4
 TARGET = 1024 * 1024
@@ -34,15 +34,18 @@ def by_day(table: Table) -> dict[str | None, list[str]]:
     return {day: sorted(paths) for day, paths in out.items()}
 
 
+@pytest.mark.parametrize("by", ["arrow", "spark"])
 @pytest.mark.parametrize("table_format", ["delta", "iceberg"])
 def test_rounds_merge_a_partitions_small_files_once_it_holds_too_many(
-    spark: Any, tmp_path: Path, table_format: str
+    spark: Any, tmp_path: Path, table_format: str, by: str
 ) -> None:
-    table = Table(spark, tmp_path, table_format, "merged_clicks", "day(ts)")  # a name of its own: the catalog is shared
+    """Merged by Arrow in the service; files with a list column by the format's Spark action."""
+    name = f"merged_clicks_{by}"  # a name of its own: the catalog is shared
+    table = Table(spark, tmp_path, table_format, name, "day(ts)")
     policy = MaintenancePolicy(enabled=True, target_file_size_bytes=TARGET, small_files_allowed=ALLOWED)
-    config = TableConfig(name="merged_clicks", path=str(table.root), topics=("clicks",), maintenance=policy)
+    config = TableConfig(name=name, path=str(table.root), topics=("clicks",), maintenance=policy)
     upkeep = TableMaintenance(config, table.committer, lambda: 0.0, threading.Lock())
-    landing = Landing(table.root)
+    landing = Landing(table.root, SCHEMA if by == "arrow" else WITH_TAGS)
     expected: dict[int, dict[str, Any]] = {}
     next_offset = {0: 0, 1: 0}
     merges: list[Any] = []
@@ -73,6 +76,7 @@ def test_rounds_merge_a_partitions_small_files_once_it_holds_too_many(
     merge = merges[0]
     assert merge.files_before == 8
     assert merge.detail is not None and "merged" in merge.detail and "1 partition(s)" in merge.detail
+    assert f"{1 if by == 'arrow' else 0} of the 1 by Arrow" in merge.detail, merge.detail
     days = by_day(table)
     assert days["2026-11-28"] == day_28, "the partition under its allowance is left alone"
     assert len(days["2026-11-27"]) == 1, "its six files, of like sizes, merged into one"
@@ -146,6 +150,7 @@ def test_a_merge_that_commits_while_a_round_is_in_flight_leaves_both(
 
     merges = [r for r in upkeep.runs if r.detail and r.detail.startswith("merged")]
     assert len(merges) == 1 and merges[0].files_before == ALLOWED + 1, merges
+    assert merges[0].detail is not None and "1 of the 1 by Arrow" in merges[0].detail, merges[0].detail
     assert merged_under == [merges[0].version_after] and merges[0].version_after > before
     assert record.version > merges[0].version_after, "the round landed on top of the merge"
     files = by_day(table)["2026-11-27"]

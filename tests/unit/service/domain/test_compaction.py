@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from commit_service.domain.compaction import CompactionWatch, plan_compaction
+from commit_service.domain.compaction import CompactionWatch, bins, plan_compaction
 from commit_service.domain.maintenance import MaintenancePolicy
 
 MB = 1024 * 1024
@@ -103,3 +105,19 @@ def test_compaction_with_the_rounds_needs_maintenance_on_and_an_allowance() -> N
     assert not MaintenancePolicy().compacts_with_rounds
     assert MaintenancePolicy(enabled=True).compacts_with_rounds
     assert not MaintenancePolicy(enabled=True, small_files_allowed=0).compacts_with_rounds
+
+
+def test_bins_pack_consecutive_files_up_to_the_target() -> None:
+    assert bins([10, 20, 30, 40], 100) == [range(0, 4)]
+    assert bins([60, 30, 20, 50, 40], 100) == [range(0, 2), range(2, 4)], "the fifth alone stays"
+    assert bins([120, 10, 10], 100) == [range(1, 3)], "a file that reaches the target alone is left"
+    assert bins([10], 100) == [] and bins([], 100) == []
+
+
+@given(st.lists(st.integers(1, 200), max_size=60), st.integers(1, 400))
+def test_bins_never_overlap_and_each_holds_two_files_within_the_target(sizes: list[int], target: int) -> None:
+    runs = bins(sizes, target)
+    taken = [i for r in runs for i in r]
+    assert taken == sorted(set(taken)), "in order, no file twice"
+    for r in runs:
+        assert len(r) >= 2 and sum(sizes[i] for i in r) <= target

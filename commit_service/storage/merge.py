@@ -1,0 +1,122 @@
+"""Small Parquet files of one table partition merged into one file by Arrow, for the merges of an
+append table's small files (``commit_service.coordination.table_maintenance``).
+
+Called by each format's maintainer (:mod:`commit_service.delta.maintenance`,
+:mod:`commit_service.iceberg.maintenance`), which lists the files, and commits the merged file in
+their place with a rewrite that changes no data. A merge through Spark (Delta's ``OPTIMIZE``,
+Iceberg's ``rewriteDataFiles``) cost 2.3-6.6 CPU-seconds for 10 MB of small files
+(docs/performance.md, "Merging small files with the rounds"): planning, tasks and a code
+generation, for what is here a read of each file and one write.
+
+The rows are written as they were read: files in the order given, each file's rows in its order,
+the same Arrow schema (field ids and Spark's schema metadata kept), so a reader of the table sees
+the same values. Only files of one schema merge here: :func:`refusal` says why a group is left to
+Spark instead (schemas that differ between files, and the types whose Parquet form Arrow would
+write otherwise than it read them: lists and maps, whose element names differ between writers,
+nanosecond timestamps (INT96 included), and columns of no type).
+
+Memory is bounded by ``ROW_GROUP_BYTES`` of decoded rows, ``READ_AHEAD`` files in flight and the
+merged file itself (compressed, no larger than the group's files together: below the target).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from commit_service.errors import DataFileError
+from commit_service.storage.facts import FileFacts
+from commit_service.storage.reader import StorageReader
+
+logger = logging.getLogger(__name__)
+
+ROW_GROUP_BYTES = 128 * 1024 * 1024  # decoded rows held before they are written as one row group
+READ_AHEAD = 8  # files read at once (on S3 each is a request or two; they wait on the network)
+COMPRESSION = "snappy"  # Spark's default for Parquet, so the merged file reads as cheaply as its writes
+
+
+@dataclass(frozen=True)
+class Merged:
+    """The file a merge wrote: where, what storage says of it, and the rows it read."""
+
+    uri: str
+    facts: FileFacts  # its footer's facts (Delta statistics; the footer itself, for Iceberg's metrics)
+    rows: int
+
+
+def refusal(schema: pa.Schema) -> str | None:
+    """Why files of ``schema`` are not merged by Arrow (None: they may be)."""
+    for field in schema:
+        reason = _type_refusal(field.type)
+        if reason is not None:
+            return f"column {field.name}: {reason}"
+    return None
+
+
+def _type_refusal(t: pa.DataType) -> str | None:
+    if pa.types.is_struct(t):
+        return next((r for r in (_type_refusal(t.field(i).type) for i in range(t.num_fields)) if r), None)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t) or pa.types.is_fixed_size_list(t):
+        return "lists and maps are merged by Spark (their element names differ between writers)"
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        return "nanosecond timestamps (or INT96) are merged by Spark"
+    if pa.types.is_null(t):
+        return "a column of no type is merged by Spark"
+    return None
+
+
+def merge_files(storage: StorageReader, sources: Sequence[str], target: str) -> Merged | None:
+    """Write the rows of the Parquet files ``sources`` (canonical URIs, in this order) into the new
+    file ``target``, or None (nothing written) when they are not of one schema that Arrow merges
+    as it read it (:func:`refusal`; logged). The file is put whole when written (no reader sees it
+    half written; it holds no more than its sources did, compressed). Raises what storage raises."""
+    tables = _read(storage, sources)
+    first = next(tables, None)
+    if first is None:
+        return None
+    schema = first.schema
+    reason = refusal(schema)
+    plain = schema.remove_metadata()
+    out = pa.BufferOutputStream()
+    rows, held, held_bytes = 0, [first], first.nbytes
+    with pq.ParquetWriter(out, schema, compression=COMPRESSION) as writer:
+        for table in tables if reason is None else ():
+            if not table.schema.remove_metadata().equals(plain, check_metadata=True):  # field ids compared too
+                reason = "their schemas differ"
+                break
+            if held_bytes + table.nbytes > ROW_GROUP_BYTES:
+                rows += _write(writer, held)
+                held, held_bytes = [], 0
+            held.append(table)
+            held_bytes += table.nbytes
+        if reason is None:
+            rows += _write(writer, held)
+    if reason is not None:
+        logger.info("merge of %d files into %s left to Spark: %s", len(sources), target, reason)
+        return None
+    storage.put(target, out.getvalue().to_pybytes())
+    facts = storage.facts(target, parquet=True, keep_footer=True)
+    if facts.num_records != rows:  # never commit a merge that lost or gained a row
+        raise DataFileError(target, f"the merged file holds {facts.num_records} rows where {rows} were read")
+    return Merged(target, facts, rows)
+
+
+def _write(writer: pq.ParquetWriter, held: list[pa.Table]) -> int:
+    if not held:
+        return 0
+    table = pa.concat_tables(held)
+    writer.write_table(table, row_group_size=max(1, table.num_rows))  # one row group
+    return table.num_rows
+
+
+def _read(storage: StorageReader, sources: Sequence[str]) -> Iterator[pa.Table]:
+    """Each file's rows, in order, ``READ_AHEAD`` files read at once."""
+    with ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="lakegate-merge-read") as pool:
+        for start in range(0, len(sources), READ_AHEAD):
+            for data in pool.map(storage.read_bytes, sources[start : start + READ_AHEAD]):
+                yield pq.read_table(pa.BufferReader(data))
