@@ -111,7 +111,7 @@ class DeltaCommitter:
             self.location,
             self._log,
             # an upsert table's files carry deletion vectors, which a merge by Arrow would not apply
-            DeltaArrowMerge(spark._jvm, self.root, storage, self._log) if upsert is None else None,
+            DeltaArrowMerge(spark._jvm, spark.conf, self.root, storage, self._log) if upsert is None else None,
         )
         self.facts = facts if facts is not None else FactsCache(storage_facts(storage), name=table)
         self._append = AppendWriter(

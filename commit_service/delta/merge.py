@@ -28,6 +28,7 @@ from commit_service.storage.merge import Merged, merge_files
 from commit_service.storage.reader import StorageReader
 
 OPTIMIZE = "org.apache.spark.sql.delta.DeltaOperations$Optimize"
+PARQUET_CODEC = "spark.sql.parquet.compression.codec"  # Spark's default: snappy
 MERGED_FOLDER = "merged"  # below the table root; not ``_``-prefixed, which VACUUM would never clean
 
 
@@ -45,13 +46,14 @@ class SmallFile:
 class DeltaArrowMerge:
     """Merges one partition's small files by Arrow and commits them (one per table)."""
 
-    def __init__(self, jvm: Any, root: str, storage: StorageReader, delta_log: Callable[[], Any]) -> None:
+    def __init__(self, jvm: Any, conf: Any, root: str, storage: StorageReader, delta_log: Callable[[], Any]) -> None:
         self.root = root
         self.storage = storage
         self._delta_log = delta_log
         self._handles = JvmHandles.resolve(jvm)
         self._actions = ActionBuilder(jvm, self._handles)
         self._optimize = getattr(jvm, OPTIMIZE)
+        self._conf = conf  # the session's SQL settings: its Parquet codec
 
     def merge(self, files: Sequence[SmallFile], target_bytes: int) -> tuple[int, int] | None:
         """Merge ``files`` (of one partition) into files of up to about ``target_bytes``
@@ -62,10 +64,11 @@ class DeltaArrowMerge:
         removes: list[dict[str, Any]] = []
         adds: list[dict[str, Any]] = []
         now = int(time.time() * 1000)
+        codec = self._codec()  # what Spark's OPTIMIZE would write with
         for run in bins([f.size for f in ordered], target_bytes):
             sources = [ordered[i] for i in run]
             target = f"{self.root}{MERGED_FOLDER}/part-{uuid.uuid4()}.snappy.parquet"
-            merged = merge_files(self.storage, [file_uri(f.path, self.root) for f in sources], target)
+            merged = merge_files(self.storage, [file_uri(f.path, self.root) for f in sources], target, codec)
             if merged is None:
                 return None
             adds.append(self._add(merged, sources[0].partition_values))
@@ -81,6 +84,9 @@ class DeltaArrowMerge:
         )
         txn.commit(actions, op)
         return len(removes), len(adds)
+
+    def _codec(self) -> str:
+        return str(self._conf.get(PARQUET_CODEC, "snappy"))
 
     def _add(self, merged: Merged, values: dict[str, str | None]) -> dict[str, Any]:
         return {

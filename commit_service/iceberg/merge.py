@@ -24,6 +24,7 @@ from commit_service.storage.merge import merge_files
 from commit_service.storage.reader import StorageReader
 
 MERGED_FOLDER = "data/merged"
+CODEC, DEFAULT_CODEC = "write.parquet.compression-codec", "zstd"  # Iceberg's table property and its default
 
 
 class IcebergArrowMerge:
@@ -63,10 +64,11 @@ class IcebergArrowMerge:
         mapping = self.table.name_mapping(table)
         rewrite = table.newRewrite().validateFromSnapshot(snapshot.snapshotId())
         removed = added = 0
+        codec = str(table.properties().getOrDefault(CODEC, DEFAULT_CODEC))  # what Iceberg's writers use
         for run in bins([int(found[p].fileSizeInBytes()) for p in ordered], target_bytes):
             sources = [ordered[i] for i in run]
             target = f"{table.location().rstrip('/')}/{MERGED_FOLDER}/part-{uuid.uuid4()}.parquet"
-            merged = merge_files(self.storage, sources, target)
+            merged = merge_files(self.storage, sources, target, codec)
             if merged is None:
                 return None  # nothing committed; a merged file already written is an orphan removal deletes
             first = found[sources[0]]

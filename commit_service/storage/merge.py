@@ -13,7 +13,8 @@ the same Arrow schema (field ids and Spark's schema metadata kept), so a reader 
 the same values. Only files of one schema merge here: :func:`refusal` says why a group is left to
 Spark instead (schemas that differ between files, and the types whose Parquet form Arrow would
 write otherwise than it read them: lists and maps, whose element names differ between writers,
-nanosecond timestamps (INT96 included), and columns of no type).
+nanosecond timestamps, and columns of no type). Spark's INT96 timestamps are written as the UTC
+microseconds they hold (INT64 ``TIMESTAMP(MICROS)``), which Spark reads as the same ``timestamp``.
 
 Memory is bounded by ``ROW_GROUP_BYTES`` of decoded rows, ``READ_AHEAD`` files in flight and the
 merged file itself (compressed, no larger than the group's files together: below the target).
@@ -37,7 +38,19 @@ logger = logging.getLogger(__name__)
 
 ROW_GROUP_BYTES = 128 * 1024 * 1024  # decoded rows held before they are written as one row group
 READ_AHEAD = 8  # files read at once (on S3 each is a request or two; they wait on the network)
-COMPRESSION = "snappy"  # Spark's default for Parquet, so the merged file reads as cheaply as its writes
+# the table format's codec names (Spark's spark.sql.parquet.compression.codec, Iceberg's
+# write.parquet.compression-codec) as Arrow's; a codec not here leaves the merge to Spark
+CODECS = {
+    "uncompressed": "none",
+    "none": "none",
+    "snappy": "snappy",
+    "gzip": "gzip",
+    "zstd": "zstd",
+    "lz4": "lz4",
+    "lz4_raw": "lz4",
+    "lz4raw": "lz4",
+    "brotli": "brotli",
+}
 
 
 @dataclass(frozen=True)
@@ -64,17 +77,24 @@ def _type_refusal(t: pa.DataType) -> str | None:
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t) or pa.types.is_fixed_size_list(t):
         return "lists and maps are merged by Spark (their element names differ between writers)"
     if pa.types.is_timestamp(t) and t.unit == "ns":
-        return "nanosecond timestamps (or INT96) are merged by Spark"
+        return "nanosecond timestamps are merged by Spark"
     if pa.types.is_null(t):
         return "a column of no type is merged by Spark"
     return None
 
 
-def merge_files(storage: StorageReader, sources: Sequence[str], target: str) -> Merged | None:
+def merge_files(storage: StorageReader, sources: Sequence[str], target: str, codec: str) -> Merged | None:
     """Write the rows of the Parquet files ``sources`` (canonical URIs, in this order) into the new
-    file ``target``, or None (nothing written) when they are not of one schema that Arrow merges
-    as it read it (:func:`refusal`; logged). The file is put whole when written (no reader sees it
-    half written; it holds no more than its sources did, compressed). Raises what storage raises."""
+    file ``target``, compressed with the table's ``codec`` (its format's name for it), or None
+    (nothing written) when they are not of one schema that Arrow merges as it read it
+    (:func:`refusal`) or the codec is not one Arrow writes (logged). The file is put whole when
+    written (no reader sees it half written). Raises what storage raises."""
+    compression = CODECS.get(codec.lower())
+    if compression is None:
+        logger.info(
+            "merge of %d files into %s left to Spark: Arrow does not write codec %s", len(sources), target, codec
+        )
+        return None
     tables = _read(storage, sources)
     first = next(tables, None)
     if first is None:
@@ -84,7 +104,7 @@ def merge_files(storage: StorageReader, sources: Sequence[str], target: str) -> 
     plain = schema.remove_metadata()
     out = pa.BufferOutputStream()
     rows, held, held_bytes = 0, [first], first.nbytes
-    with pq.ParquetWriter(out, schema, compression=COMPRESSION) as writer:
+    with pq.ParquetWriter(out, schema, compression=compression) as writer:
         for table in tables if reason is None else ():
             if not table.schema.remove_metadata().equals(plain, check_metadata=True):  # field ids compared too
                 reason = "their schemas differ"
@@ -119,4 +139,23 @@ def _read(storage: StorageReader, sources: Sequence[str]) -> Iterator[pa.Table]:
     with ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="lakegate-merge-read") as pool:
         for start in range(0, len(sources), READ_AHEAD):
             for data in pool.map(storage.read_bytes, sources[start : start + READ_AHEAD]):
-                yield pq.read_table(pa.BufferReader(data))
+                yield _table(data)
+
+
+def _table(data: bytes) -> pa.Table:
+    """A file's rows. Top-level INT96 timestamps (Spark's default for Parquet: UTC instants, to the
+    microsecond as Spark writes them) are read as UTC microseconds and so written as INT64
+    ``TIMESTAMP(MICROS, UTC)``, the same ``timestamp`` to Spark; INT96 inside a struct stays in
+    nanoseconds, which :func:`refusal` leaves to Spark."""
+    meta = pq.read_metadata(pa.BufferReader(data))
+    int96 = [
+        meta.schema.column(i).path for i in range(meta.num_columns) if meta.schema.column(i).physical_type == "INT96"
+    ]
+    if not int96 or any("." in path for path in int96):
+        return pq.read_table(pa.BufferReader(data))
+    table = pq.read_table(pa.BufferReader(data), coerce_int96_timestamp_unit="us")
+    utc = pa.timestamp("us", tz="UTC")
+    for name in int96:
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, table.schema.field(i).with_type(utc), table.column(i).cast(utc))
+    return table

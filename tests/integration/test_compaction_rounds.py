@@ -11,15 +11,18 @@ commits while a round is in flight. The same tests for both formats.
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from commit_service.config import TableConfig
 from commit_service.coordination.table_maintenance import TableMaintenance
 from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.storage.merge import merge_files
+from commit_service.storage.reader import StorageReader
 from lakegate_stack.fidelity import same
 from tests.partition_helpers import DAY, SCHEMA, WITH_TAGS, Landing, Table
 
@@ -45,7 +48,7 @@ def test_rounds_merge_a_partitions_small_files_once_it_holds_too_many(
     policy = MaintenancePolicy(enabled=True, target_file_size_bytes=TARGET, small_files_allowed=ALLOWED)
     config = TableConfig(name=name, path=str(table.root), topics=("clicks",), maintenance=policy)
     upkeep = TableMaintenance(config, table.committer, lambda: 0.0, threading.Lock())
-    landing = Landing(table.root, SCHEMA if by == "arrow" else WITH_TAGS)
+    landing = Landing(table.root, WITH_TAGS if by == "spark" else SCHEMA)
     expected: dict[int, dict[str, Any]] = {}
     next_offset = {0: 0, 1: 0}
     merges: list[Any] = []
@@ -164,3 +167,24 @@ def test_a_merge_that_commits_while_a_round_is_in_flight_leaves_both(
     for r in got:
         want = {**expected[r["id"]], "ts_day": r["ts"].date()} if table_format == "delta" else expected[r["id"]]
         assert same(want, r), f"{want} != {r}"
+
+
+def test_spark_reads_a_merge_of_int96_files_as_it_read_them(spark: Any, tmp_path: Path) -> None:
+    """Spark's own Parquet files hold timestamps as INT96; a merge by Arrow writes them as INT64
+    microseconds in UTC, which Spark reads as the same ``timestamp`` values."""
+    frame = spark.createDataFrame(
+        [(i, datetime(2026, 12, 1, 10, 0, i, 123456 * (i % 2), tzinfo=UTC)) for i in range(6)] + [(6, None)],
+        "id long, ts timestamp",
+    )
+    frame.coalesce(1).write.option("spark.sql.parquet.outputTimestampType", "INT96").parquet(str(tmp_path / "written"))
+    written = sorted((tmp_path / "written").glob("part-*.parquet"))
+    assert pq.read_metadata(written[0]).schema.column(1).physical_type == "INT96", "as Spark writes them"
+    target = tmp_path / "merged" / "part-0.parquet"
+    merged = merge_files(
+        StorageReader(local_roots=[str(tmp_path)]), [written[0].as_uri()] * 2, target.as_uri(), "snappy"
+    )
+    assert merged is not None and merged.rows == 14
+    before = spark.read.parquet(str(written[0]))
+    after = spark.read.parquet(str(target.parent))
+    assert after.schema == before.schema
+    assert sorted(after.collect()) == sorted(before.collect() * 2)

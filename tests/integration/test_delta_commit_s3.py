@@ -13,6 +13,7 @@ from deltalake import DeltaTable
 from commit_service.config import S3Settings
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.delta.txn import app_id
+from commit_service.domain.compaction import plan_compaction
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.errors import DataFileError
@@ -95,3 +96,35 @@ def test_background_checkpoint_on_s3(spark: Any, s3_server: S3Server) -> None:
     table = DeltaTable("s3://lake-checkpoint/orders", storage_options=delta_rs_options(s3_server.endpoint))
     assert sorted(table.to_pyarrow_table().column("offset").to_pylist()) == list(range(120))
     assert table.transaction_version(app_id("orders", ("orders", 0))) == 120
+
+
+def test_small_files_merged_by_arrow_on_s3(spark: Any, s3_server: S3Server) -> None:
+    """A merge of small files reads them over S3 and puts the merged file there; delta-rs and
+    Spark read every value back, and the offsets are those of the rounds."""
+    s3 = s3_server.client()
+    s3.create_bucket(Bucket="lake-merge")
+    storage = StorageReader(S3Settings(s3_server.endpoint, access_key=s3mod.ACCESS_KEY, secret_key=s3mod.SECRET_KEY))
+    committer = DeltaCommitter(spark, "orders", "s3://lake-merge/orders", storage)
+    state = TableState("orders")
+    for start in (0, 25, 50):  # three rounds of two files each
+        for p in range(2):
+            state.offer(upload(s3, "lake-merge", f"orders/data/orders-{p}-{start}", p, start, 25), now=0)
+        plan = state.plan(now=0, force=True)
+        record = committer.commit(plan)  # type: ignore[arg-type]
+        state.committed_plan(plan, record.version, now=0)  # type: ignore[arg-type]
+
+    small = committer.small_files(1 << 20)
+    merged = committer.compact_small(plan_compaction(small, 1 << 20, 2))
+    assert (
+        merged.detail is not None and "merged 6 small files" in merged.detail and "1 of the 1 by Arrow" in merged.detail
+    )
+    assert merged.files_after == 1
+
+    table = DeltaTable("s3://lake-merge/orders", storage_options=delta_rs_options(s3_server.endpoint))
+    [path] = pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()
+    assert path.startswith("merged/"), path
+    rows = table.to_pyarrow_table().to_pylist()
+    assert sorted((r["offset"], r["v"]) for r in rows) == sorted((o, f"x{o}") for o in range(75) for _ in range(2))
+    assert spark.read.format("delta").load("s3a://lake-merge/orders").count() == 150
+    assert committer.snapshot().offsets == {("orders", 0): 75, ("orders", 1): 75}
+    assert committer.ledger().history().commits[-1].rewrite

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -71,18 +72,20 @@ def _same(a: object, b: object) -> bool:
     return a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)
 
 
-@pytest.mark.parametrize("with_ids", [False, True])
-def test_every_value_of_every_row_is_kept_in_order(tmp_path: Path, with_ids: bool) -> None:
+@pytest.mark.parametrize(("with_ids", "codec"), [(False, "snappy"), (True, "zstd"), (False, "uncompressed")])
+def test_every_value_of_every_row_is_kept_in_order(tmp_path: Path, with_ids: bool, codec: str) -> None:
     schema = _schema(with_ids)
     uris, rows = _files(tmp_path, schema, [5, 1, 12, 3])
     target = (tmp_path / "merged" / "part-1.parquet").as_uri()
-    merged = merge_files(StorageReader(local_roots=[str(tmp_path)]), uris, target)
+    merged = merge_files(StorageReader(local_roots=[str(tmp_path)]), uris, target, codec)
     assert merged is not None and merged.rows == len(rows) == merged.facts.num_records
     got = pq.read_table(tmp_path / "merged" / "part-1.parquet")
     assert got.schema.remove_metadata().equals(schema.remove_metadata(), check_metadata=True), got.schema
     assert got.schema.metadata[b"org.apache.spark.sql.parquet.row.metadata"] == b"{}"
     for want, have in zip(rows, got.to_pylist(), strict=True):
         assert all(_same(want[k], have[k]) for k in want), (want, have)
+    compression = pq.read_metadata(tmp_path / "merged" / "part-1.parquet").row_group(0).column(0).compression
+    assert compression == {"snappy": "SNAPPY", "zstd": "ZSTD", "uncompressed": "UNCOMPRESSED"}[codec]
     assert merged.facts.footer is not None and merged.facts.stats_json is not None
     assert '"numRecords":21' in merged.facts.stats_json.replace(" ", "")
 
@@ -92,29 +95,42 @@ def test_files_of_two_schemas_are_left_to_spark(tmp_path: Path) -> None:
     other = tmp_path / "clicks-0-3.parquet"
     pq.write_table(pa.table({"id": [3, 4]}), other)
     target = tmp_path / "merged.parquet"
-    assert merge_files(StorageReader(local_roots=[str(tmp_path)]), [*uris, other.as_uri()], target.as_uri()) is None
+    assert (
+        merge_files(StorageReader(local_roots=[str(tmp_path)]), [*uris, other.as_uri()], target.as_uri(), "snappy")
+        is None
+    )
     assert not target.exists(), "nothing is written"
 
 
 @pytest.mark.parametrize(
-    ("column", "why"),
+    ("column", "why", "int96"),
     [
-        (pa.array([[1, 2], None], pa.list_(pa.int32())), "lists and maps"),
-        (pa.array([{"k": [1]}, None], pa.struct([pa.field("k", pa.list_(pa.int8()))])), "lists"),
-        (pa.array([dt.datetime(2026, 1, 1), None], pa.timestamp("ns")), "nanosecond"),
-        (pa.array([None, None], pa.null()), "no type"),
+        (pa.array([[1, 2], None], pa.list_(pa.int32())), "lists and maps", False),
+        (pa.array([{"k": [1]}, None], pa.struct([pa.field("k", pa.list_(pa.int8()))])), "lists", False),
+        (pa.array([dt.datetime(2026, 1, 1), None], pa.timestamp("ns")), "nanosecond", False),  # INT64 NANOS
+        (
+            pa.array([{"t": dt.datetime(2026, 1, 1)}, None], pa.struct([pa.field("t", pa.timestamp("ns"))])),
+            "nanosecond",
+            True,
+        ),
+        (pa.array([None, None], pa.null()), "no type", False),
     ],
 )
-def test_types_arrow_would_write_otherwise_are_left_to_spark(tmp_path: Path, column: pa.Array, why: str) -> None:
+def test_types_arrow_would_write_otherwise_are_left_to_spark(
+    tmp_path: Path, column: pa.Array, why: str, int96: bool
+) -> None:
     table = pa.table({"id": [1, 2], "x": column})
     reason = merge.refusal(table.schema)
     assert reason is not None and why in reason
     paths = []
     for n in range(2):
         paths.append(tmp_path / f"f{n}.parquet")
-        pq.write_table(table, paths[-1])
+        pq.write_table(table, paths[-1], use_deprecated_int96_timestamps=int96)  # INT96 inside a struct: ns
     target = tmp_path / "merged.parquet"
-    assert merge_files(StorageReader(local_roots=[str(tmp_path)]), [p.as_uri() for p in paths], target.as_uri()) is None
+    assert (
+        merge_files(StorageReader(local_roots=[str(tmp_path)]), [p.as_uri() for p in paths], target.as_uri(), "snappy")
+        is None
+    )
     assert not target.exists()
 
 
@@ -128,7 +144,36 @@ def test_row_groups_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     one_file = pq.read_table(uris[0].removeprefix("file://")).nbytes
     monkeypatch.setattr(merge, "ROW_GROUP_BYTES", int(2.5 * one_file))  # two files' rows a row group
     target = tmp_path / "merged.parquet"
-    merged = merge_files(StorageReader(local_roots=[str(tmp_path)]), uris, target.as_uri())
+    merged = merge_files(StorageReader(local_roots=[str(tmp_path)]), uris, target.as_uri(), "snappy")
     assert merged is not None and merged.rows == len(rows)
     meta = pq.ParquetFile(target).metadata
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [80, 80]
+
+
+def test_spark_s_int96_timestamps_are_written_as_the_utc_microseconds_they_hold(tmp_path: Path) -> None:
+    at = [dt.datetime(2026, 12, 1, 10, 0, 0, 123456, tzinfo=UTC), None, dt.datetime(1969, 7, 20, 20, 17, tzinfo=UTC)]
+    paths = []
+    for n in range(2):
+        paths.append(tmp_path / f"f{n}.parquet")
+        table = pa.table({"id": [n * 3 + i for i in range(3)], "ts": pa.array(at, pa.timestamp("us", tz="UTC"))})
+        pq.write_table(table, paths[-1], use_deprecated_int96_timestamps=True)  # as Spark writes them
+    assert pq.read_metadata(paths[0]).schema.column(1).physical_type == "INT96"
+    target = tmp_path / "merged.parquet"
+    merged = merge_files(
+        StorageReader(local_roots=[str(tmp_path)]), [p.as_uri() for p in paths], target.as_uri(), "zstd"
+    )
+    assert merged is not None
+    column = pq.read_metadata(target).schema.column(1)
+    logical = json.loads(column.logical_type.to_json())
+    assert column.physical_type == "INT64" and (logical["isAdjustedToUTC"], logical["timeUnit"]) == (
+        True,
+        "microseconds",
+    )
+    assert pq.read_table(target).column("ts").to_pylist() == at * 2
+
+
+def test_a_codec_arrow_does_not_write_is_left_to_spark(tmp_path: Path) -> None:
+    uris, _ = _files(tmp_path, _schema(), [3, 3])
+    target = tmp_path / "merged.parquet"
+    assert merge_files(StorageReader(local_roots=[str(tmp_path)]), uris, target.as_uri(), "lzo") is None
+    assert not target.exists()
