@@ -25,6 +25,9 @@ from commit_service.round.partitions import EPOCH as EPOCH_UTC
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the null partition, as Iceberg and Spark write it
 SPLIT_COLUMN = "__lakegate_part_{}"  # a rewritten frame's i-th partition value (never in a file)
 MARK = "v"  # before every split value: an empty string's directory is not the null partition's
+# A NUL in a split value cannot be in a directory's name, and Spark's path escaping leaves it as it
+# is: it is written as ``~0``, and ``~`` itself as ``~~`` (a value Spark's escaping leaves alone)
+ESCAPE = "~"
 FUNCTIONS = {
     Transform.YEAR: "years",
     Transform.MONTH: "months",
@@ -115,7 +118,8 @@ def timestamp_micros(text: str) -> int:
 
 def marked(expression: str) -> str:
     """A split column's SQL: ``expression``'s value as text after :data:`MARK` (null stays null)."""
-    return f"CONCAT('{MARK}', CAST({expression} AS STRING))"
+    text = f"REPLACE(REPLACE(CAST({expression} AS STRING), '{ESCAPE}', '{ESCAPE}{ESCAPE}'), CHAR(0), '{ESCAPE}0')"
+    return f"CONCAT('{MARK}', {text})"
 
 
 def _expression(f: PartitionField, catalog: str) -> str:
@@ -141,4 +145,6 @@ def spec_of(table: Any, name: str) -> IcebergPartitioning:
 def partition_text(directory_value: str) -> str:
     """A partition value as ``withPartitionValues`` reads it, from the (unescaped) directory name
     Spark gave a :meth:`IcebergPartitioning.split_columns` value."""
-    return HIVE_NULL if directory_value == HIVE_NULL else directory_value.removeprefix(MARK)
+    if directory_value == HIVE_NULL:
+        return HIVE_NULL
+    return re.sub(f"{ESCAPE}(.)", lambda m: "\0" if m[1] == "0" else m[1], directory_value.removeprefix(MARK))

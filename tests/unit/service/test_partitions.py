@@ -16,7 +16,14 @@ from hypothesis import strategies as st
 
 from commit_service.delta.partitions import GENERATION, DeltaPartitioning
 from commit_service.domain.partitioning import Pin, Transform, parse_spec, spec_problem, time_value
-from commit_service.iceberg.partitions import HIVE_NULL, IcebergPartitioning, partition_text, timestamp_micros
+from commit_service.iceberg.partitions import (
+    ESCAPE,
+    HIVE_NULL,
+    MARK,
+    IcebergPartitioning,
+    partition_text,
+    timestamp_micros,
+)
 from commit_service.round.partitions import pins_of, sql_literal
 from commit_service.storage.facts import FileFacts
 from commit_service.storage.footer import footer_facts
@@ -128,10 +135,19 @@ def test_an_iceberg_files_partition_values_are_what_withpartitionvalues_parses()
     assert spec.values(pins) == ["2026-11-27", str(20784 * 24 + 13), str(56 * 12 + 10), "56", HIVE_NULL, "abc"]
     assert spec.values([Pin(7, hashed_by_format=True), *pins[1:]]) is None
     assert spec.split_columns("lake")[:2] == [
-        ("__lakegate_part_0", "CONCAT('v', CAST(lake.system.days(`ts`) AS STRING))"),
-        ("__lakegate_part_1", "CONCAT('v', CAST(lake.system.hours(`ts2`) AS STRING))"),
+        (
+            "__lakegate_part_0",
+            "CONCAT('v', REPLACE(REPLACE(CAST(lake.system.days(`ts`) AS STRING), '~', '~~'), CHAR(0), '~0'))",
+        ),
+        (
+            "__lakegate_part_1",
+            "CONCAT('v', REPLACE(REPLACE(CAST(lake.system.hours(`ts2`) AS STRING), '~', '~~'), CHAR(0), '~0'))",
+        ),
     ]
-    assert spec.split_columns("lake")[4] == ("__lakegate_part_4", "CONCAT('v', CAST(`region` AS STRING))")
+    assert spec.split_columns("lake")[4] == (
+        "__lakegate_part_4",
+        "CONCAT('v', REPLACE(REPLACE(CAST(`region` AS STRING), '~', '~~'), CHAR(0), '~0'))",
+    )
     assert [partition_text(t) for t in ("v", "v2026-11-27", "vv", HIVE_NULL)] == ["", "2026-11-27", "v", HIVE_NULL]
 
 
@@ -177,3 +193,11 @@ def test_only_the_partitions_an_upsert_key_decides_narrow_a_merge() -> None:
 )
 def test_partition_values_are_written_as_spark_sql_literals_or_not_at_all(value: object, literal: str | None) -> None:
     assert sql_literal(value) == literal
+
+
+@given(st.text())
+def test_a_split_value_s_escapes_come_off_whatever_it_holds(value: str) -> None:
+    """What ``marked``'s SQL makes of a value (NUL as ``~0``, ``~`` as ``~~``: a NUL cannot be in a
+    directory's name) is the value again after ``partition_text``."""
+    written = MARK + value.replace(ESCAPE, ESCAPE * 2).replace("\0", ESCAPE + "0")
+    assert "\0" not in written and partition_text(written) == value
