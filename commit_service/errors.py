@@ -64,6 +64,7 @@ INTERNAL = {
     "commit_service.delta.log.LogReadError": "delta.deferred / delta.committer: the offsets read through Delta instead",
     "commit_service.audit.kafka.KafkaReadError": "audit.auditor: the Kafka checks reported as not run",
     "commit_service.doctor.kafka.DoctorKafkaError": "doctor.doctor: the Kafka checks reported as not checked",
+    "commit_service.storage.arrow_tables.ArrowReadError": "round.avro_reads / round.parquet_reads: Spark's file source reads the files instead",
     "commit_service.storage.prefetch.EarlyReadFailed": "a cache marker, never raised: the commit reads the file again",
 }
 

@@ -146,9 +146,9 @@ def _aiven_avro(f: ConnectorFacts) -> list[DoctorFinding]:
                 Check.FORMAT,
                 WARNING,
                 f"file.compression.type={compression} wraps each Avro container file in a {compression} stream",
-                "Spark's Avro source reads container files only: each file is decompressed by the service and "
-                "its container written once more to the table's _lakegate/staging/ for the round, a write and "
-                "a read more per file than a container as it is",
+                "each file is decompressed by the service; where its writer schema is one Spark's Avro source "
+                "reads (uuid, times, a named type used again), its container is written once more to the "
+                "table's _lakegate/staging/ for the round, a write and a read more per file",
                 key="file.compression.type",
                 fix="file.compression.type=none, and avro.codec=snappy (or deflate, zstandard) to compress inside the file",
             )

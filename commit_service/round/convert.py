@@ -16,9 +16,9 @@ threads at once (:meth:`FrameReader.read_ahead`). JSON records are typed and rea
 read them otherwise they are typed by :mod:`commit_service.domain.json_infer` (as Spark would, but a
 null-only value keeps no type) and Spark parses the lines with that explicit schema, failing on any
 line that does not fit it. Parquet files
-are read by Spark, files of one footer schema together; Avro container files by Spark's Avro
-source, files of one writer schema together (their count, writer schema and offsets are read
-from the bytes first, :mod:`commit_service.domain.avro_files`). Where the table's ``unwrap`` says so, the
+are read by Spark, files of one footer schema together. Avro container files are read once, by the
+service, and the files of one writer schema decoded together into Arrow where DataFusion decodes
+them as Spark's Avro source would, else read by that source (:mod:`commit_service.round.avro_reads`). Where the table's ``unwrap`` says so, the
 envelope's ``value`` fields become top-level columns and its ``key``/``offset``/``timestamp``/
 ``headers`` become ``_kafka_*`` columns.
 """
@@ -27,19 +27,19 @@ from __future__ import annotations
 
 import functools
 import json
-import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from commit_service.domain import avro_files, csv_records, json_infer
-from commit_service.domain.avro_files import AvroSummary
+from commit_service.domain import csv_records, json_infer
 from commit_service.domain.content import KAFKA_COLUMNS, ContentError, Unwrap, decode_text, envelope_shape
 from commit_service.domain.paths import table_location
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import VOID, Schema
 from commit_service.errors import DataFileError
+from commit_service.round.avro_reads import AvroReads
 from commit_service.round.conform import conform, devoid
+from commit_service.round.parquet_reads import arrow_table
 from commit_service.storage import json_types
 from commit_service.storage.reader import FileFacts, StorageReader
 from lakegate_core.protocol import CsvLayout, FileFormat
@@ -49,6 +49,9 @@ LINES_PER_SLICE = 20_000
 # Spark's schema (JSON form) of a Parquet file, given its path and footer key (the committer
 # remembers them across commits: a sink writes the same schema file after file)
 SchemaOf = Callable[[str, "str | None"], Schema]
+# Spark's schema of an Avro file, given where Spark reads it (asked only when the writer schema is
+# new to the committer: a wrapped container is staged for it then) and its writer schema
+AvroSchemaOf = Callable[[Callable[[], str], "str | None"], Schema]
 
 
 def marked_voids(schema: Schema, paths: Sequence[str]) -> Schema:
@@ -137,9 +140,10 @@ class FrameReader:
         storage: StorageReader,
         unwrap: Unwrap,
         parquet_schemas: SchemaOf,
-        avro_schemas: SchemaOf,
+        avro_schemas: AvroSchemaOf,
         timestamp: str | None = "timestamp",
         staging: str | None = None,
+        arrow: bool = True,
     ) -> None:
         self.spark = spark
         self.storage = storage
@@ -150,12 +154,14 @@ class FrameReader:
         self._lines: dict[str, list[str]] = {}
         self._records: dict[str, list[dict[str, Any]]] = {}
         self._raw: dict[str, Schema] = {}
-        self._avro: dict[str, AvroSummary] = {}
         self._json: dict[str, json_types.JsonRecords] = {}  # a JSON file's records as Arrow read them
-        # a folder (URI ending in "/") of the table's storage where the containers of wrapped Avro
-        # files are put for Spark to read (None: such files are refused), and what was put there
-        self.staging = staging
-        self._staged: dict[str, str] = {}  # an Avro file's path -> its container's staged URI
+        # staging: a folder of the table's storage for wrapped Avro containers Spark reads
+        # arrow: Avro and rewritten Parquet files read by Arrow where it reads them as Spark does
+        # (False: by Spark's sources only, as tests compare)
+        self.avro_files = AvroReads(storage, staging, arrow=arrow)
+        self.arrow = arrow
+        self.parquet_decoded = 0  # rewritten Parquet files of this commit read by Arrow
+        self.threads = 1  # how many files are read at once (read_ahead's)
         # one raw shape per Parquet schema and null-string set, shared by the files that have them
         # (a round of 100,000 files of one sink then holds a handful of shapes, not 100,000 copies)
         self._parquet_raw: dict[tuple[int, tuple[str, ...]], tuple[Schema, Schema]] = {}
@@ -165,6 +171,7 @@ class FrameReader:
         text their records' lines and shape. Reading, decompressing and Arrow's typing run outside
         the interpreter lock; on an object store each read is mostly its latency. What a file's read
         raises is raised here, for the first such file in ``files``' order."""
+        self.threads = max(1, threads)
         todo = [p for p in files if p.file.format is not FileFormat.PARQUET]
         if len(todo) < 2 or threads < 2:
             return
@@ -174,7 +181,7 @@ class FrameReader:
 
     def _read_one(self, p: PendingFile) -> None:
         if p.file.format is FileFormat.AVRO:
-            self.avro(p)
+            self.avro_files.load(p)
         else:
             self.raw_shape(p, None)
 
@@ -238,34 +245,9 @@ class FrameReader:
                 ) from None
         return self._records[path]
 
-    def avro(self, p: PendingFile) -> AvroSummary:
-        """An Avro file's writer schema, record count and offsets, read once per commit. A container
-        inside a compressed stream (Aiven's default gzip) is staged for Spark (:attr:`staging`)."""
-        path = p.file.path
-        if path not in self._avro:
-            try:
-                container, wrapped = avro_files.open_container(self.storage.read_bytes(path))
-                self._avro[path] = avro_files.summary(container)
-            except avro_files.AvroFileError as exc:
-                raise DataFileError(path, str(exc)) from None
-            if wrapped is not None:
-                if self.staging is None:
-                    raise DataFileError(path, f"is an Avro container inside a {wrapped.value} stream")
-                staged = f"{self.staging}{uuid.uuid4().hex}.avro"
-                self.storage.put(staged, container)
-                self._staged[path] = staged
-        return self._avro[path]
-
-    def _readable(self, path: str) -> str:
-        """Where Spark reads the file ``path``: its staged container, or the file itself."""
-        return self._staged.get(path, path)
-
     def close(self) -> None:
-        """Delete what this reader staged: the staging folder whole, so what a round that crashed
-        left there goes too (one round of a table runs at a time)."""
-        if self._staged and self.staging is not None:
-            self.storage.delete_own(self.staging)
-            self._staged.clear()
+        """Delete what this reader spooled and staged."""
+        self.avro_files.close()
 
     def rows(self, p: PendingFile, facts: FileFacts | None) -> int:
         """How many records ``p`` holds, counted from the file itself (each line of a text file is
@@ -273,7 +255,7 @@ class FrameReader:
         if p.file.format is FileFormat.PARQUET:
             return facts.num_records if facts is not None and facts.num_records is not None else 0
         if p.file.format is FileFormat.AVRO:
-            return self.avro(p).records
+            return self.avro_files.summary(p).records
         return len(self._text_lines(p))
 
     def raw_shape(self, p: PendingFile, facts: FileFacts | None) -> Schema:
@@ -288,8 +270,8 @@ class FrameReader:
                     self._parquet_raw[key] = (physical, marked_voids(physical, nulls))
                 self._raw[path] = self._parquet_raw[key][1]
             elif p.file.format is FileFormat.AVRO:
-                writer = self.avro(p).schema_key
-                self._raw[path] = self.avro_schemas(self._readable(path), writer)
+                writer = self.avro_files.summary(p).schema_key
+                self._raw[path] = self.avro_schemas(functools.partial(self.avro_files.readable, path), writer)
             else:  # Arrow types and reads JSON records without a Python object per record, where it can
                 arrow = json_types.read_records(self._text_lines(p)) if p.file.format is not FileFormat.CSV else None
                 if arrow is not None:
@@ -318,12 +300,12 @@ class FrameReader:
         groups: dict[tuple[FileFormat, str], list[PendingFile]] = {}
         for p in files:
             shape = json.dumps(self.raw_shape(p, facts.get(p.file.path)), sort_keys=True)
-            key = (p.file.format, self.avro(p).schema_key if p.file.format is FileFormat.AVRO else shape)
+            key = (p.file.format, self.avro_files.summary(p).schema_key if p.file.format is FileFormat.AVRO else shape)
             groups.setdefault(key, []).append(p)
         frames = []
         for (fmt, _), group in groups.items():
             source = self.raw_shape(group[0], facts.get(group[0].file.path))
-            df = self._read(fmt, group, source)
+            df = self._read(fmt, group, source, facts)
             if raw or lifts(source, self.unwrap):
                 df, source = self._timestamps(df, source), self.envelope_shape(group[0], facts.get(group[0].file.path))
             if not raw:
@@ -340,14 +322,19 @@ class FrameReader:
         rows = sum(self.rows(p, facts.get(p.file.path)) for p in files)
         return max(1, min(self.spark.sparkContext.defaultParallelism, rows // LINES_PER_SLICE))
 
-    def _read(self, fmt: FileFormat, files: list[PendingFile], source: Schema) -> Any:
+    def _read(self, fmt: FileFormat, files: list[PendingFile], source: Schema, facts: dict[str, FileFacts]) -> Any:
         if fmt is FileFormat.PARQUET:
-            return self.spark.read.parquet(*[table_location(p.file.path) for p in files])
-        if fmt is FileFormat.AVRO:
-            return self.spark.read.format("avro").load([table_location(self._readable(p.file.path)) for p in files])
+            return self._parquet(files, facts)
         from pyspark.sql.types import StructType
 
         schema = StructType.fromJson(devoid(source))
+        if fmt is FileFormat.AVRO:
+            decoded = self.avro_files.table(files, source)
+            if decoded is not None:
+                return self.spark.createDataFrame(decoded, schema=schema).coalesce(self._slices(files, {}))
+            return self.spark.read.format("avro").load(
+                [table_location(self.avro_files.readable(p.file.path)) for p in files]
+            )
         # Arrow reads JSON records in C++ and hands Spark columns: each file's as it was typed, or
         # (CSV records, records typed in Python) the group's lines at once. What Arrow might read
         # otherwise than Spark (json_types says None), Spark parses from the lines, failing on any
@@ -366,6 +353,25 @@ class FrameReader:
             return self.spark.createDataFrame(table, schema=schema).coalesce(slices)
         rdd = self.spark.sparkContext.parallelize(lines, slices)
         return self.spark.read.schema(schema).option("mode", "FAILFAST").json(rdd)
+
+    def _parquet(self, files: list[PendingFile], facts: dict[str, FileFacts]) -> Any:
+        """A group of Parquet files of one footer schema: read by Arrow in the service
+        (:mod:`commit_service.round.parquet_reads`), or by Spark."""
+        from pyspark.sql.types import StructType
+
+        first = facts.get(files[0].file.path)
+        same = first is not None and all(
+            getattr(facts.get(p.file.path), "schema_key", None) == first.schema_key for p in files
+        )
+        if self.arrow and first is not None and same:
+            physical = self.parquet_schemas(files[0].file.path, first.schema_key)
+            rows = sum(self.rows(p, facts[p.file.path]) for p in files)
+            table = arrow_table(self.storage, [p.file.path for p in files], rows, physical, self.threads)
+            if table is not None:
+                self.parquet_decoded += len(files)
+                frame = self.spark.createDataFrame(table, schema=StructType.fromJson(physical))
+                return frame.coalesce(self._slices(files, facts))
+        return self.spark.read.parquet(*[table_location(p.file.path) for p in files])
 
     def _timestamps(self, df: Any, source: Schema) -> Any:
         """``df`` (an envelope of ``source``) with its ``timestamp`` as :attr:`timestamp`."""

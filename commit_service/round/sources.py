@@ -10,7 +10,7 @@ the table's commit thread.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from commit_service.domain import coverage
@@ -51,7 +51,7 @@ def check_coverage(
         if p.file.format is FileFormat.PARQUET:
             held = facts[p.file.path].coverage
         elif p.file.format is FileFormat.AVRO:
-            held = reader.avro(p).coverage
+            held = reader.avro_files.summary(p).coverage
         else:  # JSON lines, or CSV records as JSON lines
             held = coverage.from_lines(reader.lines(p))
         coverage.check(p.file, held, check)
@@ -71,14 +71,16 @@ class FileSchemas:
         """A Parquet file's (``key``: its footer's Arrow schema as text)."""
         return self._schema("parquet", path, key)
 
-    def avro(self, path: str, key: str | None) -> dict[str, Any]:
-        """An Avro file's (``key``: its writer schema as its header holds it)."""
-        return self._schema("avro", path, key)
+    def avro(self, where: Callable[[], str], key: str | None) -> dict[str, Any]:
+        """An Avro file's (``key``: its writer schema as its header holds it), read where
+        ``where()`` says only when the writer schema is new."""
+        return self._schema("avro", where, key)
 
-    def _schema(self, fmt: str, path: str, key: str | None) -> dict[str, Any]:
+    def _schema(self, fmt: str, path: str | Callable[[], str], key: str | None) -> dict[str, Any]:
         schema = self._schemas.get((fmt, key)) if key is not None else None
         if schema is None:
-            schema = json.loads(self.spark.read.format(fmt).load(table_location(path)).schema.json())
+            location = table_location(path if isinstance(path, str) else path())
+            schema = json.loads(self.spark.read.format(fmt).load(location).schema.json())
             if key is not None:
                 if len(self._schemas) >= SCHEMA_CACHE:
                     self._schemas.clear()
