@@ -4,9 +4,14 @@ On one local stack (the S3 server, Kafka, one Connect worker), for each commit i
 in ``--intervals``, records are produced at ``--rate`` per second for ``--seconds`` (each carries
 ``produced_ms``), into a new 3-partition topic, and land in a new Delta table on the S3 server:
 
-- **Lakegate**: the Connect S3 sink (Parquet, no envelope, Connect's offset flush every 2 s as
-  the local stack sets it) -> one sidecar -> the service (``commit.interval_seconds`` = the interval),
-  files added in place;
+- **Lakegate**: the Connect S3 sink (Connect's offset flush every 2 s as the local stack sets it)
+  -> one sidecar -> the service (``commit.interval_seconds`` = the interval). With ``sink``
+  ``parquet`` (the default) the sink writes Parquet without an envelope, added to the table in
+  place; with ``aiven`` it writes what Aiven's sink writes by default, gzip JSON lines in its
+  envelope (with the fields the doctor asks for, ``key,value,offset,timestamp``), rewritten by
+  the service as Parquet. ``mode`` ``upsert`` makes the table an upsert table keyed by ``id``
+  (every produced id is new, so each record is one row and every round still runs its merge:
+  the table read for the round's keys);
 - **Spark Structured Streaming** (the peer): ``readStream.format("kafka")`` -> ``from_json`` ->
   ``writeStream.format("delta")`` with a checkpoint, ``trigger(processingTime=<interval>)``, in
   its own process (``lakegate_bench/spark_streaming.py``).
@@ -25,7 +30,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -44,6 +49,8 @@ from lakegate_stack.services import ServiceProcess, SidecarProcess
 from lakegate_stack.stack import LocalStack
 
 BUCKET = "lake"
+SINKS = ("parquet", "aiven")  # what the storage sink writes (see the module's docstring)
+MODES = ("append", "upsert")
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
 
 
@@ -54,6 +61,7 @@ class Poller(FreshnessPoller):
     s3: Any
     fs: pafs.S3FileSystem
     prefix: str  # the table's key prefix, ending in /
+    added: set[str] = field(default_factory=set)  # the data files seen added, by the log's path
 
     def written(self) -> dict[str, int]:
         """The table's data files, by key: when the S3 server last wrote each (ms)."""
@@ -82,8 +90,9 @@ class Poller(FreshnessPoller):
             committed_ms = next((a["commitInfo"]["timestamp"] for a in actions if "commitInfo" in a), now_ms)
             for action in actions:
                 add = action.get("add")
-                if add is None:
+                if add is None or add["path"] in self.added:  # a file re-added with a deletion vector
                     continue
+                self.added.add(add["path"])
                 path = add["path"]
                 if "://" in path:
                     path = path.split("://", 1)[1].split("/", 1)[1]
@@ -132,9 +141,10 @@ def start_lakegate(
     table: dict[str, Any],
     catalogs: list[dict[str, Any]] | None = None,
     spark_conf: dict[str, str] | None = None,
+    sink: str = "parquet",
 ) -> LakegateRun:
-    """Topic ``name`` (made here) landed by the S3 sink as Parquet without an envelope under
-    ``<bucket>/<name>/data/`` (Aiven's naming), followed by a sidecar, committed by a service of
+    """Topic ``name`` (made here) landed by the S3 sink under ``<bucket>/<name>/data/`` (Aiven's
+    naming) as ``sink`` says (:data:`SINKS`), followed by a sidecar, committed by a service of
     ``table`` (one entry of its ``tables``; ``catalogs`` for an Iceberg table; ``spark_conf``: the
     service's ``spark.conf``)."""
     assert stack.s3 is not None and stack.kafka is not None
@@ -159,10 +169,15 @@ def start_lakegate(
         },
         env=S3_ENV,
     ).start()
+    if sink == "aiven":  # Aiven's default output: gzip JSON lines in the envelope
+        output: dict[str, Any] = {"output": "jsonl", "compression": None,
+                                  "format.output.fields": "key,value,offset,timestamp"}  # fmt: skip
+    else:
+        output = {"format.output.envelope": "false"}
     config = s3_sink_config([name], bucket, stack.s3.endpoint, s3mod.ACCESS_KEY, s3mod.SECRET_KEY,
-                            prefix=f"{name}/data/", tasks=PARTITIONS)  # fmt: skip
+                            prefix=f"{name}/data/", tasks=PARTITIONS, **output)  # fmt: skip
     connect = worker.client()
-    connect.put_connector(name, {**config, "format.output.envelope": "false"})
+    connect.put_connector(name, config)
     connect.wait_running(name, PARTITIONS)
     return LakegateRun(worker, sidecar, service, name)
 
@@ -222,10 +237,19 @@ def lakegate_row(interval: int, rate: int, poller: FreshnessPoller, seen: Measur
 class Pipeline:
     """The shared stack and the two systems' runs."""
 
-    def __init__(self, work: Path, warm_up_seconds: int = 0, catch_up_seconds: float = 0.0) -> None:
+    def __init__(
+        self,
+        work: Path,
+        warm_up_seconds: int = 0,
+        catch_up_seconds: float = 0.0,
+        sink: str = "parquet",
+        mode: str = "append",
+    ) -> None:
         self.work = work
         self.warm_up_seconds = warm_up_seconds
         self.catch_up_seconds = catch_up_seconds
+        self.sink = sink
+        self.mode = mode
         self.stack = LocalStack(work / "stack", buckets=(BUCKET,))
 
     def __enter__(self) -> Pipeline:
@@ -257,8 +281,9 @@ class Pipeline:
                 "timeout_seconds": interval,
                 "catch_up_seconds": catch_up_for(self.catch_up_seconds, interval),
             },
+            **({"mode": "upsert", "key": ["id"]} if self.mode == "upsert" else {}),
         }
-        run = start_lakegate(self.stack, self.work / name, BUCKET, name, table)
+        run = start_lakegate(self.stack, self.work / name, BUCKET, name, table, sink=self.sink)
         poller = Poller(s3=self.s3, fs=self.fs, prefix=f"{name}/")
         try:
             seen = measure(run.pids(), poller, self.stack, name, rate, seconds, self.warm_up_seconds,
@@ -344,9 +369,13 @@ def run(
     warm_up_seconds: int = 0,
     systems: tuple[str, ...] = SYSTEMS,
     catch_up_seconds: float = 0.0,
+    sink: str = "parquet",
+    mode: str = "append",
 ) -> dict[str, Any]:
+    """Each of ``systems`` at each of ``intervals``; ``sink`` and ``mode`` are Lakegate's
+    (:data:`SINKS`, :data:`MODES`): the peer always reads the topic itself into an append table."""
     rows = []
-    with Pipeline(work, warm_up_seconds, catch_up_seconds) as pipeline:
+    with Pipeline(work, warm_up_seconds, catch_up_seconds, sink, mode) as pipeline:
         flush_ms = pipeline.stack.workers[0].offset_flush_interval_ms
         for interval in intervals:
             for system in systems:
@@ -366,5 +395,7 @@ def run(
         "warm_up_seconds": warm_up_seconds,
         "catch_up_seconds": catch_up_by_interval(catch_up_seconds, intervals),
         "connect_offset_flush_ms": flush_ms,
+        "lakegate_sink": sink,
+        "lakegate_mode": mode,
         "results": rows,
     }

@@ -245,6 +245,19 @@ def main(argv: list[str] | None = None) -> int:
         help="pipeline: which systems to run (default both; one alone for a quicker look, not a comparison)",
     )
     parser.add_argument(
+        "--pipeline-sink",
+        choices=("parquet", "aiven"),
+        default="parquet",
+        help="pipeline: what the storage sink writes for Lakegate: Parquet without an envelope (default, added in "
+        "place) or aiven, Aiven's default gzip JSON lines in the envelope (rewritten)",
+    )
+    parser.add_argument(
+        "--pipeline-mode",
+        choices=("append", "upsert"),
+        default="append",
+        help="pipeline: Lakegate's table, append (default) or upsert keyed by id",
+    )
+    parser.add_argument(
         "--catch-up-seconds",
         type=float,
         default=3.0,
@@ -353,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.warm_up_seconds,
                 tuple(args.pipeline_systems),
                 args.catch_up_seconds,
+                args.pipeline_sink,
+                args.pipeline_mode,
             ),
             args,
         )

@@ -6,9 +6,10 @@ one serving requests at once, built by ``scripts/install-seaweedfs``), as ``--ki
 files of plain columns (added in place), gzip JSON lines in Aiven's envelope (``jsonl``) or Parquet
 in that envelope (``parquet-envelope``), both rewritten. Then times: the files' facts (stat, and a
 Parquet footer) read through the service's read-ahead cache (16 threads), 50 of them read one after
-another, and ``--rounds`` Delta rounds over s3a once every fact is read (the first creates the
-table and is not counted), into an append table or, with ``--mode upsert``, an upsert table keyed by
-``id`` (the keys repeat, so rounds update rows). Shows whether a slow round on that server is the
+another, and ``--rounds`` rounds over s3a once every fact is read (the first creates the table and
+is not counted), into an append table or, with ``--mode upsert``, an upsert table keyed by ``id``
+(the keys repeat, so rounds update rows); the table is Delta, or with ``--format iceberg`` Iceberg
+in a JDBC catalog (SQLite, in the bench's scratch directory) whose warehouse is on the S3 server. Shows whether a slow round on that server is the
 server's or the commit's. Prints each figure and writes JSON (default
 .lakegate/bench/s3-commit.json). Run through ``scripts/bench-s3-commit``.
 """
@@ -16,9 +17,11 @@ server's or the commit's. Prints each figure and writes JSON (default
 from __future__ import annotations
 
 import argparse
+import cProfile
 import gzip
 import io
 import json
+import pstats
 import statistics
 import sys
 import tempfile
@@ -31,11 +34,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from commit_service.config import Placement, S3Settings, SparkSettings
+from commit_service.config import CatalogType, IcebergCatalog, Placement, S3Settings, SparkSettings
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.domain.upsert import UpsertSpec
+from commit_service.iceberg.committer import IcebergCommitter
 from commit_service.spark.session import create_session
 from commit_service.storage.prefetch import THREADS, FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
@@ -46,6 +50,7 @@ from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 TOPIC, PARTITIONS, ROWS, BUCKET = "bench", 3, 1000, "lake"
 KINDS = {"parquet": FileFormat.PARQUET, "jsonl": FileFormat.JSONL, "parquet-envelope": FileFormat.PARQUET}
 KEYS = 500  # the upsert table's keys per partition: rounds of many records update rows
+CATALOG, DELTA = "bench", f"s3a://{BUCKET}/bench"  # the Iceberg catalog's name; the Delta table's root
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01, the records' Kafka timestamps start there
 
 
@@ -100,6 +105,55 @@ def upload(client: object, i: int, kind: str = "parquet", rows: int = ROWS) -> D
     return DataFile(f"s3a://{BUCKET}/{key}", TOPIC, partition, start, start + rows - 1, len(data), KINDS[kind], rows)
 
 
+def bench_catalog(work: Path) -> IcebergCatalog:
+    """The Iceberg catalog: JDBC on a SQLite file in ``work``, its warehouse on the S3 server."""
+    return IcebergCatalog(
+        name=CATALOG,
+        type=CatalogType.JDBC,
+        uri=f"jdbc:sqlite:{work / 'iceberg-catalog.db'}",
+        warehouse=f"s3a://{BUCKET}/iceberg/",
+        properties={"jdbc.schema-version": "V1"},
+    )
+
+
+def table_committer(
+    table_format: str, spark: Any, storage: StorageReader, facts: FactsCache, mode: str
+) -> DeltaCommitter | IcebergCommitter:
+    """The committer of the bench's table; the landing is outside the table's root, so Parquet
+    files are added where they lie, never rewritten."""
+    upsert = UpsertSpec(("id",)) if mode == "upsert" else None
+    if table_format == "iceberg":
+        return IcebergCommitter(
+            lambda: spark,
+            "bench.t",  # the namespace and table in the catalog
+            CATALOG,
+            f"s3a://{BUCKET}/iceberg/bench/t",
+            storage,
+            facts=facts,
+            placement=Placement.IN_PLACE_ABSOLUTE,
+            upsert=upsert,
+        )
+    return DeltaCommitter(
+        spark,
+        "bench",
+        DELTA,
+        storage,
+        checkpoint_in_commit=False,
+        facts=facts,
+        placement=Placement.IN_PLACE_ABSOLUTE,
+        upsert=upsert,
+    )
+
+
+def print_profile(profiler: cProfile.Profile) -> None:
+    """The round's wall time by Lakegate's functions (cumulative: a call waiting on Spark's JVM
+    counts the wait), the 30 largest."""
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).sort_stats("cumulative")
+    stats.print_stats(r"commit_service|lakegate_core", 30)
+    print(out.getvalue(), flush=True)
+
+
 def timed(label: str, work: object) -> float:
     started = time.perf_counter()
     work()  # type: ignore[operator]
@@ -118,6 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=("append", "upsert"), default="append", help="the table (default append)")
     parser.add_argument("--rounds", type=int, default=1, help="measured rounds (default 1)")
     parser.add_argument("--store", choices=("moto", "seaweedfs"), default="moto", help="the S3 server (default moto)")
+    parser.add_argument("--format", choices=("delta", "iceberg"), default="delta", help="the table (default delta)")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also print where the last round's wall time went (cProfile, Lakegate's functions by cumulative time)",
+    )
     parser.add_argument("--out", type=Path, default=Path(".lakegate/bench/s3-commit.json"))
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="lakegate-bench-s3-commit-"))
@@ -145,19 +205,11 @@ def main(argv: list[str] | None = None) -> int:
             "facts of 50 files, one at a time", lambda: [storage.facts(f.path, parquet=parquet) for f in files[:50]]
         )
         print("starting Spark (local[2]) ...", flush=True)
+        catalogs = (bench_catalog(work),) if args.format == "iceberg" else ()
         spark = create_session(
-            SparkSettings(master="local[2]", ui_enabled=False, local_dir=work / "spark", s3=settings)
+            SparkSettings(master="local[2]", ui_enabled=False, local_dir=work / "spark", s3=settings, catalogs=catalogs)
         )
-        committer = DeltaCommitter(
-            spark,
-            "bench",
-            f"s3a://{BUCKET}/bench",
-            storage,
-            checkpoint_in_commit=False,
-            facts=facts,
-            placement=Placement.IN_PLACE_ABSOLUTE,  # the landing is outside the table root: add, never rewrite
-            upsert=UpsertSpec(("id",)) if args.mode == "upsert" else None,
-        )
+        committer = table_committer(args.format, spark, storage, facts, args.mode)
         state = TableState("bench")
 
         def commit(batch: list[DataFile]) -> None:
@@ -170,15 +222,27 @@ def main(argv: list[str] | None = None) -> int:
             state.committed_plan(plan, record.version, now=0)
 
         timed(f"creating the table ({PARTITIONS} files)", lambda: commit(first))
-        what = f"{args.mode} round of {args.files} {args.kind} files of {args.rows} records"
-        times = [timed(f"Delta {what}, facts read", lambda batch=batch: commit(batch)) for batch in rounds]
-        table_files = len(spark.read.format("delta").load(f"s3a://{BUCKET}/bench").inputFiles())
+        what = f"{args.format} {args.mode} round of {args.files} {args.kind} files of {args.rows} records"
+        times = [timed(f"{what}, facts read", lambda batch=batch: commit(batch)) for batch in rounds[:-1]]
+        profiler = cProfile.Profile() if args.profile else None
+        if profiler is not None:
+            profiler.enable()
+        times.append(timed(f"{what}, facts read", lambda: commit(rounds[-1])))
+        if profiler is not None:
+            profiler.disable()
+            print_profile(profiler)
+        if args.format == "iceberg":
+            row = spark.sql(f"SELECT count(*) FROM {CATALOG}.bench.t.files WHERE content = 0").first()
+            table_files = int(row[0]) if row is not None else 0
+        else:
+            table_files = len(spark.read.format("delta").load(DELTA).inputFiles())
         print(f"the table's data files after {args.rounds + 1} rounds: {table_files}", flush=True)
     finally:
         server.stop()
     result = {
         "benchmark": "s3-commit",
         "store": args.store,
+        "format": args.format,
         "kind": args.kind,
         "mode": args.mode,
         "files": args.files,

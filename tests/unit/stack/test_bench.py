@@ -141,3 +141,55 @@ def test_the_long_run_counts_live_files_by_size_and_reports_both_tables(tmp_path
     (tmp_path / "iceberg-peer-long.json").write_text(json.dumps(data))
     text = report.report(tmp_path)
     assert "| lakegate | 5 | 300.0 KiB | 0.5 s | 0.2 s (3) | 50.0 (40.0) | 6.0 / 11.0 s | 1,200 |" in text
+
+
+class _Listing:
+    """The two calls the pipeline's poller makes of an S3 client, over a folder as the bucket."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def get_paginator(self, _name: str) -> _Listing:
+        return self
+
+    def paginate(self, Bucket: str, Prefix: str) -> list[dict[str, list[dict[str, object]]]]:  # noqa: N803
+        from datetime import datetime, timezone
+
+        keys = sorted(p for p in (self.root / Bucket).rglob("*") if p.is_file())
+        named = [str(p.relative_to(self.root / Bucket)) for p in keys]
+        stamp = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        return [{"Contents": [{"Key": k, "LastModified": stamp} for k in named if k.startswith(Prefix)]}]
+
+    def get_object(self, Bucket: str, Key: str) -> dict[str, object]:  # noqa: N803
+        import io
+
+        return {"Body": io.BytesIO((self.root / Bucket / Key).read_bytes())}
+
+
+def test_the_pipeline_poller_counts_a_file_re_added_with_a_deletion_vector_once(tmp_path: Path) -> None:
+    """An upsert round re-adds a file it marked rows of (the same path, with a deletion vector):
+    its records were seen when it was first added and are not seen again."""
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    from lakegate_bench.pipeline import Poller
+
+    table = tmp_path / "lake" / "t"
+    (table / "_delta_log").mkdir(parents=True)
+    pq.write_table(pa.table({"produced_ms": [1, 2, 3]}), table / "part-0.parquet")
+    pq.write_table(pa.table({"produced_ms": [4]}), table / "part-1.parquet")
+
+    def commit(version: int, *paths: str) -> None:
+        actions = [{"commitInfo": {"timestamp": 100 + version}}, *({"add": {"path": p}} for p in paths)]
+        (table / "_delta_log" / f"{version:020d}.json").write_text("\n".join(json.dumps(a) for a in actions))
+
+    poller = Poller(
+        s3=_Listing(tmp_path), fs=pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()), prefix="t/"
+    )
+    commit(0, "part-0.parquet")
+    poller.poll()
+    commit(1, "part-0.parquet", "part-1.parquet")  # part-0 again, now with a deletion vector
+    poller.poll()
+    assert sorted(p for p, _ in poller.seen_ms) == [1, 2, 3, 4]
+    assert len(poller.versions) == 2
