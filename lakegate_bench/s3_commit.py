@@ -64,9 +64,11 @@ def parquet_body(partition: int, start: int, rows: int = ROWS) -> bytes:
     return body.getvalue()
 
 
-def envelope(partition: int, offset: int) -> dict[str, Any]:
-    """One record in Aiven's envelope, as its JSON-lines writer writes it (ISO-8601 timestamp)."""
-    key = f"{partition}-{offset % KEYS}"
+def envelope(partition: int, offset: int, new_keys: bool = False) -> dict[str, Any]:
+    """One record in Aiven's envelope, as its JSON-lines writer writes it (ISO-8601 timestamp);
+    its key one of :data:`KEYS` per partition (text), or with ``new_keys`` a number no earlier
+    record had, above every earlier one (an identity column's inserts)."""
+    key: str | int = offset * PARTITIONS + partition if new_keys else f"{partition}-{offset % KEYS}"
     at = datetime.fromtimestamp((EPOCH_MS + offset) / 1000, timezone.utc).isoformat(timespec="milliseconds")
     return {
         "key": key,
@@ -76,11 +78,11 @@ def envelope(partition: int, offset: int) -> dict[str, Any]:
     }
 
 
-def body(kind: str, partition: int, start: int, rows: int) -> bytes:
+def body(kind: str, partition: int, start: int, rows: int, new_keys: bool = False) -> bytes:
     """A file of ``rows`` records of ``partition`` from offset ``start``, as ``kind`` is written."""
     if kind == "parquet":
         return parquet_body(partition, start, rows)
-    records = [envelope(partition, o) for o in range(start, start + rows)]
+    records = [envelope(partition, o, new_keys) for o in range(start, start + rows)]
     if kind == "jsonl":
         return gzip.compress("".join(json.dumps(r) + "\n" for r in records).encode())
     table = pa.table(
@@ -96,10 +98,10 @@ def body(kind: str, partition: int, start: int, rows: int) -> bytes:
     return out.getvalue()
 
 
-def upload(client: object, i: int, kind: str = "parquet", rows: int = ROWS) -> DataFile:
+def upload(client: object, i: int, kind: str = "parquet", rows: int = ROWS, new_keys: bool = False) -> DataFile:
     """File ``i``: partition i % 3, offsets continuing within the partition."""
     partition, start = i % PARTITIONS, (i // PARTITIONS) * rows
-    data = body(kind, partition, start, rows)
+    data = body(kind, partition, start, rows, new_keys)
     key = f"landing/{TOPIC}-{partition}-{start:020d}"
     client.put_object(Bucket=BUCKET, Key=key, Body=data)  # type: ignore[attr-defined]
     return DataFile(f"s3a://{BUCKET}/{key}", TOPIC, partition, start, start + rows - 1, len(data), KINDS[kind], rows)
@@ -150,7 +152,8 @@ def print_profile(profiler: cProfile.Profile) -> None:
     counts the wait), the 30 largest."""
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out).sort_stats("cumulative")
-    stats.print_stats(r"commit_service|lakegate_core", 30)
+    stats.print_stats(r"commit_service|lakegate_core", 40)
+    stats.print_callees(r"upsert.py:\d+\(round\)|upsert_round.py:\d+\(read\)|changes.py:\d+\(changes\)")
     print(out.getvalue(), flush=True)
 
 
@@ -174,6 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", choices=("moto", "seaweedfs"), default="moto", help="the S3 server (default moto)")
     parser.add_argument("--format", choices=("delta", "iceberg"), default="delta", help="the table (default delta)")
     parser.add_argument(
+        "--keys",
+        choices=("repeat", "new"),
+        default="repeat",
+        help=f"the envelope's keys: {KEYS} a partition, updated round after round (default), or new ones above "
+        "every earlier key (an identity's inserts)",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="also print where the last round's wall time went (cProfile, Lakegate's functions by cumulative time)",
@@ -193,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         total = PARTITIONS + args.files * args.rounds
         print(f"uploading {total} {args.kind} files of {args.rows} records to {server.endpoint} ...", flush=True)
         with ThreadPoolExecutor(8) as pool:
-            files = list(pool.map(lambda i: upload(client, i, args.kind, args.rows), range(total)))
+            files = list(pool.map(lambda i: upload(client, i, args.kind, args.rows, args.keys == "new"), range(total)))
         first = files[:PARTITIONS]
         rounds = [files[PARTITIONS + r * args.files : PARTITIONS + (r + 1) * args.files] for r in range(args.rounds)]
         settings = S3Settings(server.endpoint, REGION, True, ACCESS_KEY, SECRET_KEY)
@@ -245,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         "format": args.format,
         "kind": args.kind,
         "mode": args.mode,
+        "keys": args.keys,
         "files": args.files,
         "rows_per_file": args.rows,
         "facts_read_ahead_s": round(read_ahead, 3),

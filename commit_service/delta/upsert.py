@@ -17,7 +17,9 @@ The steps, all in Spark:
    rewrites the touched files' other rows and removes the files;
 4. every upserted row is written by ``txn.writeFiles``.
 
-Files not holding a changed key are not touched. On a partitioned table whose partitions the key
+Files not holding a changed key are not touched, and files whose statistics put their keys outside
+the round's range (:func:`commit_service.round.changes.key_range`) are not read: a round of keys
+above the table's reads no file and marks nothing. On a partitioned table whose partitions the key
 decides (``bucket(8, id)`` with key ``id``), steps 2 and 3 read only the partitions the changed keys
 are in (:func:`commit_service.round.partitions.key_scope`); partitions another column decides
 (``day(ts)``) are read whole, as a key's old row may be in any of them: it is deleted there and its
@@ -50,6 +52,18 @@ def _has_vectors(snapshot: Any) -> bool:
     indexes yet."""
     protocol = json.loads(snapshot.protocol().json())["protocol"]
     return "deletionVectors" in (protocol.get("readerFeatures") or [])
+
+
+def _condition(frame: Any) -> Any | None:
+    """The condition of ``frame``'s last filter as Spark's optimizer leaves it: its columns
+    resolved against the table and its literals folded to their types, as Delta's data skipping
+    needs them (an unresolved column skips nothing). None: the optimizer left no filter."""
+    plan = frame._jdf.queryExecution().optimizedPlan()
+    while plan.nodeName() != "Filter":
+        if plan.children().isEmpty():
+            return None
+        plan = plan.children().head()
+    return plan.condition()
 
 
 class UpsertWriter:
@@ -95,19 +109,28 @@ class UpsertWriter:
         set_schema(self.partitioning.with_generated(DeltaPartitioning.strip(changes.schema)), changes.widened)
         if table is None or changes.keys is None:  # a new table: every row is new
             return [self._write(txn, changes.rows, 1)]
-        if changes.scope is None:
-            candidates = txn.filterFiles()  # the transaction read every file: a writer changing one conflicts
-        else:  # only the partitions the changed keys are in: read, and registered as read
+        filters = self._jvm.java.util.ArrayList()
+        if changes.scope is not None:  # only the partitions the changed keys are in
             table = table.where(changes.scope)
-            filters = self._jvm.java.util.ArrayList()
             filters.add(self.spark._jsparkSession.sessionState().sqlParser().parseExpression(changes.scope))
+        whole = table  # the rows of the files a round may touch: a rewrite keeps those out of the key range
+        if changes.bounds is not None:  # only the files whose statistics hold keys in the round's range
+            bounded = _condition(table.where(changes.bounds))
+            table = table.where(changes.bounds)
+            if bounded is not None:
+                filters.add(bounded)
+        if filters.isEmpty():
+            candidates = txn.filterFiles()  # the transaction read every file: a writer changing one conflicts
+        else:  # read, and registered as read: a writer adding or changing a file they match conflicts
             seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(filters).toList()
             candidates = txn.filterFiles(seq, False)  # (filters, keepNumRecords): the one-argument form takes files
+        if candidates.isEmpty():  # no file can hold a changed key: nothing to mark or rewrite
+            return [self._write(txn, changes.rows, 1)]
         if self.spec.deletion_vectors and _has_vectors(txn.snapshot()):
             applied = self._mark_deleted(txn, table, changes.keys, candidates)
             rows, touched = changes.rows, 0
         else:
-            applied, rows, touched = self._rewrite(txn, table, changes.keys, changes.rows)
+            applied, rows, touched = self._rewrite(txn, table, whole, changes.keys, changes.rows)
         return [applied, self._write(txn, rows, max(1, touched))]
 
     def _write(self, txn: Any, rows: Any, files: int) -> Any:
@@ -153,20 +176,29 @@ class UpsertWriter:
         actions = commands.DMLWithDeletionVectorsHelper.processUnmodifiedData(session, touched, txn.snapshot(), prefix)
         return jvm.scala.jdk.javaapi.CollectionConverters.asJava(actions._1())
 
-    def _rewrite(self, txn: Any, table: Any, keys: Any, rows: Any) -> tuple[Any, Any, int]:
-        """Copy-on-write: the RemoveFiles of the files holding ``keys``, the rows to write (those
-        files' other rows and ``rows``), and how many files were touched."""
+    def _rewrite(self, txn: Any, table: Any, whole: Any, keys: Any, rows: Any) -> tuple[Any, Any, int]:
+        """Copy-on-write: the RemoveFiles of the files holding ``keys`` (found in ``table``, read
+        under the round's key range), the rows to write (those files' other rows, every one of them
+        read from ``whole``, and ``rows``), and how many files were touched."""
         from pyspark.sql import functions as F
 
-        table = table.withColumn(FILE_COLUMN, F.element_at(F.split(F.col("_metadata.file_path"), "/"), -1))
+        file_name = F.element_at(F.split(F.col("_metadata.file_path"), "/"), -1)
         removes = self._jvm.java.util.ArrayList()
         touched = [
-            r[0] for r in table.join(keys, list(self.spec.key), "left_semi").select(FILE_COLUMN).distinct().collect()
+            r[0]
+            for r in table.withColumn(FILE_COLUMN, file_name)
+            .join(keys, list(self.spec.key), "left_semi")
+            .select(FILE_COLUMN)
+            .distinct()
+            .collect()
         ]
         if not touched:
             return removes, rows, 0
         kept = (
-            table.where(F.col(FILE_COLUMN).isin(touched)).join(keys, list(self.spec.key), "left_anti").drop(FILE_COLUMN)
+            whole.withColumn(FILE_COLUMN, file_name)
+            .where(F.col(FILE_COLUMN).isin(touched))
+            .join(keys, list(self.spec.key), "left_anti")
+            .drop(FILE_COLUMN)
         )
         adds = txn.snapshot().allFiles().filter(F.element_at(F.split(F.col("path"), "/"), -1).isin(touched)._jc)
         for add in adds.collectAsList():

@@ -105,7 +105,7 @@ class IcebergUpsert:
         if planned_from is None or changes.keys is None:
             crash_point(MID_MERGE)
             return RowChanges(table, written)
-        deletes, referenced = self._deletes(table, planned_from, changes.keys, commit_id, changes.scope)
+        deletes, referenced = self._deletes(table, planned_from, changes.keys, commit_id, changes.scope, changes.bounds)
         crash_point(MID_MERGE)
         return RowChanges(table, written, deletes, referenced, planned_from)
 
@@ -130,10 +130,11 @@ class IcebergUpsert:
         return datafiles.round_data_files(self.spark).holdingRows(written.files)
 
     def _deletes(
-        self, table: Any, snapshot_id: int, keys: Any, commit_id: str, scope: Any = None
+        self, table: Any, snapshot_id: int, keys: Any, commit_id: str, scope: Any = None, bounds: Any = None
     ) -> tuple[list[Any], list[str]]:
         """Position delete files for the rows of ``keys`` in the table at ``snapshot_id`` (in the
-        partitions ``scope`` keeps, when given), and the data files they point into. On a
+        partitions ``scope`` keeps and the key range ``bounds``, when given: Iceberg plans only the
+        files whose column bounds meet them), and the data files they point into. On a
         partitioned table each delete file lies in the partition (and spec) of the data files it
         points into, as Iceberg applies a position delete only within its partition."""
         from pyspark.sql import functions as F
@@ -142,7 +143,9 @@ class IcebergUpsert:
         partitioned = any(s.isPartitioned() for s in table.specs().values())
         placed = ["_spec_id", "_partition"] if partitioned else []
         located = self._at(snapshot_id, *(f"`{k}`" for k in key), "_file", "_pos", *placed)
-        located = (located if scope is None else located.where(scope)).join(keys, key, "left_semi")
+        for condition in (c for c in (scope, bounds) if c is not None):
+            located = located.where(condition)
+        located = located.join(keys, key, "left_semi")
         positions = located.select(
             F.col("_file").alias("file_path", metadata={FIELD_ID: DELETE_FILE_PATH_ID}),
             F.col("_pos").alias("pos", metadata={FIELD_ID: DELETE_POS_ID}),

@@ -3,8 +3,9 @@ DataFrames (the pure half, the spec and the row image's shape, is ``commit_servi
 
 Called by :class:`~commit_service.round.upsert_round.RoundChanges` (both formats' upserts):
 :func:`changes` makes one change per record (the row image, whether it deletes its key, the value
-that orders two changes of one key), :func:`latest` keeps each key's last change and
-:func:`not_older` drops the changes older than the row the table holds.
+that orders two changes of one key), :func:`latest` keeps each key's last change,
+:func:`key_range` bounds the table rows a round's keys can match and :func:`not_older` drops the
+changes older than the row the table holds.
 """
 
 from __future__ import annotations
@@ -169,6 +170,27 @@ def not_older(last: Any, table: Any, spec: UpsertSpec, *, broadcast: bool = Fals
     probe = F.broadcast(last) if broadcast else last
     stale = probe.join(current, list(spec.key)).where(F.col(TABLE_ORDER) > F.col(ORDER)).select(*spec.key)
     return last.join(stale, list(spec.key), "left_anti")
+
+
+def key_range(last: Any, key: tuple[str, ...]) -> tuple[int, Any | None]:
+    """How many changes ``last`` holds, and a condition every table row of one of their keys meets
+    (a Column; None: nothing bounds them): each key column of an ordered type (integers, text,
+    dates, decimals) between the round's least and greatest value. One Spark job. The formats scan
+    the table under it, so a file whose statistics put its keys outside the range is never read: a
+    round of new keys above the table's (an identity, a sequence, a time) reads no file at all.
+    Timestamps and floating point keys are not bounded (a literal's time zone, NaN)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DateType, DecimalType, IntegralType, StringType
+
+    ordered = [k for k in key if isinstance(last.schema[k].dataType, (IntegralType, StringType, DateType, DecimalType))]
+    bounds = [agg for i, k in enumerate(ordered) for agg in (F.min(k).alias(f"lo{i}"), F.max(k).alias(f"hi{i}"))]
+    row = last.agg(F.count(F.lit(1)).alias("n"), *bounds).first()
+    conditions = [
+        F.col(f"`{k}`").between(F.lit(row[f"lo{i}"]), F.lit(row[f"hi{i}"]))
+        for i, k in enumerate(ordered)
+        if row[f"lo{i}"] is not None
+    ]
+    return int(row["n"]), functools.reduce(lambda a, b: a & b, conditions) if conditions else None
 
 
 def latest(changes_df: Any, spec: UpsertSpec) -> Any:

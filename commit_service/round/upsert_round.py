@@ -8,7 +8,9 @@ delta), each with the table as it was planned from (a Delta version, an Iceberg 
 1. the round's files, read raw (the sink's envelope), become changes
    (:func:`commit_service.round.changes.changes`); each key keeps its last one
    (:func:`~commit_service.round.changes.latest`) unless the table's row is newer by
-   ``ordering`` (:func:`~commit_service.round.changes.not_older`);
+   ``ordering`` (:func:`~commit_service.round.changes.not_older`); the table is read only where
+   the changed keys' range can be (:func:`~commit_service.round.changes.key_range`), and the
+   formats' merges read it so too (:attr:`UpsertChanges.bounds`);
 2. the rows to write are the kept changes that are not deletes, shaped as the round's row image
    and the table's schema (a column no value has typed yet is left out, at any depth);
 3. the round guard checks the rows read as changes, and that no column of any file is missing
@@ -62,6 +64,7 @@ class UpsertChanges:
     schema: Schema  # the table's schema after this round (Spark's JSON form)
     widened: tuple[Widening, ...]  # the table columns this round widens (Delta's type widening)
     scope: str | None = None  # Spark SQL: the table's partitions the changed keys can be in (None: all)
+    bounds: Any | None = None  # Column: the changed keys' range (changes.key_range; None: unbounded)
 
 
 class RoundChanges:
@@ -102,9 +105,13 @@ class RoundChanges:
         if table is not None and narrowed is not None:
             logger.info("%s: the merge reads the partitions where %s", self.location, narrowed[1])
             table = table.where(narrowed[0])
+        bounds = None
         if table is not None:
+            counted, bounds = changes_of.key_range(last, self.spec.key)
+            if bounds is not None:  # the table's rows of the changed keys lie in their range
+                table = table.where(bounds)
             # few enough keys are broadcast to each task scanning the table: the table is never shuffled
-            small = last.count() <= BROADCAST_KEYS
+            small = counted <= BROADCAST_KEYS
             if self.spec.orders_across_rounds:
                 last = changes_of.not_older(last, table, self.spec, broadcast=small).localCheckpoint()
         rows = last.where(~F.col(spec_of.DELETE)).drop(*INTERNAL)
@@ -136,7 +143,8 @@ class RoundChanges:
             keys = last.select(*self.spec.key).distinct()
             if small:
                 keys = F.broadcast(keys)
-        return UpsertChanges(rows, keys, schema, tuple(widened), narrowed[0] if narrowed is not None else None)
+        scoped = narrowed[0] if narrowed is not None else None
+        return UpsertChanges(rows, keys, schema, tuple(widened), scoped, bounds)
 
     def _changes(
         self,

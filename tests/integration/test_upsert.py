@@ -20,17 +20,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.delta.txn import app_id
+from commit_service.delta.upsert import UpsertWriter
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.state import TableState
 from commit_service.domain.upsert import Cdc, UpsertSpec
 from commit_service.errors import DataFileError, OffsetsMovedError
 from commit_service.iceberg import datafiles
 from commit_service.iceberg.committer import IcebergCommitter
+from commit_service.iceberg.upsert import IcebergUpsert
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import FileFormat
 from lakegate_core.status import MaintenanceKind
@@ -280,6 +283,74 @@ def test_an_ordering_column_keeps_a_newer_row_against_a_later_round(
         5: {"id": 5, "version": 1, "name": "new"},
     }
     t.assert_model(expected, "after four rounds")
+
+
+@pytest.mark.parametrize(("table_format", "vectors"), FORMATS, ids=FORMAT_IDS)
+def test_a_round_reads_only_the_files_its_keys_range_can_be_in(
+    upsert_table: Callable[..., UpsertTable],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    table_format: str,
+    vectors: bool,
+) -> None:
+    """The merge reads the table under the round's key range: a file whose statistics put its keys
+    outside it is not read (Delta: not a candidate, not scanned; Iceberg: the delete scan is
+    bounded), and a round of new keys above the table's reads no file; every value stays the model's."""
+    t = upsert_table(table_format, UpsertSpec(("id",), delete_on_tombstone=True, deletion_vectors=vectors))
+    landing, state, sent = Landing(tmp_path, "users"), TableState(t.name), []
+    read: list[list[tuple[int, int]]] = []  # per merge that read the table: each file's least and greatest key
+
+    def key_span(uri: str) -> tuple[int, int]:
+        ids = pq.read_table(uri.removeprefix("file:"), columns=["id"]).column(0).to_pylist()
+        return min(ids), max(ids)
+
+    if table_format == "delta":
+        writer = UpsertWriter
+        for step in ("_mark_deleted", "_rewrite"):
+            real = getattr(writer, step)
+
+            def spy(self: Any, txn: Any, table: Any, *args: Any, _real: Any = real) -> Any:
+                read.append(sorted(key_span(f) for f in table.inputFiles()))
+                return _real(self, txn, table, *args)
+
+            monkeypatch.setattr(writer, step, spy)
+    else:
+        upsert = IcebergUpsert
+        real_deletes = upsert._deletes
+
+        def deletes(self: Any, table: Any, snapshot_id: int, keys: Any, *args: Any) -> Any:
+            bounds = args[2] if len(args) > 2 else None
+            assert bounds is not None, "the delete scan was not bounded by the round's keys"
+            read.append([])  # Iceberg plans the files itself; the bound reaching its scan is what is checked
+            return real_deletes(self, table, snapshot_id, keys, *args)
+
+        monkeypatch.setattr(upsert, "_deletes", deletes)
+
+    def commit(records: list[tuple[Any, Any]], when: str) -> None:
+        pending, envelopes = landing.write(0, records, FileFormat.JSONL)
+        sent.extend(envelopes)
+        commit_all(t.committer, state, [pending])
+        t.assert_model(upsert_model(sent, tombstones_delete=True), when)
+
+    for block in range(4):  # four rounds of new keys: four files, 0-99 ... 300-399
+        commit([({"id": k}, {"id": k, "name": "v1"}) for k in range(block * 100, block * 100 + 100)], f"block {block}")
+    if table_format == "delta":  # each round's keys were above every file's: no merge read the table
+        assert read == []
+    read.clear()
+    commit([({"id": k}, {"id": k, "name": "v2"}) for k in (150, 160)], "two updates")
+    if table_format == "delta":
+        assert read == [[(100, 199)]], read
+    read.clear()
+    commit([({"id": k}, {"id": k, "name": "new"}) for k in range(500, 510)], "new keys above the table's")
+    if table_format == "delta":
+        assert read == [], read
+    read.clear()
+    commit([({"id": 5}, {"id": 5, "name": "v3"}), ({"id": 395}, None)], "an update and a delete far apart")
+    if table_format == "delta":  # every file of 5..395, not the one of 500..509
+        assert len(read) == 1 and read[0] and all(high < 500 for _, high in read[0]), read
+    else:
+        assert len(read) == 1
+    t.assert_offsets("users", landing)
 
 
 @pytest.mark.parametrize("table_format", ["delta", "iceberg"])
