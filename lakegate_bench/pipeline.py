@@ -25,6 +25,7 @@ apart; for Spark its driver JVM and Python. Writes ``pipeline.json``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -349,6 +350,38 @@ class Pipeline:
 
 
 SYSTEMS = ("lakegate", "spark")
+
+
+def pipeline_options(parser: argparse.ArgumentParser) -> None:
+    """The ``pipeline`` part's options of ``scripts/bench`` (its rate, duration and catch-up are
+    shared with ``iceberg-peer`` and stay in ``lakegate_bench/run.py``)."""
+    parser.add_argument(
+        "--intervals",
+        type=int,
+        nargs="+",
+        default=[2, 10],
+        help="pipeline: commit intervals / triggers, s (default 2 10)",
+    )
+    parser.add_argument(
+        "--pipeline-systems",
+        nargs="+",
+        choices=SYSTEMS,
+        default=["lakegate", "spark"],
+        help="pipeline: which systems to run (default both; one alone for a quicker look, not a comparison)",
+    )
+    parser.add_argument(
+        "--pipeline-sink",
+        choices=SINKS,
+        default="parquet",
+        help="pipeline: what the storage sink writes for Lakegate: Parquet without an envelope (default, added in "
+        "place) or aiven, Aiven's default gzip JSON lines in the envelope (rewritten)",
+    )
+    parser.add_argument(
+        "--pipeline-mode",
+        choices=MODES,
+        default="append",
+        help="pipeline: Lakegate's table, append (default) or upsert keyed by id",
+    )
 
 
 def catch_up_for(catch_up: float, interval: float) -> float:

@@ -236,7 +236,7 @@ def plot(part: str, data: dict[str, Any], path: Path) -> None:
         ax.set_ylabel("seconds")
     elif part == "upsert":
         rows = data["results"]
-        for kind, style in (("clustered", "-"), ("random", "--")):
+        for kind, style in (("clustered", "-"), ("random", "--"), ("recent", ":")):
             mine = [r for r in rows if r["keys"] == kind]
             sizes = [r["changed_keys"] for r in mine]
             for key, marker, color, label in (

@@ -35,7 +35,7 @@ Parts (``--parts``, default all but ``service``, ``upsert``, ``iceberg`` and ``i
 - ``http``: the real service (gunicorn, Spark started and idle) under ``wrk``: one-file manifests
   from ``--clients`` concurrent connections for ``--seconds`` each; manifests/s, p50/p90/p99.
 - ``upsert``: one upsert round of each of ``--upsert-keys`` changed keys into a table of
-  ``--upsert-rows`` rows, keys clustered and random, with deletion vectors and copy-on-write,
+  ``--upsert-rows`` rows, keys clustered, random and recent, with deletion vectors and copy-on-write,
   against Delta's own MERGE with deletion vectors on the same changes (``lakegate_bench/upsert.py``).
 - ``iceberg``: one commit round of N Parquet files (N in ``--files``, added in place by both) and
   of N gzip JSON-lines files (N in ``--jsonl-files``, rewritten by both) into a Delta table and an
@@ -87,6 +87,7 @@ from lakegate_bench.http_load import part_http
 from lakegate_bench.iceberg import part_iceberg
 from lakegate_bench.merge import part_merge
 from lakegate_bench.partitioned import part_partitioned
+from lakegate_bench.pipeline import pipeline_options
 from lakegate_bench.report import plot, report
 
 PARTS = (
@@ -214,13 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="service: evict the round's files from the page cache before sending them",
     )
-    parser.add_argument(
-        "--intervals",
-        type=int,
-        nargs="+",
-        default=[2, 10],
-        help="pipeline: commit intervals / triggers, s (default 2 10)",
-    )
+    pipeline_options(parser)  # the pipeline part's own (lakegate_bench/pipeline.py)
     parser.add_argument(
         "--peer-intervals",
         type=int,
@@ -236,26 +231,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--long-seconds", type=int, default=1800, help="iceberg-peer --long: seconds of producing (default 1800)"
-    )
-    parser.add_argument(
-        "--pipeline-systems",
-        nargs="+",
-        choices=("lakegate", "spark"),
-        default=["lakegate", "spark"],
-        help="pipeline: which systems to run (default both; one alone for a quicker look, not a comparison)",
-    )
-    parser.add_argument(
-        "--pipeline-sink",
-        choices=("parquet", "aiven"),
-        default="parquet",
-        help="pipeline: what the storage sink writes for Lakegate: Parquet without an envelope (default, added in "
-        "place) or aiven, Aiven's default gzip JSON lines in the envelope (rewritten)",
-    )
-    parser.add_argument(
-        "--pipeline-mode",
-        choices=("append", "upsert"),
-        default="append",
-        help="pipeline: Lakegate's table, append (default) or upsert keyed by id",
     )
     parser.add_argument(
         "--catch-up-seconds",

@@ -6,8 +6,11 @@ Then, for each size, one round of that many changed keys (a tenth of them new, a
 deletes by tombstone) lands as a JSON-lines file in the sink's envelope and is committed by
 Lakegate's upsert path (:class:`~commit_service.delta.committer.DeltaCommitter`, ``upsert=``), twice:
 
-- **clustered**: the changed ids are one contiguous run (recent rows updated again): few files hold them;
-- **random**: the changed ids are spread over the whole table: every file holds some.
+- **clustered**: the changed ids are one contiguous run somewhere in the table: few files hold them;
+- **random**: the changed ids are spread over the whole table: every file holds some;
+- **recent**: the changed ids are the table's last ones (the newest rows updated again, as a
+  table filled in key order mostly changes): with the new keys above them, the round's key range
+  is the table's top, so the merge reads the last file alone.
 
 Lakegate's round runs twice, each on its own copy of the table: with deletion vectors (the
 default: replaced rows marked, files kept) and copy-on-write (``deletion_vectors: false``: files
@@ -33,6 +36,7 @@ from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile, FileFormat
 
 TOPIC = "bench-upsert"
+KINDS = ("clustered", "random", "recent")  # where a round's changed keys lie (the module's docstring)
 
 
 def _base(spark: Any, path: Path, rows: int, files: int) -> None:
@@ -52,9 +56,11 @@ def _base(spark: Any, path: Path, rows: int, files: int) -> None:
     )
 
 
-def _changes(rows: int, size: int, clustered: bool, seed: int) -> list[dict[str, Any]]:
+def _changes(rows: int, size: int, kind: str, seed: int) -> list[dict[str, Any]]:
     rng = random.Random(seed)
-    if clustered:
+    if kind == "recent":
+        ids = list(range(rows - (size - size // 10), rows))
+    elif kind == "clustered":
         start = rng.randrange(max(1, rows - size))
         ids = list(range(start, start + size - size // 10))
     else:
@@ -110,19 +116,17 @@ def run(spark: Any, work: Path, rows: int, files: int, sizes: list[int]) -> dict
     print(f"  base table written in {time.perf_counter() - started:.1f} s", flush=True)
     results = []
     print("  warm-up round (not counted) ...", flush=True)
-    _one(spark, work, base, rows, 100, clustered=True, seed=99)
+    _one(spark, work, base, rows, 100, "clustered", seed=99)
     for n, size in enumerate(sizes):
-        for clustered in (True, False):
-            row = _one(spark, work, base, rows, size, clustered, seed=n * 2 + clustered)
-            results.append(row)
+        for k, kind in enumerate(KINDS):
+            results.append(_one(spark, work, base, rows, size, kind, seed=n * len(KINDS) + k))
     return {"table_rows": rows, "table_files": files, "results": results}
 
 
-def _one(spark: Any, work: Path, base: Path, rows: int, size: int, clustered: bool, seed: int) -> dict[str, Any]:
-    """One round of ``size`` changed keys by Lakegate (deletion vectors, then copy-on-write) and by
-    Delta's MERGE, each on its own copy of ``base`` with the same changes."""
-    kind = "clustered" if clustered else "random"
-    records = _changes(rows, size, clustered, seed)
+def _one(spark: Any, work: Path, base: Path, rows: int, size: int, kind: str, seed: int) -> dict[str, Any]:
+    """One round of ``size`` changed keys of ``kind`` (:data:`KINDS`) by Lakegate (deletion vectors,
+    then copy-on-write) and by Delta's MERGE, each on its own copy of ``base`` with the same changes."""
+    records = _changes(rows, size, kind, seed)
     pending = _land(work / kind / str(size), f"{size}-{kind}", records, partition=0)
     vectors = _lakegate(spark, work, base, pending, f"dv-{size}-{kind}", deletion_vectors=True)
     rewrite = _lakegate(spark, work, base, pending, f"cow-{size}-{kind}", deletion_vectors=False)

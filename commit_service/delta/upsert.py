@@ -114,11 +114,9 @@ class UpsertWriter:
             table = table.where(changes.scope)
             filters.add(self.spark._jsparkSession.sessionState().sqlParser().parseExpression(changes.scope))
         whole = table  # the rows of the files a round may touch: a rewrite keeps those out of the key range
-        if changes.bounds is not None:  # only the files whose statistics hold keys in the round's range
-            bounded = _condition(table.where(changes.bounds))
-            table = table.where(changes.bounds)
-            if bounded is not None:
-                filters.add(bounded)
+        bounded = _condition(table.where(changes.bounds)) if changes.bounds is not None else None
+        if bounded is not None:  # only the files whose statistics hold keys in the round's range
+            filters.add(bounded)
         if filters.isEmpty():
             candidates = txn.filterFiles()  # the transaction read every file: a writer changing one conflicts
         else:  # read, and registered as read: a writer adding or changing a file they match conflicts
@@ -126,6 +124,10 @@ class UpsertWriter:
             candidates = txn.filterFiles(seq, False)  # (filters, keepNumRecords): the one-argument form takes files
         if candidates.isEmpty():  # no file can hold a changed key: nothing to mark or rewrite
             return [self._write(txn, changes.rows, 1)]
+        if bounded is not None and candidates.size() < txn.snapshot().numOfFiles():
+            # the range left files out: the scan reads under it too (one that leaves none out
+            # would only add a filter to the scan that finds the rows)
+            table = table.where(changes.bounds)
         if self.spec.deletion_vectors and _has_vectors(txn.snapshot()):
             applied = self._mark_deleted(txn, table, changes.keys, candidates)
             rows, touched = changes.rows, 0
