@@ -185,11 +185,12 @@ def key_range(last: Any, key: tuple[str, ...]) -> tuple[int, Any | None]:
     from pyspark.sql.types import DateType, DecimalType, IntegralType
 
     ordered = [k for k in key if isinstance(last.schema[k].dataType, (IntegralType, DateType, DecimalType))]
-    bounds = [agg for i, k in enumerate(ordered) for agg in (F.min(k).alias(f"lo{i}"), F.max(k).alias(f"hi{i}"))]
+    columns = [F.col(f"`{k}`") for k in ordered]  # quoted: a key's name may hold a dot
+    bounds = [agg for i, c in enumerate(columns) for agg in (F.min(c).alias(f"lo{i}"), F.max(c).alias(f"hi{i}"))]
     row = last.agg(F.count(F.lit(1)).alias("n"), *bounds).first()
     conditions = [
-        F.col(f"`{k}`").between(F.lit(row[f"lo{i}"]), F.lit(row[f"hi{i}"]))
-        for i, k in enumerate(ordered)
+        c.between(F.lit(row[f"lo{i}"]), F.lit(row[f"hi{i}"]))
+        for i, c in enumerate(columns)
         if row[f"lo{i}"] is not None
     ]
     return int(row["n"]), functools.reduce(lambda a, b: a & b, conditions) if conditions else None
