@@ -24,13 +24,14 @@ if TYPE_CHECKING:
 CATALOG = "bench"
 
 
-def bench_catalog(work: Path) -> IcebergCatalog:
-    """The bench's Iceberg catalog: JDBC on a sqlite file, tables under ``<work>/iceberg/``."""
+def bench_catalog(work: Path, warehouse: str | None = None) -> IcebergCatalog:
+    """The bench's Iceberg catalog: JDBC on a sqlite file, tables under ``warehouse`` (default
+    ``<work>/iceberg/``)."""
     return IcebergCatalog(
         name=CATALOG,
         type=CatalogType.JDBC,
         uri=f"jdbc:sqlite:{work / 'iceberg-catalog.db'}",
-        warehouse=(work / "iceberg").as_uri() + "/",
+        warehouse=warehouse or (work / "iceberg").as_uri() + "/",
         properties={"jdbc.schema-version": "V1"},
     )
 

@@ -366,7 +366,7 @@ def pipeline_options(parser: argparse.ArgumentParser) -> None:
         "--pipeline-systems",
         nargs="+",
         choices=SYSTEMS,
-        default=["lakegate", "spark"],
+        default=list(SYSTEMS),
         help="pipeline: which systems to run (default both; one alone for a quicker look, not a comparison)",
     )
     parser.add_argument(

@@ -8,9 +8,10 @@ in that envelope (``parquet-envelope``), both rewritten. Then times: the files' 
 Parquet footer) read through the service's read-ahead cache (16 threads), 50 of them read one after
 another, and ``--rounds`` rounds over s3a once every fact is read (the first creates the table and
 is not counted), into an append table or, with ``--mode upsert``, an upsert table keyed by ``id``
-(the keys repeat, so rounds update rows); the table is Delta, or with ``--format iceberg`` Iceberg
-in a JDBC catalog (SQLite, in the bench's scratch directory) whose warehouse is on the S3 server. Shows whether a slow round on that server is the
-server's or the commit's. Prints each figure and writes JSON (default
+(the keys repeat, so rounds update rows; ``--keys new``: each key above every earlier one); the
+table is Delta, or with ``--format iceberg`` Iceberg in a JDBC catalog (SQLite, in the bench's
+scratch directory) whose warehouse is on the S3 server. Shows whether a slow round on that server
+is the server's or the commit's (``--profile``: where the last round's time went). Prints each figure and writes JSON (default
 .lakegate/bench/s3-commit.json). Run through ``scripts/bench-s3-commit``.
 """
 
@@ -34,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from commit_service.config import CatalogType, IcebergCatalog, Placement, S3Settings, SparkSettings
+from commit_service.config import Placement, S3Settings, SparkSettings
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
@@ -43,6 +44,7 @@ from commit_service.iceberg.committer import IcebergCommitter
 from commit_service.spark.session import create_session
 from commit_service.storage.prefetch import THREADS, FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
+from lakegate_bench.iceberg import CATALOG, bench_catalog
 from lakegate_bench.result import report
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
@@ -50,7 +52,7 @@ from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 TOPIC, PARTITIONS, ROWS, BUCKET = "bench", 3, 1000, "lake"
 KINDS = {"parquet": FileFormat.PARQUET, "jsonl": FileFormat.JSONL, "parquet-envelope": FileFormat.PARQUET}
 KEYS = 500  # the upsert table's keys per partition: rounds of many records update rows
-CATALOG, DELTA = "bench", f"s3a://{BUCKET}/bench"  # the Iceberg catalog's name; the Delta table's root
+DELTA = f"s3a://{BUCKET}/bench"  # the Delta table's root
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01, the records' Kafka timestamps start there
 
 
@@ -107,17 +109,6 @@ def upload(client: object, i: int, kind: str = "parquet", rows: int = ROWS, new_
     return DataFile(f"s3a://{BUCKET}/{key}", TOPIC, partition, start, start + rows - 1, len(data), KINDS[kind], rows)
 
 
-def bench_catalog(work: Path) -> IcebergCatalog:
-    """The Iceberg catalog: JDBC on a SQLite file in ``work``, its warehouse on the S3 server."""
-    return IcebergCatalog(
-        name=CATALOG,
-        type=CatalogType.JDBC,
-        uri=f"jdbc:sqlite:{work / 'iceberg-catalog.db'}",
-        warehouse=f"s3a://{BUCKET}/iceberg/",
-        properties={"jdbc.schema-version": "V1"},
-    )
-
-
 def table_committer(
     table_format: str, spark: Any, storage: StorageReader, facts: FactsCache, mode: str
 ) -> DeltaCommitter | IcebergCommitter:
@@ -149,11 +140,9 @@ def table_committer(
 
 def print_profile(profiler: cProfile.Profile) -> None:
     """The round's wall time by Lakegate's functions (cumulative: a call waiting on Spark's JVM
-    counts the wait), the 30 largest."""
+    counts the wait), the 40 largest."""
     out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out).sort_stats("cumulative")
-    stats.print_stats(r"commit_service|lakegate_core", 40)
-    stats.print_callees(r"upsert.py:\d+\(round\)|upsert_round.py:\d+\(read\)|changes.py:\d+\(changes\)")
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(r"commit_service|lakegate_core", 40)
     print(out.getvalue(), flush=True)
 
 
@@ -215,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             "facts of 50 files, one at a time", lambda: [storage.facts(f.path, parquet=parquet) for f in files[:50]]
         )
         print("starting Spark (local[2]) ...", flush=True)
-        catalogs = (bench_catalog(work),) if args.format == "iceberg" else ()
+        catalogs = (bench_catalog(work, f"s3a://{BUCKET}/iceberg/"),) if args.format == "iceberg" else ()
         spark = create_session(
             SparkSettings(master="local[2]", ui_enabled=False, local_dir=work / "spark", s3=settings, catalogs=catalogs)
         )

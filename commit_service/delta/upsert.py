@@ -114,7 +114,8 @@ class UpsertWriter:
             table = table.where(changes.scope)
             filters.add(self.spark._jsparkSession.sessionState().sqlParser().parseExpression(changes.scope))
         whole = table  # the rows of the files a round may touch: a rewrite keeps those out of the key range
-        bounded = _condition(table.where(changes.bounds)) if changes.bounds is not None else None
+        in_range = table.where(changes.bounds) if changes.bounds is not None else None
+        bounded = _condition(in_range) if in_range is not None else None
         if bounded is not None:  # only the files whose statistics hold keys in the round's range
             filters.add(bounded)
         if filters.isEmpty():
@@ -127,7 +128,7 @@ class UpsertWriter:
         if bounded is not None and candidates.size() < txn.snapshot().numOfFiles():
             # the range left files out: the scan reads under it too (one that leaves none out
             # would only add a filter to the scan that finds the rows)
-            table = table.where(changes.bounds)
+            table = in_range
         if self.spec.deletion_vectors and _has_vectors(txn.snapshot()):
             applied = self._mark_deleted(txn, table, changes.keys, candidates)
             rows, touched = changes.rows, 0
