@@ -188,8 +188,9 @@ def key_range(last: Any, key: tuple[str, ...]) -> tuple[int, Any | None]:
     columns = [F.col(f"`{k}`") for k in ordered]  # quoted: a key's name may hold a dot
     bounds = [agg for i, c in enumerate(columns) for agg in (F.min(c).alias(f"lo{i}"), F.max(c).alias(f"hi{i}"))]
     row = last.agg(F.count(F.lit(1)).alias("n"), *bounds).first()
+    types = [last.schema[k].dataType for k in ordered]  # literals of the column's own type: no cast of the column
     conditions = [
-        c.between(F.lit(row[f"lo{i}"]), F.lit(row[f"hi{i}"]))
+        c.between(F.lit(row[f"lo{i}"]).cast(types[i]), F.lit(row[f"hi{i}"]).cast(types[i]))
         for i, c in enumerate(columns)
         if row[f"lo{i}"] is not None
     ]
