@@ -17,11 +17,21 @@ from commit_service.domain.content import KAFKA_COLUMNS
 from commit_service.domain.upsert import DEBEZIUM_UPSERTS, DELETE, ORDER, TABLE_ORDER, Cdc, ChangeError, UpsertSpec
 
 
-def changes(raw: Any, spec: UpsertSpec, table_type: Any | None = None) -> Any:
+def changes(
+    raw: Any,
+    spec: UpsertSpec,
+    table_type: Any | None = None,
+    check_keys: bool = True,
+    read: Measured | None = None,
+) -> Any:
     """One change per record of ``raw`` (the sink's envelope, as Spark read it): the row image's
     columns, ``_kafka_*`` columns from the envelope, and :data:`DELETE` / :data:`ORDER`.
     ``table_type`` (the table's Spark schema) is the row type of a round holding only tombstones,
-    whose values Spark cannot type (without a table yet, the Kafka keys' type is)."""
+    whose values Spark cannot type (without a table yet, the Kafka keys' type is).
+    ``check_keys``: a Spark job here refuses a change without a key; without it the caller counts
+    :func:`no_key` where the changes are read anyway (a round's one pass, :class:`Measured`), as
+    ``read`` measures the records (after the jobs of their own this may run on ``raw``: a
+    measure is taken by the first action that reads it)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
@@ -62,6 +72,8 @@ def changes(raw: Any, spec: UpsertSpec, table_type: Any | None = None) -> Any:
         keep = keep | tombstone
     if image is None:  # nothing of the round is kept: an empty frame of the row type
         image = F.lit(None).cast(image_type)
+    if read is not None:
+        raw = read.on(raw)
     staged = raw.where(keep).select(image.alias("__image"), deletes.alias(DELETE), *kafka)
     order = F.col(spec.ordering if spec.ordering.startswith("_kafka_") else f"__image.{spec.ordering}")
     names = [f.name for f in image_type.fields]
@@ -71,11 +83,48 @@ def changes(raw: Any, spec: UpsertSpec, table_type: Any | None = None) -> Any:
         F.col(DELETE),
         order.alias(ORDER),
     )
-    any_null = functools.reduce(lambda a, b: a | b, [F.col(k).isNull() for k in spec.key])
-    null_key = out.where(any_null).limit(1).count()
-    if null_key:
-        raise ChangeError(f"a record has no value for the key column(s) {list(spec.key)}")
+    if check_keys and out.where(no_key(spec)).limit(1).count():
+        raise ChangeError(no_key_message(spec))
     return out
+
+
+def no_key(spec: UpsertSpec) -> Any:
+    """A change with no value for some key column (a Column: true for such a change)."""
+    from pyspark.sql import functions as F
+
+    return functools.reduce(lambda a, b: a | b, [F.col(f"`{k}`").isNull() for k in spec.key])
+
+
+def no_key_message(spec: UpsertSpec) -> str:
+    return f"a record has no value for the key column(s) {list(spec.key)}"
+
+
+class Measured:
+    """Aggregates of a frame taken in the pass that reads it anyway (Spark's ``observe``): added
+    with :meth:`on` before the frame's action, read with :meth:`values` after it. Where Spark
+    reports none (a plan it found empty and did not run), one job of their own counts them."""
+
+    def __init__(self, name: str, *measures: Any) -> None:
+        import uuid
+
+        self.measures = measures
+        self._name = f"lakegate_{name}_{uuid.uuid4().hex[:8]}"  # one per plan, whatever runs beside it
+        self._observation: Any = None
+        self._frame: Any = None
+
+    def on(self, frame: Any) -> Any:
+        """``frame`` measured as it is read (a new frame: use it instead of ``frame``)."""
+        from pyspark.sql import Observation
+
+        self._observation, self._frame = Observation(self._name), frame
+        return frame.observe(self._observation, *self.measures)
+
+    def values(self) -> dict[str, Any]:
+        """The measures, after an action read the frame :meth:`on` returned (or a frame of it)."""
+        try:
+            return dict(self._observation.get)
+        except Exception:  # no metrics: Spark did not run the plan's measuring node (nothing to read)
+            return self._frame.agg(*self.measures).first().asDict()  # type: ignore[no-any-return]
 
 
 def _key_type(raw: Any, spec: UpsertSpec) -> Any:
@@ -172,29 +221,43 @@ def not_older(last: Any, table: Any, spec: UpsertSpec, *, broadcast: bool = Fals
     return last.join(stale, list(spec.key), "left_anti")
 
 
-def key_range(last: Any, key: tuple[str, ...]) -> tuple[int, Any | None]:
-    """How many changes ``last`` holds, and a condition every table row of one of their keys meets
-    (a Column; None: nothing bounds them): each key column of an ordered type (integers, dates,
-    decimals) between the round's least and greatest value. One Spark job. The formats scan the
-    table under it, so a file whose statistics put its keys outside the range is never read: a
-    round of new keys above the table's (an identity, a sequence) reads no file at all. Text keys
-    are not bounded: most are random (UUIDs), their range is the whole table's, and filtering by it
-    cost a Delta round on S3 about 0.5 s for nothing; nor timestamps and floating point keys (a
-    literal's time zone, NaN)."""
+def key_measures(schema: Any, key: tuple[str, ...]) -> list[Any]:
+    """The aggregates :func:`key_range` reads from a round's last changes (of Spark ``schema``):
+    their count, and the least and greatest value of each key column of an ordered type."""
     from pyspark.sql import functions as F
+
+    columns = [F.col(f"`{k}`") for k in _ordered(schema, key)]  # quoted: a key's name may hold a dot
+    bounds = [agg for i, c in enumerate(columns) for agg in (F.min(c).alias(f"lo{i}"), F.max(c).alias(f"hi{i}"))]
+    return [F.count(F.lit(1)).alias("n"), *bounds]
+
+
+def key_range(measured: dict[str, Any], schema: Any, key: tuple[str, ...]) -> tuple[int, Any | None]:
+    """How many changes a round keeps, and a condition every table row of one of their keys meets
+    (a Column; None: nothing bounds them), from :func:`key_measures` of those changes (of Spark
+    ``schema``): each key column of an ordered type (integers, dates, decimals) between the
+    round's least and greatest value, the literals of the column's own type (data skipping needs
+    the column uncast). The formats scan the table under it, so a file whose statistics put its
+    keys outside the range is never read: a round of new keys above the table's (an identity, a
+    sequence) reads no file at all. Text keys are not bounded: most are random (UUIDs), their
+    range is the whole table's, and filtering by it cost a Delta round on S3 about 0.5 s for
+    nothing; nor timestamps and floating point keys (a literal's time zone, NaN)."""
+    from pyspark.sql import functions as F
+
+    ordered = _ordered(schema, key)
+    conditions = [
+        F.col(f"`{k}`").between(
+            F.lit(measured[f"lo{i}"]).cast(schema[k].dataType), F.lit(measured[f"hi{i}"]).cast(schema[k].dataType)
+        )
+        for i, k in enumerate(ordered)
+        if measured[f"lo{i}"] is not None
+    ]
+    return int(measured["n"]), functools.reduce(lambda a, b: a & b, conditions) if conditions else None
+
+
+def _ordered(schema: Any, key: tuple[str, ...]) -> list[str]:
     from pyspark.sql.types import DateType, DecimalType, IntegralType
 
-    ordered = [k for k in key if isinstance(last.schema[k].dataType, (IntegralType, DateType, DecimalType))]
-    columns = [F.col(f"`{k}`") for k in ordered]  # quoted: a key's name may hold a dot
-    bounds = [agg for i, c in enumerate(columns) for agg in (F.min(c).alias(f"lo{i}"), F.max(c).alias(f"hi{i}"))]
-    row = last.agg(F.count(F.lit(1)).alias("n"), *bounds).first()
-    types = [last.schema[k].dataType for k in ordered]  # literals of the column's own type: no cast of the column
-    conditions = [
-        c.between(F.lit(row[f"lo{i}"]).cast(types[i]), F.lit(row[f"hi{i}"]).cast(types[i]))
-        for i, c in enumerate(columns)
-        if row[f"lo{i}"] is not None
-    ]
-    return int(row["n"]), functools.reduce(lambda a, b: a & b, conditions) if conditions else None
+    return [k for k in key if isinstance(schema[k].dataType, (IntegralType, DateType, DecimalType))]
 
 
 def latest(changes_df: Any, spec: UpsertSpec) -> Any:

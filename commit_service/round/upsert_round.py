@@ -10,7 +10,9 @@ delta), each with the table as it was planned from (a Delta version, an Iceberg 
    (:func:`~commit_service.round.changes.latest`) unless the table's row is newer by
    ``ordering`` (:func:`~commit_service.round.changes.not_older`); the table is read only where
    the changed keys' range can be (:func:`~commit_service.round.changes.key_range`), and the
-   formats' merges read it so too (:attr:`UpsertChanges.bounds`);
+   formats' merges read it so too (:attr:`UpsertChanges.bounds`); the records read, the changes
+   without a key and that range are measured in the pass that keeps each key's last change
+   (:class:`~commit_service.round.changes.Measured`), not in a Spark job each;
 2. the rows to write are the kept changes that are not deletes, shaped as the round's row image
    and the table's schema (a column no value has typed yet is left out, at any depth);
 3. the round guard checks the rows read as changes, and that no column of any file is missing
@@ -23,7 +25,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from commit_service.domain import round_guard
 from commit_service.domain import upsert as spec_of
@@ -93,13 +95,20 @@ class RoundChanges:
 
         facts = dict(facts)
         table_type = StructType.fromJson(table_schema) if table_schema is not None else None
+        # the records read, the changes without a key and the kept changes' count and key range
+        # are measured in the one pass that reads the round (its checkpoint), not a job each
+        read = changes_of.Measured("read", F.count(F.lit(1)).alias("n"))
+        keyless = changes_of.Measured("keyless", F.count(F.when(changes_of.no_key(self.spec), 1)).alias("n"))
         raw = self._raw(files, reader, facts, table_schema)
+        changed = keyless.on(self._changes(files, reader, facts, table_schema, table_type, raw, read))
+        kept = changes_of.Measured("kept", *changes_of.key_measures(changed.schema, self.spec.key))
+        last = kept.on(changes_of.latest(changed, self.spec)).localCheckpoint()  # read once, used several times
         expected = sum(reader.rows(p, facts.get(p.file.path)) for p in files)
-        read = raw.count()
-        if read != expected:  # the round guard's row check, on the records read as changes
-            round_guard.check(self.location, [round_guard.Source("the round", expected, _EMPTY)], read, _EMPTY)
-        changed = self._changes(files, reader, facts, table_schema, table_type, raw)
-        last = changes_of.latest(changed, self.spec).localCheckpoint()  # read once, used several times
+        got = int(read.values()["n"])
+        if got != expected:  # the round guard's row check, on the records read as changes
+            round_guard.check(self.location, [round_guard.Source("the round", expected, _EMPTY)], got, _EMPTY)
+        if keyless.values()["n"]:
+            self._refuse(files, reader, facts, table_schema, table_type, changes_of.no_key_message(self.spec))
         small = True
         narrowed = key_scope(last.select(*self.spec.key).distinct(), scope) if table is not None else None
         if table is not None and narrowed is not None:
@@ -107,7 +116,7 @@ class RoundChanges:
             table = table.where(narrowed[0])
         bounds = None
         if table is not None:
-            counted, bounds = changes_of.key_range(last, self.spec.key)
+            counted, bounds = changes_of.key_range(kept.values(), changed.schema, self.spec.key)
             if bounds is not None:  # the table's rows of the changed keys lie in their range
                 table = table.where(bounds)
             # few enough keys are broadcast to each task scanning the table: the table is never shuffled
@@ -154,17 +163,32 @@ class RoundChanges:
         table_schema: Schema | None,
         table_type: Any,
         raw: Any,
+        read: changes_of.Measured,
     ) -> Any:
-        """The round's changes; a file that cannot be read as changes is named (read alone)."""
+        """The round's changes (their keys checked by the caller, :meth:`_refuse`); a file that
+        cannot be read as changes is named (read alone)."""
         try:
-            return changes_of.changes(raw, self.spec, table_type)
+            return changes_of.changes(raw, self.spec, table_type, check_keys=False, read=read)
         except ChangeError as exc:
-            for p in files:
-                try:
-                    changes_of.changes(self._raw([p], reader, facts, table_schema), self.spec, table_type)
-                except ChangeError as alone:
-                    raise DataFileError(p.file.path, str(alone)) from None
-            raise DataFileError(files[0].file.path, f"{exc} (the round's files together)") from None
+            self._refuse(files, reader, facts, table_schema, table_type, str(exc))
+
+    def _refuse(
+        self,
+        files: Sequence[PendingFile],
+        reader: FrameReader,
+        facts: dict[str, FileFacts],
+        table_schema: Schema | None,
+        table_type: Any,
+        reason: str,
+    ) -> NoReturn:
+        """Raises DataFileError for the first of ``files`` that cannot be read as changes alone
+        (a key checked too), else for the round's files together, for ``reason``."""
+        for p in files:
+            try:
+                changes_of.changes(self._raw([p], reader, facts, table_schema), self.spec, table_type)
+            except ChangeError as alone:
+                raise DataFileError(p.file.path, str(alone)) from None
+        raise DataFileError(files[0].file.path, f"{reason} (the round's files together)")
 
     def _raw_schema(self, files: Sequence[PendingFile], reader: FrameReader, facts: dict[str, FileFacts]) -> Schema:
         """The round's envelope schema: the files' raw schemas reconciled (voids kept); a file

@@ -30,7 +30,7 @@ from commit_service.delta.upsert import UpsertWriter
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.state import TableState
 from commit_service.domain.upsert import Cdc, UpsertSpec
-from commit_service.errors import DataFileError, OffsetsMovedError
+from commit_service.errors import DataFileError, OffsetsMovedError, RoundShortfallError
 from commit_service.iceberg import datafiles
 from commit_service.iceberg.committer import IcebergCommitter
 from commit_service.iceberg.upsert import IcebergUpsert
@@ -364,6 +364,29 @@ def test_records_without_the_key_are_refused_naming_the_file(
     with pytest.raises(DataFileError, match="key") as err:
         commit_all(t.committer, state, [good, bad])
     assert err.value.path == bad.file.path
+
+
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+def test_an_upsert_round_that_reads_fewer_records_than_its_files_hold_is_refused(
+    upsert_table: Callable[..., UpsertTable], tmp_path: Path, table_format: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The records a round reads are counted in the pass that keeps each key's last change
+    (changes.Measured), not by a job of their own: a round of a table that exists, whose files
+    are said to hold one record more than Spark read, is refused by the round guard, nothing
+    committed."""
+    from commit_service.round.convert import FrameReader
+
+    t = upsert_table(table_format, UpsertSpec(("id",)))
+    landing, state = Landing(tmp_path, "users"), TableState(t.name)
+    first, _ = landing.write(0, [({"id": k}, {"id": k, "name": "a"}) for k in range(3)], FileFormat.JSONL)
+    commit_all(t.committer, state, [first])
+    version = t.version()
+    second, _ = landing.write(0, [({"id": k}, {"id": k, "name": "b"}) for k in range(2, 6)], FileFormat.JSONL)
+    real = FrameReader.rows
+    monkeypatch.setattr(FrameReader, "rows", lambda self, p, facts: real(self, p, facts) + 1)
+    with pytest.raises(RoundShortfallError, match="hold 5 records but 4 rows were written"):
+        commit_all(t.committer, state, [second])
+    assert t.version() == version
 
 
 @pytest.mark.parametrize("table_format", ["delta", "iceberg"])
