@@ -165,6 +165,7 @@ class FrameReader:
         # one raw shape per Parquet schema and null-string set, shared by the files that have them
         # (a round of 100,000 files of one sink then holds a handful of shapes, not 100,000 copies)
         self._parquet_raw: dict[tuple[int, tuple[str, ...]], tuple[Schema, Schema]] = {}
+        self._lifted_shapes: dict[int, tuple[Schema, bool]] = {}  # id of a raw shape -> it, and whether it lifts
 
     def read_ahead(self, files: Sequence[PendingFile], threads: int) -> None:
         """Read the round's text and Avro files on ``threads`` threads at once: their bytes, and for
@@ -187,9 +188,15 @@ class FrameReader:
 
     def lifts(self, p: PendingFile, facts: FileFacts | None) -> bool:
         """Whether ``p`` is Parquet in the sink's envelope (rewritten: its columns change)."""
-        return (
-            p.file.format is FileFormat.PARQUET and facts is not None and lifts(self.raw_shape(p, facts), self.unwrap)
-        )
+        return p.file.format is FileFormat.PARQUET and facts is not None and self._lifted(self.raw_shape(p, facts))
+
+    def _lifted(self, raw: Schema) -> bool:
+        """``lifts(raw, unwrap)``, worked out once per shape: the files of one footer schema share
+        their shape's object (kept beside its answer, so its id stays its own)."""
+        known = self._lifted_shapes.get(id(raw))
+        if known is None:
+            known = self._lifted_shapes[id(raw)] = (raw, lifts(raw, self.unwrap))
+        return known[1]
 
     def lines(self, p: PendingFile) -> list[str]:
         """The records of a text file as JSON lines: a JSON-lines file's own non-empty lines, a CSV
@@ -288,7 +295,7 @@ class FrameReader:
     def shape(self, p: PendingFile, facts: FileFacts | None) -> Schema:
         """``p``'s columns as the table gets them (after unwrapping), voids marked."""
         raw = self.raw_shape(p, facts)
-        return unwrapped(self.envelope_shape(p, facts), self.unwrap) if lifts(raw, self.unwrap) else raw
+        return unwrapped(self.envelope_shape(p, facts), self.unwrap) if self._lifted(raw) else raw
 
     def frame(
         self, files: Sequence[PendingFile], facts: dict[str, FileFacts], target: Schema, *, raw: bool = False

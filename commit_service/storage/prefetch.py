@@ -275,9 +275,9 @@ class FactsCache:
         """An entry worth waiting for: being read, or read without an error."""
         if entry is None or isinstance(entry, Queued):
             return False
-        if isinstance(entry, Reading) and not entry.chunk.done():
-            return True
-        return not isinstance(cls._outcome(entry), Exception)
+        if isinstance(entry, Reading):
+            return not entry.chunk.done() or not isinstance(cls._outcome(entry), Exception)
+        return not isinstance(entry, EarlyReadFailed)  # settled: packed facts are not unpacked to tell
 
     def _start(self, files: list[DataFile]) -> dict[FactsKey, Reading]:
         """Read a commit's ``files`` on the pool now, in at most ``threads`` chunks, one future per

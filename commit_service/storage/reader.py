@@ -12,7 +12,8 @@ import os
 import shutil
 import stat
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
@@ -48,14 +49,22 @@ class StorageReader:
         A local ``source`` must be a regular file (no symlink) whose real path lies under an
         allowed local root, when the reader was given roots (the service always gives them).
         """
-        try:
-            loc = StorageUri.parse(uri)
-        except UnsafePathError as exc:
-            raise DataFileError(uri, str(exc)) from None
+        loc = self._parse(uri)
         if loc.scheme == "file":
             if source:
-                self._check_local(uri, loc.native)
+                with self._opened(uri, loc.native):
+                    pass
             return self._local, loc.native
+        return self._s3_fs(), loc.native
+
+    @staticmethod
+    def _parse(uri: str) -> StorageUri:
+        try:
+            return StorageUri.parse(uri)
+        except UnsafePathError as exc:
+            raise DataFileError(uri, str(exc)) from None
+
+    def _s3_fs(self) -> pafs.FileSystem:
         if self._s3 is None:
             s = self._s3_settings
             kwargs: dict[str, Any] = {"region": s.region, "force_virtual_addressing": not s.path_style}
@@ -65,22 +74,33 @@ class StorageReader:
             if s.access_key and s.secret_key:
                 kwargs.update(access_key=s.access_key, secret_key=s.secret_key)
             self._s3 = pafs.S3FileSystem(**kwargs)
-        return self._s3, loc.native
+        return self._s3
 
-    def _check_local(self, uri: str, path: str) -> None:
+    @contextmanager
+    def _opened(self, uri: str, path: str) -> Iterator[tuple[int, os.stat_result]]:
+        """A local source file, open, and its ``fstat``: a regular file (the name itself no symbolic
+        link), whose real path lies under an allowed root. The checks are of the file opened, which
+        is the one read (a name swapped for a link after a check of the name would not be); not
+        blocking, so a FIFO is refused, not waited on."""
         try:
-            st = os.lstat(path)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             raise DataFileError(uri, "does not exist") from None
         except OSError as exc:
-            raise DataFileUnavailableError(uri, f"cannot stat: {exc.strerror}") from None
-        if stat.S_ISLNK(st.st_mode):
-            raise DataFileError(uri, "is a symbolic link: only regular files are committed")
-        if not stat.S_ISREG(st.st_mode):
-            raise DataFileError(uri, "is not a regular file")
-        real = os.path.realpath(path)
-        if self._local_roots and not any(real.startswith(r.rstrip("/") + "/") for r in self._local_roots):
-            raise DataFileError(uri, "resolves (through a linked folder) to a place outside the allowed roots")
+            if exc.errno == errno.ELOOP:
+                raise DataFileError(uri, "is a symbolic link: only regular files are committed") from None
+            raise DataFileUnavailableError(uri, f"cannot open: {exc.strerror}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise DataFileError(uri, "is not a regular file")
+            if self._local_roots:
+                real = _real_path(fd, path)
+                if not any(real.startswith(r.rstrip("/") + "/") for r in self._local_roots):
+                    raise DataFileError(uri, "resolves (through a linked folder) to a place outside the allowed roots")
+            yield fd, st
+        finally:
+            os.close(fd)
 
     def facts(
         self,
@@ -100,8 +120,11 @@ class StorageReader:
         CPU. Any failure there (the object gone, or not that size: its bytes at that size are then
         not a footer's) falls back to the stat and read, which say what is wrong.
         """
-        fs, path = self._resolve(uri)
-        if parquet and size is not None and modified_ms is not None and fs is not self._local:
+        loc = self._parse(uri)
+        if loc.scheme == "file":
+            return self._local_facts(uri, loc.native, parquet, keep_footer)
+        fs, path = self._s3_fs(), loc.native
+        if parquet and size is not None and modified_ms is not None:
             meta: pq.FileMetaData | None
             try:
                 meta = _footer_at(fs, path, size)
@@ -118,19 +141,38 @@ class StorageReader:
         mtime = int(info.mtime.timestamp() * 1000) if info.mtime else 0
         if not parquet:
             return FileFacts(int(info.size or 0), mtime)
-        try:
-            if fs is self._local:
-                with fs.open_input_file(path) as handle:
-                    meta = footer(handle)
-            else:  # the stat's size: the opener's own stat is not made
-                meta = _footer_at(fs, path, int(info.size or 0))
+        try:  # the stat's size: the opener's own stat is not made
+            meta = _footer_at(fs, path, int(info.size or 0))
         except OSError as exc:
             raise DataFileUnavailableError(uri, f"cannot read the Parquet footer: {exc}") from exc
         except Exception as exc:  # pyarrow raises ArrowInvalid etc. for a corrupt file
-            kind = sniff(self.head(uri))
-            what = "" if kind is Encoding.PARQUET else f" (its bytes are {kind.value}: is the sink's format jsonl?)"
-            raise DataFileError(uri, f"is not a readable Parquet file{what}: {exc}") from exc
+            raise self._unreadable(uri, exc) from exc
         return _parquet_facts(int(info.size or 0), mtime, meta, keep_footer)
+
+    def _local_facts(self, uri: str, path: str, parquet: bool, keep_footer: bool) -> FileFacts:
+        """A local file's facts: opened once (:meth:`_opened`), its footer read with one ``pread``
+        of its tail (two when the footer is longer than :data:`LOCAL_TAIL_BYTES`) and parsed from
+        those bytes. Opening it through pyarrow's filesystem instead (a ``stat``, an open, reads
+        through a file object) and the checks by name (``lstat``, ``realpath``'s walk) were a third
+        of a small file's facts."""
+        with self._opened(uri, path) as (fd, st):
+            size, mtime = st.st_size, st.st_mtime_ns // 1_000_000
+            if not parquet:
+                return FileFacts(size, mtime)
+            try:
+                tail = _tail(fd, size)
+            except OSError as exc:
+                raise DataFileUnavailableError(uri, f"cannot read the Parquet footer: {exc}") from exc
+        try:
+            meta = footer(pa.BufferReader(tail))  # the tail read as a file: its footer is all a footer read reads
+        except Exception as exc:  # pyarrow raises ArrowInvalid etc. for a corrupt file
+            raise self._unreadable(uri, exc) from exc
+        return _parquet_facts(size, mtime, meta, keep_footer)
+
+    def _unreadable(self, uri: str, exc: Exception) -> DataFileError:
+        kind = sniff(self.head(uri))
+        what = "" if kind is Encoding.PARQUET else f" (its bytes are {kind.value}: is the sink's format jsonl?)"
+        return DataFileError(uri, f"is not a readable Parquet file{what}: {exc}")
 
     def head(self, uri: str) -> bytes:
         """The first bytes of an object (enough to tell its encoding); empty if unreadable."""
@@ -248,6 +290,29 @@ def footer(handle: pa.NativeFile) -> pq.FileMetaData:
 PARQUET = ds.ParquetFileFormat()
 FOOTER_TAIL = 8  # a Parquet file ends with its footer's length (4 bytes) and ``PAR1``
 PARQUET_MAGIC = b"PAR1"
+LOCAL_TAIL_BYTES = 8 << 10  # a local footer's first read: two pages, all of a footer of some tens of columns
+
+
+def _tail(fd: int, size: int) -> bytes:
+    """The last bytes of the open file ``fd`` of ``size`` bytes that hold its Parquet footer: its
+    last :data:`LOCAL_TAIL_BYTES`, or the footer whole when its length (in its last 8 bytes) says
+    it is longer. What is no footer is returned as read, for the parse to refuse."""
+    n = min(size, LOCAL_TAIL_BYTES)
+    tail = os.pread(fd, n, size - n)
+    if len(tail) == n >= FOOTER_TAIL and tail[-4:] == PARQUET_MAGIC:
+        whole = int.from_bytes(tail[-FOOTER_TAIL:-4], "little") + FOOTER_TAIL
+        if n < whole <= size:
+            tail = os.pread(fd, whole, size - whole)
+    return tail
+
+
+def _real_path(fd: int, path: str) -> str:
+    """The real path of the open file ``fd``: what the kernel says it opened (Linux's
+    ``/proc/self/fd``, one call), else ``realpath`` of ``path`` (a walk of its folders)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
 
 
 def _footer_at(fs: pafs.FileSystem, path: str, size: int) -> pq.FileMetaData:

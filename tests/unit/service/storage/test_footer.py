@@ -130,3 +130,16 @@ def test_files_of_one_schema_share_a_layout_and_arrow_types_tell_schemas_apart()
     assert footer.layout_of(zoned).schema_key != footer.layout_of(one).schema_key
     assert "Europe/Paris" in footer.layout_of(zoned).schema_key
     assert footer.layout_of(one).columns == (("a", False), ("t", False))
+
+
+def test_files_alternating_between_schemas_each_get_their_own_layout() -> None:
+    """The last layout is remembered (one comparison of schemas): a footer whose Parquet schema is
+    the same but whose stored Arrow schema differs (another zone) does not get it."""
+    utc = meta_of(pa.table({"t": pa.array([1], pa.timestamp("ms", tz="UTC"))}))
+    paris = meta_of(pa.table({"t": pa.array([1], pa.timestamp("ms", tz="Europe/Paris"))}))
+    other = meta_of(pa.table({"n": pa.array([1], pa.int32())}))
+    assert utc.schema.equals(paris.schema)  # the zone lives only in the stored Arrow schema
+    keys = [footer.layout_of(m).schema_key for m in (utc, paris, paris, utc, other, utc, other)]
+    assert ["UTC" in k for k in keys[:4]] == [True, False, False, True]
+    assert ["Europe/Paris" in k for k in keys[:4]] == [False, True, True, False]
+    assert keys[4] == keys[6] != keys[5] == keys[0]
