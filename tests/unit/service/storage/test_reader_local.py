@@ -66,7 +66,11 @@ def test_a_local_text_files_facts_are_its_size_and_time(tmp_path: Path) -> None:
     path = tmp_path / "t-0-0"
     path.write_bytes(b'{"a": 1}\n')
     got = StorageReader(local_roots=[str(tmp_path)]).facts(f"file://{path}", parquet=False)
-    assert (got.size_bytes, got.modification_time_ms, got.num_records) == (9, path.stat().st_mtime_ns // 1_000_000, None)
+    assert (got.size_bytes, got.modification_time_ms, got.num_records) == (
+        9,
+        path.stat().st_mtime_ns // 1_000_000,
+        None,
+    )
 
 
 @pytest.mark.timeout(20)  # a FIFO opened to read blocks until a writer comes: this must not wait
