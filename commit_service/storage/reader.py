@@ -38,9 +38,12 @@ class StorageReader:
         self._s3_settings = s3 or S3Settings()
         self._s3: pafs.FileSystem | None = None
         self._local = pafs.LocalFileSystem()
-        # the allowed local roots, resolved: a local file is read only if its real path lies below one
+        # the allowed local roots, resolved and ending in "/": a local file is read only if its real
+        # path starts with one
         self._local_roots = tuple(
-            os.path.realpath(StorageUri.parse(r, root=True).key) for r in local_roots if r.startswith(("file:", "/"))
+            os.path.realpath(StorageUri.parse(r, root=True).key).rstrip("/") + "/"
+            for r in local_roots
+            if r.startswith(("file:", "/"))
         )
 
     def _resolve(self, uri: str, *, source: bool = True) -> tuple[pafs.FileSystem, str]:
@@ -53,7 +56,7 @@ class StorageReader:
         if loc.scheme == "file":
             if source:
                 with self._opened(uri, loc.native):
-                    pass
+                    pass  # opened to be checked; the caller reads it by its path
             return self._local, loc.native
         return self._s3_fs(), loc.native
 
@@ -96,7 +99,7 @@ class StorageReader:
                 raise DataFileError(uri, "is not a regular file")
             if self._local_roots:
                 real = _real_path(fd, path)
-                if not any(real.startswith(r.rstrip("/") + "/") for r in self._local_roots):
+                if not real.startswith(self._local_roots):
                     raise DataFileError(uri, "resolves (through a linked folder) to a place outside the allowed roots")
             yield fd, st
         finally:
