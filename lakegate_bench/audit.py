@@ -17,7 +17,6 @@ import os
 import platform
 import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from commit_service.audit.auditor import Auditor, AuditRequest
 from commit_service.config import SparkSettings
 from commit_service.spark.session import create_session
 from lakegate_bench.maintenance import PARTITIONS, commit_rounds
+from lakegate_bench.result import work_dir
 
 
 def measure(spark: Any, root: Path, rows: int, per_file: int, sample: int) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(s < args.rows_per_file * PARTITIONS for s in args.sizes) or args.rows_per_file < 1:
         parser.error(f"each size must be at least --rows-per-file x {PARTITIONS}")
 
-    work = Path(tempfile.mkdtemp(prefix="lakegate-bench-audit-"))
+    work = work_dir("lakegate-bench-audit-")
     print(f"starting Spark (local[2]) in {work} ...", flush=True)
     spark = create_session(SparkSettings(master="local[2]", ui_enabled=False, local_dir=work / "spark"))
     try:

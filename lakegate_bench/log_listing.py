@@ -25,7 +25,6 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -40,7 +39,7 @@ from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.spark.session import LOCAL_LOG_WRITES, create_session
 from commit_service.storage.reader import StorageReader
-from lakegate_bench.result import report
+from lakegate_bench.result import report, work_dir
 from lakegate_bench.s3_commit import BUCKET, PARTITIONS, ROWS, TOPIC, parquet_body, upload
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
@@ -120,7 +119,7 @@ def local_place(work: Path, conf: dict[str, str]) -> Iterator[Place]:
 
 def run_mode(store: str, mode: str, extra: int, commits: int) -> dict[str, Any]:
     """One mode in this process: a fresh table, its checkpoint, extra log entries, commits."""
-    work = Path(tempfile.mkdtemp(prefix=f"lakegate-bench-log-{mode}-"))
+    work = work_dir(f"lakegate-bench-log-{mode}-")
     conf = STORES[store][mode]
     place_of = s3_place if store == "s3" else local_place
     with place_of(work, conf) as place:

@@ -15,7 +15,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.spark.session import create_session
 from commit_service.storage.reader import StorageReader
+from lakegate_bench.result import work_dir
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import MaintenanceKind
 
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(".lakegate/bench/maintenance.json"))
     args = parser.parse_args(argv)
 
-    work = Path(tempfile.mkdtemp(prefix="lakegate-bench-"))
+    work = work_dir("lakegate-bench-")
     print(f"starting Spark (local[2]) in {work} ...", flush=True)
     spark = create_session(SparkSettings(master="local[2]", ui_enabled=False, local_dir=work / "spark"))
     root = work / "table"

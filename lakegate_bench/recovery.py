@@ -20,13 +20,13 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from deltalake import DeltaTable
 
+from lakegate_bench.result import work_dir
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.datafiles import write_parquet
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(".lakegate/bench/recovery.json"), help="JSON output")
     args = parser.parse_args(argv)
 
-    work = Path(tempfile.mkdtemp(prefix="lakegate-bench-recovery-"))
+    work = work_dir("lakegate-bench-recovery-")
     with Lake(work, args) as lake:
         runs = measure(lake, args)
     ready = [r["ready_s"] for r in runs]

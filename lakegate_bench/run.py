@@ -76,7 +76,6 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -89,6 +88,7 @@ from lakegate_bench.merge import part_merge
 from lakegate_bench.partitioned import part_partitioned
 from lakegate_bench.pipeline import pipeline_options
 from lakegate_bench.report import plot, report
+from lakegate_bench.result import work_dir
 
 PARTS = (
     "commit",
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print("== intake", flush=True)
         bench_intake.main(["--out", str(args.out_dir / "intake.json")])
-    work = Path(tempfile.mkdtemp(prefix="lakegate-bench-"))
+    work = work_dir("lakegate-bench-")
     if "http" in parts:
         write_part("http", machine, lambda: part_http(work, args.clients, args.seconds), args)
     if "service" in parts:

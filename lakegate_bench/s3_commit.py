@@ -25,7 +25,6 @@ import json
 import pstats
 import statistics
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -45,7 +44,7 @@ from commit_service.spark.session import create_session
 from commit_service.storage.prefetch import THREADS, FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
 from lakegate_bench.iceberg import CATALOG, bench_catalog
-from lakegate_bench.result import report
+from lakegate_bench.result import report, work_dir
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 
@@ -179,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path(".lakegate/bench/s3-commit.json"))
     args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="lakegate-bench-s3-commit-"))
+    work = work_dir("lakegate-bench-s3-commit-")
     if args.store == "seaweedfs":
         from lakegate_stack.seaweedfs import SeaweedS3Server
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 from kafka import KafkaProducer
 
-from lakegate_bench.result import report
+from lakegate_bench.result import report, work_dir
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import s3_sink_config
 from lakegate_stack.kafka import create_topic
@@ -63,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     per_topic = args.partitions // args.topics
     topics = ["bench"] if args.topics == 1 else [f"bench{t:03d}" for t in range(args.topics)]
     args.out = args.out or Path(f".lakegate/bench/sidecar-{args.partitions}.json")
-    work = Path(tempfile.mkdtemp(prefix="lakegate-bench-sidecar-"))
+    work = work_dir("lakegate-bench-sidecar-")
     env = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY}
     with LocalStack(work, buckets=("lake",)) as stack:
         assert stack.s3 and stack.kafka

@@ -16,12 +16,11 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from lakegate_bench.result import report
+from lakegate_bench.result import report, work_dir
 from lakegate_stack.services import SIDECAR_TOKEN, ServiceProcess
 from lakegate_stack.slowclients import SlowClients, healthz_latency, probe_service
 
@@ -67,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(".lakegate/bench/slowclients.json"))
     args = parser.parse_args(argv)
 
-    work = Path(tempfile.mkdtemp(prefix="lakegate-bench-slowclients-"))
+    work = work_dir("lakegate-bench-slowclients-")
     server: dict[str, Any] = {"threads": args.threads}
     if args.read_timeout is not None:
         server["read_timeout_seconds"] = args.read_timeout
