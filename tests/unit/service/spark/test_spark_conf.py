@@ -50,6 +50,8 @@ def test_local_defaults_configure_delta_and_the_ui(jars_dir: Path) -> None:
     # JVM's start (spark-submit opens the jars through it)
     assert conf["spark.hadoop.fs.file.impl"] == "io.lakegate.delta.NioPermissionsLocalFileSystem"
     assert conf["spark.driver.extraClassPath"] == str(jars_dir / "log-store" / "lakegate-delta-log-store-local-fs.jar")
+    # no per-commit parse of every added file's statistics for Delta's auto compaction
+    assert conf["spark.databricks.delta.autoCompact.recordPartitionStats.enabled"] == "false"
 
 
 def test_s3a_adds_hadoop_aws_and_endpoint_settings(jars_dir: Path) -> None:
