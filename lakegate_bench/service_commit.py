@@ -117,6 +117,12 @@ def evict(files: list[DataFile]) -> None:
             os.close(fd)
 
 
+def phases_text(phases: dict[str, int]) -> str:
+    """Where the commit's time went, as the service measured it (``CommitRecord.phases_ms``)."""
+    names = {"facts": "footer wait", "open": "opening", "write": "actions", "commit": "Delta's commit"}
+    return ", ".join(f"{names.get(k, k)} {v / 1000:.2f}" for k, v in phases.items()) or "no phases"
+
+
 def one_round(work: Path, n: int, rows: int, partitions: int, delivery: Delivery) -> dict[str, Any]:
     """One measured round of ``n`` files on a fresh service (see the module docstring)."""
     from lakegate_stack.services import ServiceProcess
@@ -171,9 +177,10 @@ def one_round(work: Path, n: int, rows: int, partitions: int, delivery: Delivery
             t0 = time.perf_counter()
             outcome = service.commit_now("bench")
             commit_s = time.perf_counter() - t0
+        phases = outcome.get("phases_ms") or {}
         print(
             f"{n:>7,} files ({delivery.text()}): manifests accepted in {sum(accepts):.3f} s ({len(accepts)} of them, the largest "
-            f"{max(accepts):.3f} s), commit {commit_s:.3f} s, service RSS peak {memory.peak_mib:,.0f} MiB "
+            f"{max(accepts):.3f} s), commit {commit_s:.3f} s ({phases_text(phases)}), service RSS peak {memory.peak_mib:,.0f} MiB "
             f"(idle {idle_mib:,.0f}; the JVM's peak {memory.peak_by_kind.get('java', 0):,.0f}, the Python processes' "
             f"{memory.peak_by_kind.get('python', 0):,.0f})",
             flush=True,
@@ -194,6 +201,7 @@ def one_round(work: Path, n: int, rows: int, partitions: int, delivery: Delivery
         "accept_s_total": round(sum(accepts), 4),
         "accept_s_max": round(max(accepts), 4),
         "commit_s": round(commit_s, 4),
+        "commit_phases_ms": phases,
         "first_commit_s": round(first_s, 4),
         "rss_mib_peak": round(memory.peak_mib, 1),
         "rss_mib_idle": round(idle_mib, 1),

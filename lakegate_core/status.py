@@ -80,12 +80,26 @@ class CommitRecord(WireModel):
     in_place: int | None = None
     rewritten: int | None = None
     split: int | None = None
+    # where the commit's time went (ms): ``facts`` waiting for its files' facts (footers the
+    # read-ahead had not read yet) and checking them, ``open`` the transaction opened, ``write`` its
+    # rows written (files added, rewritten or merged), ``commit`` the commit landed; this process's
+    # only, not in userMetadata
+    phases_ms: dict[str, int] | None = None
 
     def user_metadata(self) -> dict[str, Any]:
         """What goes into the Delta commit's ``userMetadata``: all but what the log already holds
         (table, version, the commit's time) and what only this process knows (duration, Spark jobs)."""
         out = self.to_dict()
-        for key in ("table", "version", "duration_ms", "committed_at_ms", "spark_jobs", "due_ms", "caught_up"):
+        for key in (
+            "table",
+            "version",
+            "duration_ms",
+            "committed_at_ms",
+            "spark_jobs",
+            "due_ms",
+            "caught_up",
+            "phases_ms",
+        ):
             out.pop(key, None)
         return out
 

@@ -4,6 +4,7 @@ ledger epoch falls."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 from commit_service.domain.failures import Decision
@@ -18,7 +19,7 @@ logger = logging.getLogger(__name__)
 def committed(record: CommitRecord, plan: CommitPlan) -> None:
     logger.info(
         "commit table=%s version=%d commit_id=%s files=%d records=%d offsets=%s vtts=%s duration_ms=%s "
-        "spark_jobs=%s reason=%s",
+        "phases_ms=%s spark_jobs=%s reason=%s",
         record.table,
         record.version,
         record.commit_id,
@@ -27,6 +28,7 @@ def committed(record: CommitRecord, plan: CommitPlan) -> None:
         record.offsets.to_json(),
         record.vtts,
         record.duration_ms,
+        json.dumps(record.phases_ms, separators=(",", ":")) if record.phases_ms else "-",
         list(record.spark_jobs),
         plan.reason,
     )

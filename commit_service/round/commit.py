@@ -97,6 +97,20 @@ class TableFormat(Protocol):
         ...
 
 
+class Phases:
+    """Where a round's time goes: each phase's milliseconds, from the end of the one before."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._last = clock()
+        self.ms: dict[str, int] = {}
+
+    def ended(self, name: str) -> None:
+        now = self._clock()
+        self.ms[name] = int((now - self._last) * 1000)
+        self._last = now
+
+
 class RoundCommit:
     """Commits plans into one table through its format; owned by that table's committer."""
 
@@ -155,12 +169,15 @@ class RoundCommit:
             reader.close()
 
     def _round(self, spark: Any, plan: CommitPlan, commit_id: str, reader: FrameReader) -> CommitRecord:
+        phases = Phases()
         facts = checked_facts(self.facts, plan.files)
         reader.read_ahead(plan.files, self.read_threads)
         check_coverage(plan.files, facts, reader, self.offset_check)
+        phases.ended("facts")
 
         opened = self.format.open_round(plan)
         self._check_offsets(plan, opened)
+        phases.ended("open")
         version = opened.read_version + 1
         sc = spark.sparkContext
         sc.setLocalProperty(
@@ -171,6 +188,7 @@ class RoundCommit:
         sc.setLocalProperty("spark.jobGroup.id", job_group(self.table, commit_id, version))
         reader.timestamp = kafka_timestamp(opened.schema)
         written = self.format.write_round(opened, RoundFiles(plan.files, reader, facts, commit_id))
+        phases.ended("write")
 
         record = replace(
             plan.record(self.table, version, commit_id, int(self.clock() * 1000)),
@@ -181,9 +199,10 @@ class RoundCommit:
         landing = self.format.land(opened, written.changes, plan, record)
         crash_point(BEFORE_COMMIT)
         landed = landing()
+        phases.ended("commit")
         crash_point(AFTER_COMMIT)
         self.facts.forget(p.file for p in plan.files)
-        return replace(record, version=landed)
+        return replace(record, version=landed, phases_ms=phases.ms)
 
     def _check_offsets(self, plan: CommitPlan, opened: Opened) -> None:
         """The plan must start where the table is: a partition the table holds starts at its offset

@@ -126,6 +126,9 @@ def test_commit_restart_and_resubmit(tmp_path: Path, served: ServedTable, reques
         assert r.status_code == 202 and {f["status"] for f in r.json()["files"]} == {"accepted"}, r.json()
         record = svc.commit_now(t.name)
         assert record["committed"] and record["files"] == 6 and record["records"] == 600, record
+        # where the commit's time went, in order, within its duration
+        assert list(record["phases_ms"]) == ["facts", "open", "write", "commit"], record
+        assert 0 < sum(record["phases_ms"].values()) <= record["duration_ms"], record
         assert svc.call("GET", f"/v1/tables/{t.name}/offsets").json() == OFFSETS
         descriptions = svc.spark_job_descriptions()
         label = f"lakegate commit {t.name} v"
@@ -142,6 +145,7 @@ def test_commit_restart_and_resubmit(tmp_path: Path, served: ServedTable, reques
             assert table.transaction_version(f"lakegate-orders-{TOPIC}-{p}") == 200
         meta = json.loads(table.history()[0]["userMetadata"])
         assert meta["offsets"] == OFFSETS and meta["files"] == 6
+        assert "phases_ms" not in meta and "duration_ms" not in meta
         spark = request.getfixturevalue("spark")
         assert spark.sql(f"DESCRIBE HISTORY delta.`{t.root}`").collect()[0]["operation"] == "STREAMING UPDATE"
         assert spark.read.format("delta").load(str(t.root)).count() == 600

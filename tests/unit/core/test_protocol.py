@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -98,6 +99,10 @@ def test_commit_record_user_metadata_round_trip() -> None:
     again = CommitRecord.from_user_metadata("orders", 3, rec.user_metadata())
     assert again == rec
     assert set(rec.user_metadata()) == {"commit_id", "offsets", "vtts", "files", "records", "sidecars"}
+    # what only this process knows stays out of the table's log: the time, and where it went
+    timed = replace(rec, duration_ms=40, phases_ms={"facts": 10, "open": 5, "write": 15, "commit": 10})
+    assert timed.user_metadata() == rec.user_metadata()
+    assert timed.to_dict()["phases_ms"] == {"facts": 10, "open": 5, "write": 15, "commit": 10}  # the API's
 
 
 def test_lease_request_round_trip_with_named_watermarks() -> None:
