@@ -18,6 +18,11 @@ commits' own reads, so an archive's thousands of files queued ahead never keep a
 commit (or a bounded round's files) waiting for more than a chunk. A chunk is small for the same
 reason: a commit waiting for a file in flight waits for its chunk, not for the archive.
 
+On local files (one reader thread, see :func:`threads_for`) each read first tells the storage of
+the files a window ahead (:meth:`~commit_service.storage.reader.StorageReader.will_read`), so the
+kernel fetches their footers into the page cache while the reader parses the ones before: a footer
+evicted from memory is then not a wait for the disk in the one thread.
+
 Reading facts early is safe because a file is only ever sent once it is complete: Connect has
 committed an offset past its start, so the sink never writes that object again. (A file deleted
 by someone else while it waits is not noticed by the commit, as it would not be noticed between
@@ -55,8 +60,11 @@ FILES_PER_DRAIN = 8  # queued files per running drain before another drain start
 MAX_CHUNK = 16  # files a drain reads as one chunk before it gives its thread back
 LINGER_SECONDS = 0.05  # how long the last drain waits for more files before it ends
 
+HINT_WINDOW = 16  # files a read asks the store to fetch ahead of itself (StorageReader.will_read)
+
 FactsKey = tuple[str, int]  # the file's canonical URI and the size its manifest gave
 ReadFacts = Callable[[DataFile], FileFacts]
+HintReads = Callable[[list[str]], None]  # the URIs about to be read: fetch them ahead (a hint)
 
 
 class Reading(NamedTuple):
@@ -122,8 +130,12 @@ def table_facts(
     storage: StorageReader, pool: ThreadPoolExecutor, name: str, root: str, *, footers: bool = False
 ) -> FactsCache:
     """A table's read-ahead in the service: on the service's shared ``pool`` (of :data:`THREADS`),
-    as many at once as :func:`threads_for` its root (``footers``: see :func:`storage_facts`)."""
-    return FactsCache(storage_facts(storage, footers=footers), pool=pool, threads=threads_for(root), name=name)
+    as many at once as :func:`threads_for` its root (``footers``: see :func:`storage_facts`); local
+    files are hinted a window ahead of their reads (:meth:`StorageReader.will_read`)."""
+    hint = storage.will_read if threads_for(root) == 1 else None
+    return FactsCache(
+        storage_facts(storage, footers=footers), pool=pool, threads=threads_for(root), name=name, hint=hint
+    )
 
 
 def key_of(file: DataFile) -> FactsKey:
@@ -142,6 +154,16 @@ def _without_frames(exc: Exception) -> Exception:
     return exc
 
 
+def _common_prefix(a: list[str], b: list[str]) -> int:
+    """How many first items ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class FactsCache:
     """Facts of accepted files, read in the background; thread-safe.
 
@@ -158,10 +180,15 @@ class FactsCache:
         threads: int = THREADS,
         capacity: int = CAPACITY,
         name: str = "",
+        hint: HintReads | None = None,
     ) -> None:
         """``pool``: the threads that read (the service shares one among its tables; ``threads``
-        is its size); without one the cache makes its own."""
+        is its size); without one the cache makes its own. ``hint``: told which files a read
+        will read next, a window ahead (a local table's: the page cache fetches their footers
+        while the ones before are parsed)."""
         self._read = read
+        self._hint = hint
+        self._told: list[str] = []  # the files the last chunk read ahead told the store of beyond itself
         self._capacity = capacity
         self._threads = threads
         self._own_pool = pool is None
@@ -205,6 +232,9 @@ class FactsCache:
                     self._add_drains()
                     share = min(MAX_CHUNK, -(-len(self._queue) // self._drains))
                     chunk = [self._queue.pop(key) for key in list(islice(self._queue, share))]
+                    ahead = [f.path for f in islice(self._queue.values(), HINT_WINDOW)] if self._hint else []
+                    known = _common_prefix([f.path for f in chunk], self._told)  # told with the chunk before
+                    self._told = ahead
                     if not chunk and (lingered or self._drains > 1):
                         self._drains -= 1
                         return
@@ -218,7 +248,7 @@ class FactsCache:
                     continue
                 lingered = False
                 try:
-                    future.set_result(self._read_chunk(chunk))
+                    future.set_result(self._read_chunk(chunk, ahead, known))
                 except BaseException as exc:  # a waiting commit reads these files itself
                     future.set_exception(exc)
                     raise
@@ -303,9 +333,19 @@ class FactsCache:
                     got = self._outcome(reading)
                     self._entries[key] = READ_FAILED if isinstance(got, Exception) else got.packed()
 
-    def _read_chunk(self, files: list[DataFile]) -> list[FileFacts | Exception]:
+    def _read_chunk(
+        self, files: list[DataFile], ahead: list[str] | None = None, known: int = 0
+    ) -> list[FileFacts | Exception]:
+        """Each file's facts, or what its read raised, in order. With a hint, the store is told of
+        each :data:`HINT_WINDOW` of files while the window before it is read (the first two at
+        once, but the ``known`` first files, told already; ``ahead``, the files queued after
+        these, follow them)."""
         out: list[FileFacts | Exception] = []
-        for f in files:
+        hint = self._hint
+        told = [f.path for f in files] + (ahead or []) if hint is not None else []
+        for i, f in enumerate(files):
+            if hint is not None and i % HINT_WINDOW == 0:
+                hint(told[i + HINT_WINDOW if i else known : i + 2 * HINT_WINDOW])
             try:
                 out.append(self._read(f))
             except Exception as exc:  # kept: the commit reads the file again

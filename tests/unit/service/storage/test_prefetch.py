@@ -16,6 +16,7 @@ from commit_service.errors import DataFileUnavailableError
 from commit_service.storage.facts import FileFacts
 from commit_service.storage.prefetch import (
     FILES_PER_DRAIN,
+    HINT_WINDOW,
     MAX_CHUNK,
     READ_FAILED,
     FactsCache,
@@ -283,3 +284,36 @@ def test_a_long_queue_does_not_keep_a_commits_own_read_waiting(reads: Reads) -> 
     assert before[0] <= 4 * MAX_CHUNK * 2, f"the commit's read waited for {before[0]} of the archive's reads"
     read_ahead(cache, archive)
     pool.shutdown(wait=True)
+
+
+def test_a_local_read_tells_the_store_of_each_window_before_reading_it() -> None:
+    """Each file is hinted once, before it is read, at most two windows ahead, and a drain's chunk
+    tells the store of the files queued after it too (they are the next chunk's)."""
+    events: list[tuple[str, str]] = []
+
+    def read(f: DataFile) -> FileFacts:
+        events.append(("read", f.path))
+        return FileFacts(f.size_bytes, 0)
+
+    def hint(paths: list[str]) -> None:
+        events.extend(("hint", p) for p in paths)
+
+    pool = ThreadPoolExecutor(1)
+    cache = FactsCache(read, pool=pool, threads=1, hint=hint)
+    files = [data_file(i * 10) for i in range(3 * HINT_WINDOW + 5)]
+    cache.get_all(files)  # a commit's own read: one chunk of every file
+    cache.prefetch(more := [data_file(10_000 + i * 10) for i in range(2 * MAX_CHUNK)])
+    read_ahead(cache, more)
+    pool.shutdown()
+    reads = [p for kind, p in events if kind == "read"]
+    assert reads == [f.path for f in files + more]
+    for n, (kind, path) in enumerate(events):
+        if kind == "read":
+            hinted = [i for i, (k, p) in enumerate(events[:n]) if k == "hint" and p == path]
+            assert hinted, f"{path} was read before the store was told of it"
+            assert sum(k == "read" for k, _ in events[hinted[-1] : n]) <= 2 * HINT_WINDOW
+    told = [p for kind, p in events if kind == "hint"]
+    assert sorted(told) == sorted(reads), "each file is told of once"
+    # the drains' first chunk told the store of the second chunk's files while it read its own
+    first_chunk_read = events.index(("read", more[MAX_CHUNK - 1].path))
+    assert ("hint", more[MAX_CHUNK].path) in events[:first_chunk_read]

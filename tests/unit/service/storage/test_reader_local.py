@@ -4,8 +4,10 @@ that is no regular file under the allowed roots is refused by name, never read o
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,6 +18,7 @@ from commit_service.errors import DataFileError
 from commit_service.storage import reader as reader_module
 from commit_service.storage.footer import footer_facts
 from commit_service.storage.reader import StorageReader, thrift
+from lakegate_stack.page_cache import cached_pages, evict
 
 
 def _write(path: Path, table: pa.Table, **kw: object) -> str:
@@ -101,3 +104,57 @@ def test_local_sources_that_are_no_regular_file_under_the_roots_are_refused_by_n
     for name, reason in refusals.items():
         with pytest.raises(DataFileError, match=re.escape(reason)):
             storage.facts(f"file://{root}/{name}", parquet=True)
+
+
+def _tails_cached(path: Path) -> list[bool]:
+    return cached_pages(path)[-(reader_module.LOCAL_TAIL_BYTES // mmap.PAGESIZE) :]
+
+
+def test_after_a_footer_read_from_the_disk_a_hint_fetches_a_files_tail_and_nothing_else(tmp_path: Path) -> None:
+    big = pa.table({"n": pa.array(range(200_000), pa.int64())})
+    first, second = tmp_path / "landing" / "t-0-0", tmp_path / "landing" / "t-0-200000"
+    uris = [_write(first, big, compression="none"), _write(second, big, compression="none")]
+    if not (evict(first) and evict(second)):
+        pytest.skip("this file system keeps the files' pages in memory (tmpfs): nothing to fetch")
+    reader = StorageReader(local_roots=[f"file://{tmp_path}/"])
+    reader.will_read([uris[0]])  # no read has found a footer on the disk yet: no hint
+    time.sleep(0.2)  # what a hint would have fetched has had time to arrive
+    assert not any(cached_pages(first))
+    assert reader.facts(uris[0], parquet=True).num_records == 200_000  # read from the disk
+    reader.will_read([uris[1]])
+    deadline = time.monotonic() + 10  # the kernel reads ahead on its own time
+    while not all(_tails_cached(second)):
+        assert time.monotonic() < deadline, "the footer's pages never reached the page cache"
+        time.sleep(0.01)
+    assert not any(cached_pages(second)[:-4]), "a hint fetches the tail only, not the file's data"
+
+
+def test_while_footers_come_from_the_page_cache_nothing_is_hinted(tmp_path: Path) -> None:
+    warm, cold = tmp_path / "landing" / "t-0-0", tmp_path / "landing" / "t-0-50"
+    uris = [_write(warm, NARROW), _write(cold, NARROW)]
+    if not evict(cold):
+        pytest.skip("this file system keeps the files' pages in memory (tmpfs)")
+    reader = StorageReader(local_roots=[f"file://{tmp_path}/"])
+    for _ in range(3):
+        reader.facts(uris[0], parquet=True)  # its footer is in the page cache: it was just written
+    reader.will_read([uris[1]])
+    time.sleep(0.2)
+    assert not any(cached_pages(cold)), "a hint was given while every read found its footer in memory"
+
+
+@pytest.mark.timeout(20)
+def test_a_hint_ignores_what_it_cannot_hint_and_never_follows_a_link_or_waits(tmp_path: Path) -> None:
+    target = tmp_path / "outside" / "t-0-0"
+    _write(target, NARROW)
+    link = tmp_path / "landing" / "link"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    fifo = tmp_path / "landing" / "fifo"
+    os.mkfifo(fifo)
+    if not evict(target):
+        pytest.skip("this file system keeps the file's pages in memory (tmpfs)")
+    reader = StorageReader(local_roots=[f"file://{tmp_path}/landing/"])
+    reader._cold_reads = 1  # as after a footer read from the disk: hints are given
+    reader.will_read([f"file://{link}", f"file://{fifo}", f"file://{tmp_path}/landing/missing", "s3a://b/k", "file:x"])
+    time.sleep(0.2)  # what a hint would have fetched has had time to arrive
+    assert not any(cached_pages(target)), "the link was followed"
