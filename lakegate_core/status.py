@@ -46,6 +46,20 @@ class ManifestStatus(WireModel):
     reason: str | None = None
 
 
+# a commit record's fields the table's log does not keep: what the log holds already (table,
+# version, time) and what only this process knows (its duration and phases, Spark jobs, the wait)
+NOT_IN_USER_METADATA = (
+    "table",
+    "version",
+    "duration_ms",
+    "committed_at_ms",
+    "spark_jobs",
+    "due_ms",
+    "caught_up",
+    "phases_ms",
+)
+
+
 @dataclass(frozen=True)
 class CommitRecord(WireModel):
     """One Delta commit made by the service; also the commit's ``userMetadata`` (as JSON)."""
@@ -90,16 +104,7 @@ class CommitRecord(WireModel):
         """What goes into the Delta commit's ``userMetadata``: all but what the log already holds
         (table, version, the commit's time) and what only this process knows (duration, Spark jobs)."""
         out = self.to_dict()
-        for key in (
-            "table",
-            "version",
-            "duration_ms",
-            "committed_at_ms",
-            "spark_jobs",
-            "due_ms",
-            "caught_up",
-            "phases_ms",
-        ):
+        for key in NOT_IN_USER_METADATA:
             out.pop(key, None)
         return out
 

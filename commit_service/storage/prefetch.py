@@ -132,10 +132,9 @@ def table_facts(
     """A table's read-ahead in the service: on the service's shared ``pool`` (of :data:`THREADS`),
     as many at once as :func:`threads_for` its root (``footers``: see :func:`storage_facts`); local
     files are hinted a window ahead of their reads (:meth:`StorageReader.will_read`)."""
-    hint = storage.will_read if threads_for(root) == 1 else None
-    return FactsCache(
-        storage_facts(storage, footers=footers), pool=pool, threads=threads_for(root), name=name, hint=hint
-    )
+    threads = threads_for(root)
+    hint = storage.will_read if threads == 1 else None
+    return FactsCache(storage_facts(storage, footers=footers), pool=pool, threads=threads, name=name, hint=hint)
 
 
 def key_of(file: DataFile) -> FactsKey:

@@ -89,7 +89,7 @@ class StorageReader:
         is the one read (a name swapped for a link after a check of the name would not be); not
         blocking, so a FIFO is refused, not waited on."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(path, SOURCE_OPEN)
         except FileNotFoundError:
             raise DataFileError(uri, "does not exist") from None
         except OSError as exc:
@@ -128,7 +128,7 @@ class StorageReader:
             if not uri.startswith("file:"):
                 continue
             try:
-                fd = os.open(StorageUri.parse(uri).native, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+                fd = os.open(StorageUri.parse(uri).native, SOURCE_OPEN)
             except (OSError, UnsafePathError):
                 continue
             try:
@@ -332,6 +332,8 @@ PARQUET = ds.ParquetFileFormat()
 FOOTER_TAIL = 8  # a Parquet file ends with its footer's length (4 bytes) and ``PAR1``
 PARQUET_MAGIC = b"PAR1"
 LOCAL_TAIL_BYTES = 8 << 10  # a local footer's first read: two pages, all of a footer of some tens of columns
+# how a local source is opened, to be read or hinted: no link followed in its name, a FIFO not waited on
+SOURCE_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 HINTS_AFTER_COLD_READ = 64  # windows will_read hints after a footer was read from the disk
 
 
