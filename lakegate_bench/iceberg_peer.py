@@ -46,6 +46,7 @@ from lakegate_bench.pipeline import (
     measure,
     start_lakegate,
 )
+from lakegate_bench.process_cpu import by_process
 from lakegate_bench.s3_requests import S3RequestLog
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import SINK_PLUGIN_GROUP, ConnectWorker
@@ -262,6 +263,7 @@ class PeerBench:
             "system": "iceberg-kafka-connect",
             "interval_s": interval,
             "cpu_by_process_s": {k: round(v, 1) for k, v in used.items()},
+            "jit_by_process_s": {k: round(v, 1) for k, v in seen.jit_by_process.items()},
             **figures(poller, seen.produced, sum(used.values()), None, rate, seen.jit_cpu),
             **snapshot_figures(poller, seen),
         }
@@ -289,6 +291,7 @@ def run(
                     f"S3 writes {row['s3_writes_per_million']}/M records",
                     flush=True,
                 )
+                print(f"  {'':>22} {by_process(row)}", flush=True)
     return {
         "rate": rate,
         "seconds": seconds,

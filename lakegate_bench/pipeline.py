@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 
 from lakegate_bench.figures import figures
 from lakegate_bench.freshness import PARTITIONS, FreshnessPoller, produce, wait_for, warm_up
-from lakegate_bench.process_cpu import cpu_seconds, jit_seconds, jit_threads
+from lakegate_bench.process_cpu import by_process, cpu_seconds, jit_seconds, jit_threads
 from lakegate_bench.s3_requests import S3RequestLog
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.connect import ConnectWorker, s3_sink_config
@@ -188,9 +188,14 @@ class Measured:
     """What :func:`measure` saw in the measured window of one run."""
 
     cpu_by_process: dict[str, float]  # CPU seconds by role, each process with its descendants
-    jit_cpu: float  # of their sum, the JIT compilers' seconds
+    jit_by_process: dict[str, float]  # of each, its JIT compilers' seconds
     produced: int
     s3_requests: dict[str, int] | None  # by HTTP method, when an S3 request log was given
+
+    @property
+    def jit_cpu(self) -> float:
+        """The JIT compilers' seconds of all the processes."""
+        return sum(self.jit_by_process.values())
 
 
 def measure(
@@ -210,16 +215,16 @@ def measure(
     assert stack.kafka is not None
     poller.start()
     warm_up(poller, stack.kafka.bootstrap_servers, topic, rate, warm_up_seconds)
-    measured = list(pids.values())
     before = {k: cpu_seconds([p]) for k, p in pids.items()}
-    jit_before = jit_threads(measured)
+    jit_before = {k: jit_threads([p]) for k, p in pids.items()}
     mark = s3_log.mark() if s3_log else 0
     print(f"  {label}: producing {rate}/s for {seconds} s ...", flush=True)
     produced = produce(stack.kafka.bootstrap_servers, topic, rate, seconds)
     wait_for(poller, produced, timeout=seconds + 180)
     used = {k: cpu_seconds([p]) - before[k] for k, p in pids.items()}
     requests = s3_log.count_since(mark) if s3_log else None
-    return Measured(used, jit_seconds(jit_before, measured), produced, requests)
+    jit = {k: jit_seconds(jit_before[k], [p]) for k, p in pids.items()}
+    return Measured(used, jit, produced, requests)
 
 
 def lakegate_row(interval: int, rate: int, poller: FreshnessPoller, seen: Measured) -> dict[str, Any]:
@@ -231,6 +236,7 @@ def lakegate_row(interval: int, rate: int, poller: FreshnessPoller, seen: Measur
         "system": "lakegate",
         "interval_s": interval,
         "cpu_by_process_s": {k: round(v, 1) for k, v in used.items()},
+        "jit_by_process_s": {k: round(v, 1) for k, v in seen.jit_by_process.items()},
         **figures(poller, seen.produced, sum(used.values()), marginal, rate, seen.jit_cpu),
     }
 
@@ -245,8 +251,11 @@ class Pipeline:
         catch_up_seconds: float = 0.0,
         sink: str = "parquet",
         mode: str = "append",
+        service_conf: dict[str, str] | None = None,
     ) -> None:
+        """``service_conf``: Spark properties of Lakegate's service (its ``spark.conf``)."""
         self.work = work
+        self.service_conf = dict(service_conf or {})
         self.warm_up_seconds = warm_up_seconds
         self.catch_up_seconds = catch_up_seconds
         self.sink = sink
@@ -284,7 +293,9 @@ class Pipeline:
             },
             **({"mode": "upsert", "key": ["id"]} if self.mode == "upsert" else {}),
         }
-        run = start_lakegate(self.stack, self.work / name, BUCKET, name, table, sink=self.sink)
+        run = start_lakegate(
+            self.stack, self.work / name, BUCKET, name, table, spark_conf=self.service_conf, sink=self.sink
+        )
         poller = Poller(s3=self.s3, fs=self.fs, prefix=f"{name}/")
         try:
             seen = measure(run.pids(), poller, self.stack, name, rate, seconds, self.warm_up_seconds,
@@ -404,11 +415,13 @@ def run(
     catch_up_seconds: float = 0.0,
     sink: str = "parquet",
     mode: str = "append",
+    service_conf: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Each of ``systems`` at each of ``intervals``; ``sink`` and ``mode`` are Lakegate's
-    (:data:`SINKS`, :data:`MODES`): the peer always reads the topic itself into an append table."""
+    """Each of ``systems`` at each of ``intervals``; ``sink``, ``mode`` and ``service_conf`` (its
+    ``spark.conf``) are Lakegate's (:data:`SINKS`, :data:`MODES`): the peer always reads the topic
+    itself into an append table."""
     rows = []
-    with Pipeline(work, warm_up_seconds, catch_up_seconds, sink, mode) as pipeline:
+    with Pipeline(work, warm_up_seconds, catch_up_seconds, sink, mode, service_conf) as pipeline:
         flush_ms = pipeline.stack.workers[0].offset_flush_interval_ms
         for interval in intervals:
             for system in systems:
@@ -420,6 +433,8 @@ def run(
                     f"({row['jit_cpu_s']} of its {row['cpu_s']} CPU-s in JIT compilers)",
                     flush=True,
                 )
+                if "cpu_by_process_s" in row:
+                    print(f"  {'':>26} {by_process(row)}")
                 for stage, q in row.get("stages_s", {}).items():
                     print(f"  {'':>26} {stage:>15}: p50 {q['p50']} s, p99 {q['p99']} s, max {q['max']} s")
     return {
@@ -430,5 +445,6 @@ def run(
         "connect_offset_flush_ms": flush_ms,
         "lakegate_sink": sink,
         "lakegate_mode": mode,
+        "service_conf": dict(service_conf or {}),
         "results": rows,
     }

@@ -5,6 +5,7 @@ used. The ``pipeline`` and ``iceberg-peer`` parts read it before and after their
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from lakegate_stack import procfs
 from lakegate_stack.procfs import process_tree, tree_cpu_seconds
@@ -34,3 +35,9 @@ def jit_threads(pids: list[int]) -> dict[str, float]:
 def jit_seconds(before: dict[str, float], pids: list[int]) -> float:
     """CPU seconds the JIT compilers of ``pids`` used since ``before`` (a :func:`jit_threads`)."""
     return sum(cpu - before.get(thread, 0.0) for thread, cpu in jit_threads(pids).items())
+
+
+def by_process(row: dict[str, Any]) -> str:
+    """A row's CPU seconds by process, each with its JIT compilers' part, as printed."""
+    jit = row["jit_by_process_s"]
+    return "CPU-s by process: " + ", ".join(f"{k} {v} ({jit[k]} JIT)" for k, v in row["cpu_by_process_s"].items())

@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         action="append",
         default=[],
-        help="iceberg-peer: a Spark property of Lakegate's service (its spark.conf), repeatable; e.g. "
+        help="pipeline, iceberg-peer: a Spark property of Lakegate's service (its spark.conf), repeatable; e.g. "
         "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 (the service's JIT without its C2 compiler)",
     )
     parser.add_argument("--out-dir", type=Path, default=Path(".lakegate/bench"))
@@ -343,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.catch_up_seconds,
                 args.pipeline_sink,
                 args.pipeline_mode,
+                service_conf,
             ),
             args,
         )

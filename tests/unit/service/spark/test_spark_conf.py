@@ -9,7 +9,14 @@ import pytest
 
 from commit_service.config import S3Settings, ServiceConfig, SparkSettings
 from commit_service.errors import SparkSetupError
-from commit_service.spark.session import UI_PLUGIN, driver_environment, s3a_credentials, spark_conf, spark_jars
+from commit_service.spark.session import (
+    JIT_OPTIONS,
+    UI_PLUGIN,
+    driver_environment,
+    s3a_credentials,
+    spark_conf,
+    spark_jars,
+)
 from lakegate_core.configfile import build
 
 
@@ -134,12 +141,19 @@ def test_a_user_class_path_is_added_to_the_file_system_s_jar(jars_dir: Path) -> 
 
 
 def test_a_user_s_java_options_follow_lakegate_s(jars_dir: Path, tmp_path: Path) -> None:
-    mine = "-XX:TieredStopAtLevel=4 -Dmy.flag=1"
+    mine = "-XX:CompileThresholdScaling=1 -Dmy.flag=1"
     conf = spark_conf(
         SparkSettings(jars_dir=jars_dir, local_dir=tmp_path, conf={"spark.driver.extraJavaOptions": mine})
     )
-    options = conf["spark.driver.extraJavaOptions"]
-    assert options.startswith(f"-Dderby.system.home={tmp_path / 'derby'}") and options.endswith(mine)
+    options = conf["spark.driver.extraJavaOptions"].split()
+    assert options == [JIT_OPTIONS, f"-Dderby.system.home={tmp_path / 'derby'}", *mine.split()]
+
+
+def test_the_driver_compiles_only_what_runs_hot(jars_dir: Path) -> None:
+    """Lukewarm code stays interpreted (45% of a steady service's CPU was compiling it): the JIT's
+    counts are raised on the driver's command line, with or without a local folder."""
+    options = spark_conf(SparkSettings(jars_dir=jars_dir))["spark.driver.extraJavaOptions"]
+    assert options.split() == ["-XX:CompileThresholdScaling=10"]
 
 
 def test_a_log_store_build_without_the_file_system_says_what_to_run(jars_dir: Path) -> None:
