@@ -13,12 +13,15 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from py4j.protocol import Py4JJavaError
+
 from commit_service.domain.partitioning import PartitionField
 from commit_service.domain.round_schema import Schema
 from commit_service.iceberg.partitions import build_spec
 from commit_service.iceberg.summary import decode
 from commit_service.iceberg.validator import offset_texts
 from commit_service.ports import TableSnapshot
+from commit_service.spark.java_errors import ICEBERG_NO_TABLE, thrown
 from lakegate_core.types import PartitionOffsets
 
 logger = logging.getLogger(__name__)
@@ -53,11 +56,14 @@ class IcebergTable:
         return session.sessionState().catalogManager().catalog(self.catalog).icebergCatalog()
 
     def load(self) -> Any | None:
-        """The table as the catalog has it now (a fresh read), or None if there is none."""
-        catalog = self._catalog()
-        if not catalog.tableExists(self._ident):
-            return None
-        table = catalog.loadTable(self._ident)
+        """The table as the catalog has it now (a fresh read: one request to a REST catalog), or
+        None if there is none."""
+        try:
+            table = self._catalog().loadTable(self._ident)
+        except Py4JJavaError as exc:
+            if thrown(exc, ICEBERG_NO_TABLE):
+                return None
+            raise
         if table.location().rstrip("/") != self.location and not self._said_location:
             logger.warning(
                 "table %s lives at %s, not at its configured path %s: its data goes there; "

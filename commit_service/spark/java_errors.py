@@ -41,6 +41,9 @@ UNAVAILABLE = frozenset(
 )
 # Iceberg refused a snapshot in its commit: a check of ours (the offsets moved) or Iceberg's own.
 ICEBERG_VALIDATION = frozenset({"org.apache.iceberg.exceptions.ValidationException"})
+# The catalog holds no table of that name (asked by loading it: one request, where asking first
+# whether it exists was two).
+ICEBERG_NO_TABLE = frozenset({"org.apache.iceberg.exceptions.NoSuchTableException"})
 MAX_CAUSES = 8
 MAX_SUMMARY = 300
 

@@ -10,6 +10,7 @@ parametrized by format.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from pyiceberg.catalog import Catalog, load_catalog
 from lakegate_stack.datafiles import manifest_entry
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
 from lakegate_stack.services import ADMIN_TOKEN
+from tests.http_counter import CountingProxy
 from tests.service_helpers import ServiceProcess, manifest, race_commits, write_parquet
 
 TOPIC = TABLE = "orders"  # the topic, and the Delta table's name
@@ -276,3 +278,48 @@ def test_hostile_files_never_wedge_the_table(tmp_path: Path, spark: Any) -> None
     assert table.transaction_version(f"lakegate-{TABLE}-{TOPIC}-1") == 100
     assert json.loads(table.history()[0]["userMetadata"])["released"] == [letter["id"]]
     assert table.to_pyarrow_table().num_rows == 200
+
+
+def test_an_iceberg_round_costs_the_rest_catalog_one_load_and_one_commit(
+    tmp_path: Path, rest_catalog: IcebergRestCatalog
+) -> None:
+    """Each round of an Iceberg table reads it from its REST catalog once and commits once: no
+    request asks first whether the table exists, and none reads again what the commit answered.
+    Counted by a proxy in front of the real catalog server; the rows are read back through it."""
+    name = "sales.catalog_requests"
+    landing = tmp_path / "landing"
+    rounds = [[write_parquet(landing / f"{TOPIC}-{p}-{s}", TOPIC, p, s, 100) for p in range(3)] for s in (0, 100, 200)]
+    with CountingProxy(rest_catalog.uri) as proxy:
+        tables = [
+            {
+                "name": name,
+                "format": "iceberg",
+                "path": str(tmp_path / "lake" / "t"),
+                "topics": [TOPIC],
+                "commit": {"interval_seconds": 3600},
+            }
+        ]
+        catalogs = [{"name": "lake", "type": "rest", "uri": proxy.url}]
+        svc = ServiceProcess(tmp_path, tables, [f"file://{tmp_path}/"], name="svc-requests", catalogs=catalogs).start()
+        try:
+            costs = []
+            for i, files in enumerate(rounds):
+                assert svc.call("POST", "/v1/manifests", json=manifest(f"m{i}", files)).status_code == 202
+                before = proxy.counts()
+                assert svc.commit_now(name)["committed"]
+                costs.append(proxy.counts() - before)
+        finally:
+            svc.stop()
+    path = "/v1/namespaces/sales/tables/catalog_requests"
+    # Lakegate's one read of the table (all its snapshots), then Iceberg's own commit: a refresh
+    # before the snapshot is made, the commit, a refresh after it, and its metrics report
+    one_round = {
+        ("GET", f"{path}?snapshots=all"): 1,
+        ("GET", path): 2,
+        ("POST", path): 1,
+        ("POST", f"{path}/metrics"): 1,
+    }
+    assert costs[1:] == [Counter(one_round)] * 2, costs
+    want = {r["id"]: r for r in written([f for files in rounds for f in files])}
+    rows = pyiceberg(rest_catalog).load_table(name).scan().to_arrow().to_pylist()
+    assert sorted(r["id"] for r in rows) == sorted(want) and all(r == want[r["id"]] for r in rows)
