@@ -20,6 +20,7 @@ from lakegate_core.protocol import LeaseRequest, LeaseResponse, Manifest, Manife
 from lakegate_core.status import TableList
 from lakegate_core.types import PartitionOffsets
 from sidecar.errors import ServiceError, ServiceRefusedError
+from sidecar.sessions import session_for
 
 logger = logging.getLogger(__name__)
 
@@ -42,9 +43,10 @@ class ServiceClient:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.url = url.rstrip("/")
-        self.http = session or requests.Session()
+        self.http = session or session_for(self.url)
         if token:
             self.http.headers["Authorization"] = f"Bearer {token}"
+            self.http.auth = None  # the token is the login: a .netrc entry for the host does not replace it
         self.attempts = attempts
         self.base_delay = base_delay
         self.max_delay = max_delay

@@ -19,6 +19,7 @@ from lakegate_core.errors import ProtocolError
 from lakegate_core.protocol import CsvLayout, FileFormat
 from lakegate_core.sink_config import ConfluentLayout, csv_layout, output_format
 from sidecar.errors import SourceError
+from sidecar.sessions import session_for
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ class ConnectRest:
 
     def __init__(self, url: str, session: requests.Session | None = None, timeout: float = 10.0) -> None:
         self.url = url.rstrip("/")
-        self.http = session or requests.Session()
+        self.http = session or session_for(self.url)
         self.timeout = timeout
 
     def _get(self, path: str) -> Any:
