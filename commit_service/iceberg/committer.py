@@ -316,9 +316,9 @@ class IcebergCommitter:
         return delta
 
     def _landed_version(self, table: Any, commit_id: str, planned: int) -> int:
-        """The sequence number of the snapshot that holds ``commit_id``: the head of the metadata
-        the commit left in ``table``, not read again (a REST catalog's commit answers with the
-        new metadata; a catalog that does not is read on this first use, as its table asks)."""
+        """The sequence number of the snapshot that holds ``commit_id``, from the metadata the
+        commit left in ``table`` (a REST catalog's commit answers with it; a JDBC or Hive
+        catalog's table reads it again on this first use by itself), not from another load."""
         snap = table.currentSnapshot()
         for _ in range(100):
             if snap is None:
