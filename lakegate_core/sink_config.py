@@ -179,6 +179,20 @@ def object_key(config: Mapping[str, Any], topic: str, partition: int, start: int
     return RenderedName(None if missing else key, source, missing, tuple(unknown))
 
 
+def offset_width(config: Mapping[str, Any]) -> int | None:
+    """How many digits the connector's names give a start offset, zero-padded (Aiven's prefix
+    naming or ``padding=true``: 20; Confluent's ``filename.offset.zero.pad.width``); None where
+    they are not padded or the naming does not say (a listing can then not rely on the width)."""
+    one, two = object_key(config, "t", 9, 1).key, object_key(config, "t", 9, 2).key
+    if one is None or two is None or len(one) != len(two):
+        return None
+    end = next(i for i, (a, b) in enumerate(zip(one, two, strict=True)) if a != b)
+    start = end
+    while start > 0 and one[start - 1] == "0":
+        start -= 1
+    return end - start + 1 if end > start else None
+
+
 def parse_name(regex: str, key: str) -> tuple[str, int, int] | None:
     """(topic, partition, start) as a naming regex (a preset's or a custom one with the named
     groups ``topic``, ``partition``, ``start_offset``) reads ``key``; None if it does not match."""

@@ -17,7 +17,7 @@ import requests
 from lakegate_core.doctor import ConnectorSpec
 from lakegate_core.errors import ProtocolError
 from lakegate_core.protocol import CsvLayout, FileFormat
-from lakegate_core.sink_config import ConfluentLayout, csv_layout, output_format
+from lakegate_core.sink_config import ConfluentLayout, csv_layout, offset_width, output_format
 from sidecar.errors import SourceError
 from sidecar.sessions import session_for
 
@@ -37,6 +37,7 @@ class ConnectorView:
     csv: CsvLayout | None = None  # how its CSV lines are laid out (sent with each CSV file)
     failed_tasks: tuple[int, ...] = ()  # its tasks in state FAILED, on any worker
     confluent: ConfluentLayout | None = None  # where Confluent's sink puts its files (None: not Confluent's)
+    offset_width: int | None = None  # digits its names give a start offset, zero-padded (None: not padded)
 
     @property
     def health(self) -> tuple[str, tuple[int, ...]]:
@@ -86,7 +87,8 @@ class ConnectRest:
                 fmt, source = None, f"format.output.fields: {exc.reason}"
             layout = None
         failed = tuple(sorted(int(t["id"]) for t in status.get("tasks", []) if t.get("state") == "FAILED"))
-        return ConnectorView(name, state, mine, topics, fmt, source, layout, failed, ConfluentLayout.of(config))
+        confluent = ConfluentLayout.of(config)
+        return ConnectorView(name, state, mine, topics, fmt, source, layout, failed, confluent, offset_width(config))
 
     def spec(self, name: str) -> ConnectorSpec:
         """The connector as the doctor reads it: the keys of its config it checks, its state."""

@@ -17,6 +17,14 @@ the next round (Connect's committed offset has as many digits: Confluent pads to
 past 9,999,999,999) is listed whole, as such a name would sort before the ``StartAfter`` key.
 A sink reconfigured to pad otherwise is followed after the sidecar restarts.
 
+A steady round lists a partition by a narrower prefix still: the digits that every name from the
+table's offset to Connect's committed offset shares (offsets 12,340 to 12,395 in 20 digits share
+``000000000000000123``), where the connector's config (:meth:`ListingPlan.follow`) gives the width
+the names were seen with. S3 answers ``StartAfter`` by seeking; SeaweedFS reads the prefix's keys
+from its first, so a partition's request there cost what its archive holds (37 ms a request in
+a partition of 1,000 files, 2.3 ms narrowed). A narrowed listing that does not find the file
+the offset says comes next is done again on the partition's prefix.
+
 A partition listed alone is listed a window at a time: at most ``WINDOW`` files a round, from
 its offset on (the loop gives the table's offset, or what the service already holds). A window
 cut short says where it stopped (:attr:`ListingPlan.cut`: the first file it left out), and the
@@ -32,9 +40,10 @@ lists its topic whole.
 from __future__ import annotations
 
 import time
-from collections.abc import Container, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from os.path import commonprefix
 from typing import Any
 
 from lakegate_core.types import TopicPartition
@@ -70,9 +79,20 @@ class ListingPlan:
         self.threads = threads
         self.metrics = metrics  # a SidecarMetrics: seconds and listings per topic
         self._topics: dict[str, _TopicShape] = {}
+        self._configured: dict[str, int] = {}  # per topic, the padded width its connector's config gives names
         self.requests = 0  # listings started (a whole topic or one partition), for tests and benches
         # the last call's partitions whose window was cut short: the start of the first file left out
         self.cut: dict[TopicPartition, int] = {}
+
+    def follow(self, topics: Iterable[str], width: int | None) -> None:
+        """The width the connector of ``topics`` pads its names' offsets to, as its config says this
+        round (None: not padded, or not known). A partition is listed by a prefix narrowed to its
+        round's offsets only while this agrees with the width its names were seen to have."""
+        for topic in topics:
+            if width is None:
+                self._configured.pop(topic, None)
+            else:
+                self._configured[topic] = width
 
     def files(
         self,
@@ -110,7 +130,10 @@ class ListingPlan:
                 found = list(pool.map(lambda tp: self._list_partition(lister, tp, since[tp], upto.get(tp)), tps))
             took = time.perf_counter() - started
             met: dict[TopicPartition, int] = {}
-            for tp, (files, cut, met[tp]) in zip(tps, found, strict=True):  # learnt here, not on the pool's threads
+            requests: dict[TopicPartition, int] = {}
+            for tp, (files, cut, met[tp], requests[tp]) in zip(
+                tps, found, strict=True
+            ):  # learnt here, not on the pool's threads
                 self._learn_partition(tp, files)
                 if cut is not None:
                     self.cut[tp] = cut
@@ -121,7 +144,7 @@ class ListingPlan:
                 if not shape.keys:  # probed: it holds at least the keys its windows met
                     shape.keys = sum(met[tp] for tp in by_topic[topic])
                 n = len(by_topic[topic])
-                self._count(topic, n, took * n / len(tps))
+                self._count(topic, sum(requests[tp] for tp in by_topic[topic]), took * n / len(tps))
         return out
 
     def _count(self, topic: str, requests: int, seconds: float) -> None:
@@ -152,19 +175,37 @@ class ListingPlan:
 
     def _list_partition(
         self, lister: Lister, tp: TopicPartition, offset: int, upto: int | None
-    ) -> tuple[list[StoredFile], int | None, int]:
+    ) -> tuple[list[StoredFile], int | None, int, int]:
         """``tp``'s files from ``offset`` on, at most a ``WINDOW`` of them where their names sort by
         offset, where that window was cut (the first file left out's start; None when none was),
-        and how many of its keys the listing met. Listed from ``offset`` where the names' width is
-        known; else from the partition's first name, the files below ``offset`` passed over."""
+        how many of its keys the listing met, and the listings it took. Listed from ``offset``
+        where the names' width is known; else from the partition's first name, the files below
+        ``offset`` passed over. Where the connector's config gives the width the names were seen
+        with, and Connect's offset (``upto``) bounds the starts wanted, the listing's prefix is
+        narrowed to the digits every name from ``offset`` to ``upto - 1`` shares (some stores, such
+        as SeaweedFS, read a prefix's keys from its first up to ``StartAfter``); a narrowed listing
+        whose first file does not start at ``offset`` (a gap, an orphan, a name of another width)
+        is done again on the partition's prefix."""
         prefix = self.pattern.partition_prefix(tp)
         assert prefix is not None  # _per_partition checked the pattern has one
         width = self._topics[tp.topic].widths.get(tp.partition)
-        after = None
-        if width and offset > 0 and upto is not None and len(str(upto)) < width:  # no longer name can come
-            after = f"{prefix}{offset - 1:0{width}d}"
-        listing = iter(lister.list(prefix, start_after=after, page=WINDOW + 1))
-        files, met = self._take(listing, tp, offset, WINDOW + 1)
+        after, narrowed = None, None
+        if width and upto is not None and len(str(upto)) < width:  # no longer name can come
+            after = f"{prefix}{offset - 1:0{width}d}" if offset > 0 else None
+            if upto > offset and self._configured.get(tp.topic) == width:
+                narrowed = prefix + commonprefix([f"{offset:0{width}d}", f"{upto - 1:0{width}d}"])
+        files: list[StoredFile] = []
+        met = requests = 0
+        if narrowed is not None and narrowed != prefix:
+            listing = iter(lister.list(narrowed, start_after=after, page=WINDOW + 1))
+            files, met = self._take(listing, tp, offset, WINDOW + 1)
+            requests += 1
+            if not (_sorts(files) and files[0].digits == width):
+                files = []  # names of another width under the narrowed prefix: the partition's prefix
+        if not files or files[0].start_offset != offset:  # not the file the offset says comes next
+            listing = iter(lister.list(prefix, start_after=after, page=WINDOW + 1))
+            files, met = self._take(listing, tp, offset, WINDOW + 1)
+            requests += 1
         cut = None
         if len(files) > WINDOW:
             if _sorts(files) and width in (None, files[0].digits):
@@ -174,7 +215,7 @@ class ListingPlan:
                 rest, more = self._take(listing, tp, offset, None)
                 files, met = files + rest, met + more
         files.sort(key=lambda f: f.start_offset)
-        return files, cut, met
+        return files, cut, met, requests
 
     def _take(
         self, listing: Iterator[Listed | tuple[str, int]], tp: TopicPartition, offset: int, n: int | None

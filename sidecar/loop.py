@@ -149,6 +149,7 @@ class SidecarLoop:
                 logger.info("connector %s is gone; nothing to follow", name)
                 continue
             self.pattern.follow(view.topics, view.confluent)
+            self._listing.follow(view.topics, view.offset_width)
             if not view.my_tasks:
                 continue  # no task of it runs here (or it is paused): another sidecar reports
             fmt = s.formats.get(name, view.output_format)

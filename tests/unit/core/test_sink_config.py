@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from lakegate_core.sink_config import ConfluentLayout, object_key, output_fields, parse_name, sink_location
+from lakegate_core.sink_config import (
+    ConfluentLayout,
+    object_key,
+    offset_width,
+    output_fields,
+    parse_name,
+    sink_location,
+)
 
 AIVEN = {"connector.class": "io.aiven.kafka.connect.s3.AivenKafkaConnectS3SinkConnector", "aws.s3.bucket.name": "b"}
 
@@ -75,6 +82,25 @@ def test_confluents_layouts_render_and_read_back_with_its_preset(config: dict[st
     assert parse_name("confluent", key) == ("my-topic", 3, 9)
     assert parse_name("confluent", key.replace("/my-topic/", "/other/")) is None, "the topic's directory and name agree"
     assert output_fields(CONFLUENT) == ()
+
+
+@pytest.mark.parametrize(
+    ("config", "width"),
+    [
+        ({**AIVEN, "aws.s3.prefix": "in/"}, 20),
+        ({**AIVEN, "file.name.template": "{{topic}}-{{partition}}-{{start_offset:padding=true}}"}, 20),
+        ({**AIVEN, "file.name.template": "{{topic}}-{{partition:padding=true}}-{{start_offset}}"}, None),
+        ({**AIVEN, "file.name.template": "{{topic}}-{{partition}}-{{start_offset}}"}, None),
+        (AIVEN, None),
+        ({**AIVEN, "file.name.template": "{{topic}}-{{partition}}"}, None),  # no offset in the name
+        (CONFLUENT, 10),
+        ({**CONFLUENT, "filename.offset.zero.pad.width": "14"}, 14),
+        ({**CONFLUENT, "filename.offset.zero.pad.width": "1"}, None),
+        ({**CONFLUENT, "partitioner.class": PARTITIONER + "HourlyPartitioner"}, 10),
+    ],
+)
+def test_the_width_a_connectors_names_pad_offsets_to(config: dict[str, str], width: int | None) -> None:
+    assert offset_width(config) == width
 
 
 def test_only_the_default_partitioner_keeps_a_partition_in_a_directory_of_its_own() -> None:

@@ -23,11 +23,13 @@ class CountingLister:
     def __init__(self, keys: Iterable[str]) -> None:
         self.keys = sorted(keys)
         self.answered = 0
+        self.read = 0  # keys a store that reads a prefix from its first key up to StartAfter reads
         self.calls: list[tuple[str, str | None]] = []
 
     def list(self, prefix: str, start_after: str | None = None, page: int | None = None) -> Iterable[tuple[str, int]]:
         self.calls.append((prefix, start_after))
         for k in self.keys:
+            self.read += k.startswith(prefix) and start_after is not None and k <= start_after
             if k.startswith(prefix) and (start_after is None or k > start_after):
                 self.answered += 1
                 yield k, 10
@@ -62,6 +64,45 @@ def test_a_steady_round_lists_only_the_files_past_the_offset() -> None:
     assert from_offset == starts(again), "the same files as the full listing, from the offset on"
     assert lister.answered == 15 and [c[0] for c in lister.calls] == ["landing/orders-0-", "landing/orders-1-"]
     assert lister.calls[0][1] == "landing/orders-0-" + f"{49_899:020d}"
+
+
+def test_a_steady_round_lists_by_the_digits_its_offsets_share_where_the_config_gives_the_width() -> None:
+    """From the table's offset to Connect's, every name shares its leading digits: a store that
+    reads a prefix from its first key (SeaweedFS) reads those few, not the partition's archive."""
+    archive = [aiven(TP0, i * 10) for i in range(5_000)]
+    since, upto = {TP0: 49_900}, {TP0: 50_000}
+    plan = ListingPlan(NamePattern("aiven", "landing/"))
+    plan.follow(["orders"], 20)
+    lister = CountingLister(archive)
+    plan.files(lister, since, upto=upto)  # the first round's probe learns the width
+    lister.calls, lister.read = [], 0
+    listed = plan.files(lister, since, upto=upto)
+    assert starts(listed) == {TP0: list(range(49_900, 50_000, 10))}
+    assert lister.calls == [("landing/orders-0-" + "0" * 15 + "499", "landing/orders-0-" + f"{49_899:020d}")]
+    assert lister.read == 0 and plan.requests == 2, "one request a round; no key below the offset read"
+
+    gap = CountingLister([k for k in archive if k != aiven(TP0, 49_900)])
+    listed = plan.files(gap, since, upto=upto)
+    assert [c[0] for c in gap.calls] == ["landing/orders-0-" + "0" * 15 + "499", "landing/orders-0-"], (
+        "the file the offset says comes next is not under the narrowed prefix: the partition's prefix"
+    )
+    assert starts(listed) == {TP0: list(range(49_910, 50_000, 10))}
+
+    shorter = CountingLister(archive + [f"landing/orders-0-{49_950:010d}"])  # the sink now pads to 10
+    plan.follow(["orders"], 10)
+    plan.files(shorter, since, upto=upto)
+    assert shorter.calls == [("landing/orders-0-", "landing/orders-0-" + f"{49_899:020d}")], (
+        "the config's width is not the names': the partition's prefix, where a name of the new width is found"
+    )
+    for told in (None, 20):
+        plan = ListingPlan(NamePattern("aiven", "landing/"))
+        plan.follow(["orders"], told)
+        plan.follow(["orders"], None)  # a connector whose config no longer says
+        lister = CountingLister(archive)
+        plan.files(lister, since, upto=upto)
+        lister.calls = []
+        plan.files(lister, since, upto=upto)
+        assert lister.calls == [("landing/orders-0-", "landing/orders-0-" + f"{49_899:020d}")]
 
 
 def test_names_that_do_not_sort_keep_the_full_listing() -> None:
@@ -140,22 +181,30 @@ def test_a_time_based_layout_is_listed_whole_where_its_connectors_topics_dir_say
 @given(
     files=st.dictionaries(st.sampled_from([0, 1, 2]), st.sets(st.integers(0, 5_000), min_size=0, max_size=40)),
     offsets=st.lists(st.integers(0, 5_100), min_size=3, max_size=3),
+    uptos=st.lists(st.integers(0, 5_100), min_size=3, max_size=3),
+    width_told=st.sampled_from([None, 20, 10]),
     rounds=st.integers(2, 4),
 )
 def test_per_partition_listing_finds_every_file_a_full_listing_finds_from_the_offset(
-    files: dict[int, set[int]], offsets: list[int], rounds: int
+    files: dict[int, set[int]], offsets: list[int], uptos: list[int], width_told: int | None, rounds: int
 ) -> None:
+    """Every file starting from the offset up to Connect's offset, whatever the prefix the round
+    lists by (the partition's, or narrowed to its offsets' shared digits where the config's width
+    is the names')."""
     keys = [aiven(TopicPartition("orders", p), s) for p, ss in files.items() for s in ss]
     keys += [aiven(TopicPartition("orders", 9), i) for i in range(1_500)]  # another worker's: pages to skip
     since = {TopicPartition("orders", p): offsets[p] for p in range(3)}
+    upto = {TopicPartition("orders", p): uptos[p] for p in range(3)}
     pattern = NamePattern("aiven", "landing/")
     full = list_files(CountingLister(keys), pattern, ["orders"], since)
     plan = ListingPlan(pattern)
+    plan.follow(["orders"], width_told)
     for _ in range(rounds):
-        listed = plan.files(CountingLister(keys), since, upto={tp: 5_100 for tp in since})
+        listed = plan.files(CountingLister(keys), since, upto=upto)
         for tp in since:
-            want = [f.start_offset for f in full.get(tp, []) if f.start_offset >= since[tp]]
-            got = [f.start_offset for f in listed.get(tp, []) if f.start_offset >= since[tp]]
+            wanted = range(since[tp], upto[tp])
+            want = [f.start_offset for f in full.get(tp, []) if f.start_offset in wanted]
+            got = [f.start_offset for f in listed.get(tp, []) if f.start_offset in wanted]
             assert got == want
 
 
