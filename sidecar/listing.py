@@ -190,9 +190,12 @@ class ListingPlan:
         assert prefix is not None  # _per_partition checked the pattern has one
         width = self._topics[tp.topic].widths.get(tp.partition)
         after, narrowed = None, None
-        if width and upto is not None and len(str(upto)) < width:  # no longer name can come
+        told = self._configured.get(tp.topic)
+        if told is not None and width and told != width:
+            pass  # the sink now pads otherwise: listed from its first name, where a name of either width is
+        elif width and upto is not None and len(str(upto)) < width:  # no longer name can come
             after = f"{prefix}{offset - 1:0{width}d}" if offset > 0 else None
-            if upto > offset and self._configured.get(tp.topic) == width:
+            if upto > offset and told == width:
                 narrowed = prefix + commonprefix([f"{offset:0{width}d}", f"{upto - 1:0{width}d}"])
         files: list[StoredFile] = []
         met = requests = 0

@@ -88,12 +88,15 @@ def test_a_steady_round_lists_by_the_digits_its_offsets_share_where_the_config_g
     )
     assert starts(listed) == {TP0: list(range(49_910, 50_000, 10))}
 
-    shorter = CountingLister(archive + [f"landing/orders-0-{49_950:010d}"])  # the sink now pads to 10
-    plan.follow(["orders"], 10)
-    plan.files(shorter, since, upto=upto)
-    assert shorter.calls == [("landing/orders-0-", "landing/orders-0-" + f"{49_899:020d}")], (
-        "the config's width is not the names': the partition's prefix, where a name of the new width is found"
-    )
+    # the sink now pads to 25: its new names sort before the offset's name of 20 digits
+    wider = CountingLister([k for k in archive if k < aiven(TP0, 49_950)] + [aiven(TP0, 49_950, 25)])
+    plan.follow(["orders"], 25)
+    listed = plan.files(wider, since, upto=upto)
+    assert wider.calls == [("landing/orders-0-", None)], "the config's width is not the names': listed whole"
+    assert starts(listed)[TP0][-2:] == [49_940, 49_950], "the name of the new width is found"
+    wider.calls = []
+    plan.files(wider, since, upto=upto)
+    assert wider.calls == [("landing/orders-", None)], "names of two widths: the topic's whole prefix from then on"
     for told in (None, 20):
         plan = ListingPlan(NamePattern("aiven", "landing/"))
         plan.follow(["orders"], told)
