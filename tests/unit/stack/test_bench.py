@@ -83,6 +83,40 @@ def test_cpu_is_read_for_a_process_and_its_children() -> None:
         parent.wait()
 
 
+def test_peak_memory_counts_a_child_and_walks_proc_once_a_tree_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PeakRss counts a child's memory (Spark's JVM is the service's child) and looks the tree up
+    again at most once per ``tree_every``: walking all of /proc 20 times a second took most of a
+    core from the system it measures."""
+    import os
+    import subprocess
+
+    from lakegate_bench import service_commit
+
+    walks: list[int] = []
+
+    def counted(pids: list[int]) -> list[int]:
+        walks.append(1)
+        return process_tree(pids)
+
+    monkeypatch.setattr(service_commit, "process_tree", counted)
+    hold = "import time\nb = bytearray(200 * 2**20)\nb[::4096] = b'x' * len(b[::4096])\nprint('ready', flush=True)\ntime.sleep(120)"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {hold!r}])"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout is not None and parent.stdout.readline().strip() == "ready"
+        with service_commit.PeakRss(parent.pid, every=0.01, tree_every=60) as peak:
+            subprocess.run(["sleep", "0.5"], check=True)
+        assert peak.peak_mib >= 200, "the child's 200 MiB are counted"
+        assert len(walks) == 1, "one walk of /proc in the tree interval, however many samples"
+    finally:
+        for pid in process_tree([parent.pid])[::-1]:
+            os.kill(pid, 9)
+        parent.wait()
+
+
 def test_the_command_runs_a_part_by_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
     from lakegate_bench import __main__ as command
     from lakegate_bench import run
