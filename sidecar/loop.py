@@ -78,7 +78,8 @@ class SidecarLoop:
         self.service = service
         self.metrics = metrics
         self.clock = clock
-        self._sent: dict[tuple[str, int], float] = {}  # (key, end) -> when
+        # per partition, (key, end) -> when sent: pruned by each partition's table offset, no name parsed
+        self._sent: dict[TopicPartition, dict[tuple[str, int], float]] = {}
         # per partition: Connect's committed offset (and when read) whose files all went out last
         # round; sent with the next lease claim so the service can tell a complete round (VTTS)
         self._watermarks: dict[TopicPartition, Watermark] = {}
@@ -216,7 +217,7 @@ class SidecarLoop:
             for c in complete_files(listed.get(tp, []), part.complete_below, part.table_next, self._holds):
                 if part.holds(c.file.start_offset, c.end_offset):
                     continue  # the service holds it: sent once, not again until it is dropped or restarts
-                sent_at = self._sent.get((c.file.key, c.end_offset))
+                sent_at = self._sent.get(tp, {}).get((c.file.key, c.end_offset))
                 if sent_at is None or now - sent_at >= self.settings.resend_after:
                     due.append(c)
         self._prune(table_next)
@@ -225,7 +226,7 @@ class SidecarLoop:
             batch = due[start : start + step]
             self._send(batch, report)
             for c in batch:
-                self._sent[(c.file.key, c.end_offset)] = now
+                self._sent.setdefault(c.file.tp, {})[(c.file.key, c.end_offset)] = now
         self._watermarks = {
             tp: Watermark(
                 tp.topic,
@@ -393,12 +394,13 @@ class SidecarLoop:
     def _prune(self, table_next: PartitionOffsets) -> None:
         """Forget sent files the table has passed (bounded memory)."""
         self._first_seen = {tp: at for tp, at in self._first_seen.items() if tp not in table_next}
-        keep: dict[tuple[str, int], float] = {}
-        for (key, end), when in self._sent.items():
-            parsed = self.pattern.parse(key, 0)
-            if parsed is None or end >= table_next.get(parsed.tp, 0):
-                keep[(key, end)] = when
-        self._sent = keep
+        for tp, sent in list(self._sent.items()):  # a catch-up keeps ~100,000 sent: no regex each
+            below = table_next.get(tp, 0)
+            kept = {k: when for k, when in sent.items() if k[1] >= below}
+            if kept:
+                self._sent[tp] = kept
+            else:
+                del self._sent[tp]
         held: dict[tuple[str, int], OffsetSpan] = {}
         for (key, size), span in self._holds.items():
             parsed = self.pattern.parse(key, size)
