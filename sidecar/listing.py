@@ -15,7 +15,9 @@ it takes the cheaper: per partition once the topic's last full listing held more
 listed keys do). A partition whose offsets may reach a name of more digits than its width before
 the next round (Connect's committed offset has as many digits: Confluent pads to 10 and writes 11
 past 9,999,999,999) is listed whole, as such a name would sort before the ``StartAfter`` key.
-A sink reconfigured to pad otherwise is followed after the sidecar restarts.
+A sink reconfigured to pad otherwise is followed from its connector's config (:meth:`ListingPlan.follow`):
+the partition is listed from its first name, and its topic whole from then on; a width change
+the config does not show is followed after the sidecar restarts.
 
 A steady round lists a partition by a narrower prefix still: the digits that every name from the
 table's offset to Connect's committed offset shares (offsets 12,340 to 12,395 in 20 digits share
@@ -190,10 +192,8 @@ class ListingPlan:
         assert prefix is not None  # _per_partition checked the pattern has one
         width = self._topics[tp.topic].widths.get(tp.partition)
         after, narrowed = None, None
-        told = self._configured.get(tp.topic)
-        if told is not None and width and told != width:
-            pass  # the sink now pads otherwise: listed from its first name, where a name of either width is
-        elif width and upto is not None and len(str(upto)) < width:  # no longer name can come
+        told = self._configured.get(tp.topic)  # another width: listed from the first name, where either sorts
+        if width and told in (None, width) and upto is not None and len(str(upto)) < width:  # no longer name
             after = f"{prefix}{offset - 1:0{width}d}" if offset > 0 else None
             if upto > offset and told == width:
                 narrowed = prefix + commonprefix([f"{offset:0{width}d}", f"{upto - 1:0{width}d}"])
