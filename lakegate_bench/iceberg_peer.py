@@ -38,6 +38,7 @@ from pyiceberg.table.snapshots import Operation
 from lakegate_bench.figures import figures
 from lakegate_bench.freshness import PARTITIONS, FreshnessPoller
 from lakegate_bench.pipeline import (
+    SIDECAR_POLL_SECONDS,
     LakegateRun,
     Measured,
     catch_up_by_interval,
@@ -131,10 +132,13 @@ class PeerBench:
         catch_up_seconds: float = 0.0,
         plugins: tuple[str, ...] = (SINK_PLUGIN_GROUP, PEER_PLUGIN_GROUP),
         service_conf: dict[str, str] | None = None,
+        sidecar_poll: float = SIDECAR_POLL_SECONDS,
     ) -> None:
-        """``service_conf``: Spark properties of Lakegate's service (its ``spark.conf``)."""
+        """``service_conf``: Spark properties of Lakegate's service (its ``spark.conf``);
+        ``sidecar_poll``: its sidecar's ``poll_interval_seconds``."""
         self.work = work
         self.service_conf = dict(service_conf or {})
+        self.sidecar_poll = sidecar_poll
         self.warm_up_seconds = warm_up_seconds
         self.catch_up_seconds = catch_up_seconds
         self.stack = LocalStack(work / "stack", buckets=(), plugins=plugins)
@@ -197,7 +201,9 @@ class PeerBench:
         if maintenance:
             table["maintenance"] = {"enabled": True}
         catalogs = [{"name": "lake", "type": "rest", "uri": catalog.uri}]
-        return start_lakegate(self.stack, self.work / name, name, name, table, catalogs, self.service_conf)
+        return start_lakegate(
+            self.stack, self.work / name, name, name, table, catalogs, self.service_conf, sidecar_poll=self.sidecar_poll
+        )
 
     def start_peer(self, worker: ConnectWorker, name: str, interval: int, catalog: IcebergRestCatalog) -> None:
         """Iceberg's sink on ``worker``, running: topic ``name`` (made here, with its control topic
@@ -277,9 +283,12 @@ def run(
     warm_up_seconds: int = 0,
     catch_up_seconds: float = 0.0,
     service_conf: dict[str, str] | None = None,
+    sidecar_poll: float = SIDECAR_POLL_SECONDS,
 ) -> dict[str, Any]:
     rows = []
-    with PeerBench(work, warm_up_seconds, catch_up_seconds, service_conf=service_conf) as bench:
+    with PeerBench(
+        work, warm_up_seconds, catch_up_seconds, service_conf=service_conf, sidecar_poll=sidecar_poll
+    ) as bench:
         for interval in intervals:
             for system in (bench.lakegate, bench.peer):
                 row = system(interval, rate, seconds)
@@ -298,5 +307,6 @@ def run(
         "warm_up_seconds": warm_up_seconds,
         "catch_up_seconds": catch_up_by_interval(catch_up_seconds, intervals),
         "service_conf": dict(service_conf or {}),
+        "sidecar_poll_seconds": sidecar_poll,
         "results": rows,
     }

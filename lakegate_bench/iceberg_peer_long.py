@@ -35,7 +35,7 @@ from typing import Any
 from lakegate_bench.figures import figures
 from lakegate_bench.freshness import produce_to, wait_for, warm_up
 from lakegate_bench.iceberg_peer import NAMESPACE, READS, WRITES, IcebergPoller, PeerBench
-from lakegate_bench.pipeline import LakegateRun
+from lakegate_bench.pipeline import SIDECAR_POLL_SECONDS, LakegateRun
 from lakegate_bench.process_cpu import cpu_seconds, jit_seconds, jit_threads
 from lakegate_bench.s3_requests import S3RequestLog
 from lakegate_stack import s3 as s3mod
@@ -275,8 +275,10 @@ def run(
     warm_up_seconds: int = 0,
     catch_up_seconds: float = 0.0,
     service_conf: dict[str, str] | None = None,
+    sidecar_poll: float = SIDECAR_POLL_SECONDS,
 ) -> dict[str, Any]:
-    bench = PeerBench(work, warm_up_seconds, catch_up_seconds, plugins=(SINK_PLUGIN_GROUP,), service_conf=service_conf)
+    bench = PeerBench(work, warm_up_seconds, catch_up_seconds, plugins=(SINK_PLUGIN_GROUP,), service_conf=service_conf,
+                       sidecar_poll=sidecar_poll)  # fmt: skip
     with bench:
         run = LongRun(bench, interval)
         try:
@@ -313,5 +315,6 @@ def run(
         "minute_range_ms": [minute_lo, minute_lo + MINUTE_MS],
         "cpu_ratio": round(lakegate["cpu_s_per_million"] / peer["cpu_s_per_million"], 2),
         "service_conf": dict(service_conf or {}),
+        "sidecar_poll_seconds": sidecar_poll,
         "results": rows,
     }

@@ -48,10 +48,12 @@ from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import create_topic
 from lakegate_stack.services import ServiceProcess, SidecarProcess
 from lakegate_stack.stack import LocalStack
+from sidecar.config import SidecarConfig
 
 BUCKET = "lake"
 SINKS = ("parquet", "aiven")  # what the storage sink writes (see the module's docstring)
 MODES = ("append", "upsert")
+SIDECAR_POLL_SECONDS = SidecarConfig.poll_interval_seconds  # the sidecar's default (--sidecar-poll-seconds)
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
 
 
@@ -143,11 +145,12 @@ def start_lakegate(
     catalogs: list[dict[str, Any]] | None = None,
     spark_conf: dict[str, str] | None = None,
     sink: str = "parquet",
+    sidecar_poll: float = SIDECAR_POLL_SECONDS,
 ) -> LakegateRun:
     """Topic ``name`` (made here) landed by the S3 sink under ``<bucket>/<name>/data/`` (Aiven's
     naming) as ``sink`` says (:data:`SINKS`), followed by a sidecar, committed by a service of
     ``table`` (one entry of its ``tables``; ``catalogs`` for an Iceberg table; ``spark_conf``: the
-    service's ``spark.conf``)."""
+    service's ``spark.conf``; ``sidecar_poll``: the sidecar's ``poll_interval_seconds``)."""
     assert stack.s3 is not None and stack.kafka is not None
     create_topic(stack.kafka.bootstrap_servers, name, PARTITIONS)
     service = ServiceProcess(work, [table], [f"s3a://{bucket}/"], name="service", s3={"endpoint": stack.s3.endpoint},
@@ -166,7 +169,7 @@ def start_lakegate(
             "kafka": {"bootstrap_servers": stack.kafka.bootstrap_servers},
             "storage": landing,
             "service": {"url": service.url, "token": "${LAKEGATE_SIDECAR_TOKEN}"},
-            "poll_interval_seconds": 1,
+            "poll_interval_seconds": sidecar_poll,
         },
         env=S3_ENV,
     ).start()
@@ -252,10 +255,13 @@ class Pipeline:
         sink: str = "parquet",
         mode: str = "append",
         service_conf: dict[str, str] | None = None,
+        sidecar_poll: float = SIDECAR_POLL_SECONDS,
     ) -> None:
-        """``service_conf``: Spark properties of Lakegate's service (its ``spark.conf``)."""
+        """``service_conf``: Spark properties of Lakegate's service (its ``spark.conf``);
+        ``sidecar_poll``: its sidecar's ``poll_interval_seconds``."""
         self.work = work
         self.service_conf = dict(service_conf or {})
+        self.sidecar_poll = sidecar_poll
         self.warm_up_seconds = warm_up_seconds
         self.catch_up_seconds = catch_up_seconds
         self.sink = sink
@@ -294,8 +300,9 @@ class Pipeline:
             **({"mode": "upsert", "key": ["id"]} if self.mode == "upsert" else {}),
         }
         run = start_lakegate(
-            self.stack, self.work / name, BUCKET, name, table, spark_conf=self.service_conf, sink=self.sink
-        )
+            self.stack, self.work / name, BUCKET, name, table, spark_conf=self.service_conf, sink=self.sink,
+            sidecar_poll=self.sidecar_poll,
+        )  # fmt: skip
         poller = Poller(s3=self.s3, fs=self.fs, prefix=f"{name}/")
         try:
             seen = measure(run.pids(), poller, self.stack, name, rate, seconds, self.warm_up_seconds,
@@ -416,12 +423,13 @@ def run(
     sink: str = "parquet",
     mode: str = "append",
     service_conf: dict[str, str] | None = None,
+    sidecar_poll: float = SIDECAR_POLL_SECONDS,
 ) -> dict[str, Any]:
     """Each of ``systems`` at each of ``intervals``; ``sink``, ``mode`` and ``service_conf`` (its
     ``spark.conf``) are Lakegate's (:data:`SINKS`, :data:`MODES`): the peer always reads the topic
     itself into an append table."""
     rows = []
-    with Pipeline(work, warm_up_seconds, catch_up_seconds, sink, mode, service_conf) as pipeline:
+    with Pipeline(work, warm_up_seconds, catch_up_seconds, sink, mode, service_conf, sidecar_poll) as pipeline:
         flush_ms = pipeline.stack.workers[0].offset_flush_interval_ms
         for interval in intervals:
             for system in systems:
@@ -446,5 +454,6 @@ def run(
         "lakegate_sink": sink,
         "lakegate_mode": mode,
         "service_conf": dict(service_conf or {}),
+        "sidecar_poll_seconds": sidecar_poll,
         "results": rows,
     }

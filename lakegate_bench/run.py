@@ -86,7 +86,7 @@ from lakegate_bench.http_load import part_http
 from lakegate_bench.iceberg import part_iceberg
 from lakegate_bench.merge import part_merge
 from lakegate_bench.partitioned import part_partitioned
-from lakegate_bench.pipeline import pipeline_options
+from lakegate_bench.pipeline import SIDECAR_POLL_SECONDS, pipeline_options
 from lakegate_bench.report import plot, report
 from lakegate_bench.result import work_dir
 
@@ -239,6 +239,13 @@ def main(argv: list[str] | None = None) -> int:
         help="pipeline, iceberg-peer: Lakegate's commit.catch_up_seconds, at most half the interval (default 3; 0: off)",
     )
     parser.add_argument(
+        "--sidecar-poll-seconds",
+        type=float,
+        default=SIDECAR_POLL_SECONDS,
+        help="pipeline, iceberg-peer: the sidecar's poll_interval_seconds (default 5, the sidecar's own; "
+        "the figures before 2026-12-06 ran it at 1)",
+    )
+    parser.add_argument(
         "--rate", type=int, default=5000, help="pipeline, iceberg-peer: records per second (default 5000)"
     )
     parser.add_argument(
@@ -344,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.pipeline_sink,
                 args.pipeline_mode,
                 service_conf,
+                args.sidecar_poll_seconds,
             ),
             args,
         )
@@ -361,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.warm_up_seconds,
                 args.catch_up_seconds,
                 service_conf,
+                args.sidecar_poll_seconds,
             ),
             args,
         )
@@ -378,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.warm_up_seconds,
                 args.catch_up_seconds,
                 service_conf,
+                args.sidecar_poll_seconds,
             ),
             args,
         )

@@ -142,8 +142,8 @@ class SidecarLoop:
         report = RoundReport()
         s = self.settings
         changed: list[str] = []
-        for name in self.connect.followed(s.connectors, s.connectors_regex):
-            view = self.connect.view(name, s.worker_id)
+        for view in self.connect.views(s.connectors, s.connectors_regex, s.worker_id):
+            name = view.name
             if self._health.saw(name, view.health):
                 changed.append(name)
             if view.state == "MISSING":

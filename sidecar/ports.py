@@ -22,9 +22,7 @@ from sidecar.connect import ConnectorView
 class ConnectSource(Protocol):
     """The Connect worker's REST API (``sidecar.connect.ConnectRest``)."""
 
-    def followed(self, names: tuple[str, ...], regex: str | None) -> list[str]: ...
-
-    def view(self, name: str, worker_id: str) -> ConnectorView: ...
+    def views(self, names: tuple[str, ...], regex: str | None, worker_id: str) -> list[ConnectorView]: ...
 
 
 class GroupSource(Protocol):

@@ -152,13 +152,10 @@ def test_log_ends_ask_for_the_latest_offset_of_each_partition() -> None:
 
 class FakeConnect:
     def __init__(self, views: dict[str, ConnectorView]) -> None:
-        self.views = views
+        self.known = views
 
-    def followed(self, names: tuple[str, ...], regex: str | None) -> list[str]:
-        return list(names)
-
-    def view(self, name: str, worker_id: str) -> ConnectorView:
-        return self.views.get(name, ConnectorView(name, "MISSING", frozenset(), ()))
+    def views(self, names: tuple[str, ...], regex: str | None, worker_id: str) -> list[ConnectorView]:
+        return [self.known.get(n, ConnectorView(n, "MISSING", frozenset(), ())) for n in names]
 
 
 class FakeGroups:
@@ -722,12 +719,12 @@ def test_a_task_failing_after_the_start_is_reported_once_and_its_recovery_too(tm
     assert isinstance(connect, FakeConnect)
     loop.run_once()
     assert reported == [], "running as at the preflight: nothing to report"
-    running = connect.views["snk"]
-    connect.views["snk"] = replace(running, my_tasks=frozenset(), failed_tasks=(0,))
+    running = connect.known["snk"]
+    connect.known["snk"] = replace(running, my_tasks=frozenset(), failed_tasks=(0,))
     loop.run_once()
     loop.run_once()
     assert reported == [["snk"]], "reported once, when it changed"
-    connect.views["snk"] = running
+    connect.known["snk"] = running
     loop.run_once()
     assert reported == [["snk"], ["snk"]], "and again when it runs again"
 
@@ -735,7 +732,7 @@ def test_a_task_failing_after_the_start_is_reported_once_and_its_recovery_too(tm
         raise RuntimeError("service down")
 
     loop.on_health_change = unreachable
-    connect.views["snk"] = replace(running, state="PAUSED", my_tasks=frozenset())
+    connect.known["snk"] = replace(running, state="PAUSED", my_tasks=frozenset())
     loop.run_once()  # logged, not raised
     loop.on_health_change = reported.append
     loop.run_once()
