@@ -37,12 +37,10 @@ from pyiceberg.table.snapshots import Operation
 
 from lakegate_bench.figures import figures
 from lakegate_bench.freshness import PARTITIONS, FreshnessPoller
+from lakegate_bench.lakegate_knobs import SIDECAR_POLL_SECONDS, catch_up_by_interval, catch_up_for
 from lakegate_bench.pipeline import (
-    SIDECAR_POLL_SECONDS,
     LakegateRun,
     Measured,
-    catch_up_by_interval,
-    catch_up_for,
     lakegate_row,
     measure,
     start_lakegate,

@@ -35,7 +35,8 @@ from typing import Any
 from lakegate_bench.figures import figures
 from lakegate_bench.freshness import produce_to, wait_for, warm_up
 from lakegate_bench.iceberg_peer import NAMESPACE, READS, WRITES, IcebergPoller, PeerBench
-from lakegate_bench.pipeline import SIDECAR_POLL_SECONDS, LakegateRun
+from lakegate_bench.lakegate_knobs import SIDECAR_POLL_SECONDS
+from lakegate_bench.pipeline import LakegateRun
 from lakegate_bench.process_cpu import cpu_seconds, jit_seconds, jit_threads
 from lakegate_bench.s3_requests import S3RequestLog
 from lakegate_stack import s3 as s3mod

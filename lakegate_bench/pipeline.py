@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 
 from lakegate_bench.figures import figures
 from lakegate_bench.freshness import PARTITIONS, FreshnessPoller, produce, wait_for, warm_up
+from lakegate_bench.lakegate_knobs import SIDECAR_POLL_SECONDS, catch_up_by_interval, catch_up_for
 from lakegate_bench.process_cpu import by_process, cpu_seconds, jit_seconds, jit_threads
 from lakegate_bench.s3_requests import S3RequestLog
 from lakegate_stack import s3 as s3mod
@@ -48,12 +49,10 @@ from lakegate_stack.connect import ConnectWorker, s3_sink_config
 from lakegate_stack.kafka import create_topic
 from lakegate_stack.services import ServiceProcess, SidecarProcess
 from lakegate_stack.stack import LocalStack
-from sidecar.config import SidecarConfig
 
 BUCKET = "lake"
 SINKS = ("parquet", "aiven")  # what the storage sink writes (see the module's docstring)
 MODES = ("append", "upsert")
-SIDECAR_POLL_SECONDS = SidecarConfig.poll_interval_seconds  # the sidecar's default (--sidecar-poll-seconds)
 S3_ENV = {"AWS_ACCESS_KEY_ID": s3mod.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3mod.SECRET_KEY, "AWS_REGION": s3mod.REGION}
 
 
@@ -257,8 +256,7 @@ class Pipeline:
         service_conf: dict[str, str] | None = None,
         sidecar_poll: float = SIDECAR_POLL_SECONDS,
     ) -> None:
-        """``service_conf``: Spark properties of Lakegate's service (its ``spark.conf``);
-        ``sidecar_poll``: its sidecar's ``poll_interval_seconds``."""
+        """``service_conf``, ``sidecar_poll``: the service's ``spark.conf``, the sidecar's poll interval."""
         self.work = work
         self.service_conf = dict(service_conf or {})
         self.sidecar_poll = sidecar_poll
@@ -300,9 +298,8 @@ class Pipeline:
             **({"mode": "upsert", "key": ["id"]} if self.mode == "upsert" else {}),
         }
         run = start_lakegate(
-            self.stack, self.work / name, BUCKET, name, table, spark_conf=self.service_conf, sink=self.sink,
-            sidecar_poll=self.sidecar_poll,
-        )  # fmt: skip
+            self.stack, self.work / name, BUCKET, name, table, None, self.service_conf, self.sink, self.sidecar_poll
+        )
         poller = Poller(s3=self.s3, fs=self.fs, prefix=f"{name}/")
         try:
             seen = measure(run.pids(), poller, self.stack, name, rate, seconds, self.warm_up_seconds,
@@ -400,16 +397,6 @@ def pipeline_options(parser: argparse.ArgumentParser) -> None:
         default="append",
         help="pipeline: Lakegate's table, append (default) or upsert keyed by id",
     )
-
-
-def catch_up_for(catch_up: float, interval: float) -> float:
-    """``commit.catch_up_seconds`` for a table of ``interval``: ``catch_up``, at most half the interval."""
-    return min(catch_up, interval / 2)
-
-
-def catch_up_by_interval(catch_up: float, intervals: list[int]) -> dict[str, float]:
-    """The result JSON's record of :func:`catch_up_for` at each interval."""
-    return {str(i): catch_up_for(catch_up, i) for i in intervals}
 
 
 def run(

@@ -84,9 +84,10 @@ from typing import Any
 from lakegate_bench.commit_path import Bench
 from lakegate_bench.http_load import part_http
 from lakegate_bench.iceberg import part_iceberg
+from lakegate_bench.lakegate_knobs import SIDECAR_POLL_SECONDS
 from lakegate_bench.merge import part_merge
 from lakegate_bench.partitioned import part_partitioned
-from lakegate_bench.pipeline import SIDECAR_POLL_SECONDS, pipeline_options
+from lakegate_bench.pipeline import pipeline_options
 from lakegate_bench.report import plot, report
 from lakegate_bench.result import work_dir
 

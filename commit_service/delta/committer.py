@@ -59,6 +59,7 @@ from commit_service.ports import TableSnapshot
 from commit_service.round.commit import Opened, RoundCommit, RoundFiles, Written
 from commit_service.round.sources import FileSchemas
 from commit_service.spark.java_errors import Failure, classify, java_summary
+from commit_service.spark.jvm_classes import java_class
 from commit_service.storage.prefetch import FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile
@@ -301,8 +302,9 @@ class DeltaCommitter:
     def _with_type_changes(self, txn: Any, schema: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
         """``schema`` with Delta's record of each widened column (``delta.typeChanges``), made by
         Delta's own ``TypeWideningMetadata``."""
-        types = self.spark._jvm.org.apache.spark.sql.types.DataType
-        helper = self.spark._jvm.org.apache.spark.sql.delta.TypeWideningMetadata  # the object's static forwarders
+        types = java_class(self.spark._jvm, "org.apache.spark.sql.types.DataType")
+        # the object's static forwarders
+        helper = java_class(self.spark._jvm, "org.apache.spark.sql.delta.TypeWideningMetadata")
         marked = helper.addTypeWideningMetadata(
             txn, types.fromJson(json.dumps(schema)), types.fromJson(json.dumps(old))
         )

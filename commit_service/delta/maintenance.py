@@ -21,6 +21,7 @@ from commit_service.delta.merge import DeltaArrowMerge, SmallFile
 from commit_service.domain.compaction import CompactionPlan, PartitionKey
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.spark.java_errors import java_summary
+from commit_service.spark.jvm_classes import java_class
 from commit_service.spark.session import job_label
 from commit_service.spark.thread_priority import lower_jvm_peer
 from lakegate_core.status import MaintenanceKind, MaintenanceRecord
@@ -48,7 +49,7 @@ class DeltaMaintainer:
         self.table = table
         self.location = location
         self._delta_log = delta_log
-        self._none = spark._jvm.scala.Option.empty()
+        self._none = java_class(spark._jvm, "scala.Option").empty()
         self._checkpoint_session: Any = None  # made by the first checkpoint Spark writes
         self._compaction_session: Any = None  # made by the first merge of small files
         self._kernel_engine: Any = None  # Delta Kernel's engine, made by the first checkpoint
@@ -134,10 +135,10 @@ class DeltaMaintainer:
         jvm = self.spark._jvm
         try:
             if self._kernel_engine is None:  # the live Hadoop configuration: storage credentials included
-                self._kernel_engine = jvm.io.delta.kernel.defaults.engine.DefaultEngine.create(
+                self._kernel_engine = java_class(jvm, "io.delta.kernel.defaults.engine.DefaultEngine").create(
                     self.spark._jsc.hadoopConfiguration()
                 )
-            table = jvm.io.delta.kernel.Table.forPath(self._kernel_engine, self.location)
+            table = java_class(jvm, "io.delta.kernel.Table").forPath(self._kernel_engine, self.location)
             table.checkpoint(self._kernel_engine, version)
         except Exception as exc:
             if "CheckpointAlreadyExistsException" in java_summary(exc):
@@ -155,7 +156,7 @@ class DeltaMaintainer:
         """The checkpoint of ``version`` through Delta on Spark, in a snapshot of its own whose state
         is rebuilt in ``CHECKPOINT_TASKS`` task(s) (a session active on this thread only, so a
         commit's jobs keep the other cores) and dropped afterwards."""
-        sessions = self.spark._jvm.org.apache.spark.sql.SparkSession
+        sessions = java_class(self.spark._jvm, "org.apache.spark.sql.SparkSession")
         sessions.setActiveSession(self._narrow_session())  # Delta reads its settings from the active session
         try:
             snap = log.getSnapshotAt(version, self._none, self._none, False)
@@ -327,7 +328,7 @@ class DeltaMaintainer:
     def _in_compaction_session(self) -> Iterator[None]:
         """This thread's active session is the compaction session (Delta rebuilds a snapshot's
         state with the active session's settings), and the service's again afterwards."""
-        sessions = self.spark._jvm.org.apache.spark.sql.SparkSession
+        sessions = java_class(self.spark._jvm, "org.apache.spark.sql.SparkSession")
         sessions.setActiveSession(self._compaction())
         try:
             yield

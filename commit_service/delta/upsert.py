@@ -40,6 +40,7 @@ from commit_service.faults import MID_MERGE, crash_point
 from commit_service.round.convert import FrameReader
 from commit_service.round.partitions import check_round_columns, column_types
 from commit_service.round.upsert_round import RoundChanges
+from commit_service.spark.jvm_classes import java_class
 from commit_service.storage.facts import FileFacts
 
 FILE_COLUMN = "__lakegate_file"
@@ -62,7 +63,7 @@ def _condition(frame: Any) -> Any | None:
     Spark job over the snapshot's state), 0.13-0.9 s for nothing before the transaction skips them
     again. None: the plan holds no filter."""
     jvm = frame.sparkSession._jvm
-    folding = getattr(jvm.org.apache.spark.sql.catalyst.optimizer, "ConstantFolding$").__getattr__("MODULE$")
+    folding = java_class(jvm, "org.apache.spark.sql.catalyst.optimizer.ConstantFolding$").__getattr__("MODULE$")
     plan = folding.apply(frame._jdf.queryExecution().analyzed())
     while plan.nodeName() != "Filter":
         if plan.children().isEmpty():
@@ -114,7 +115,7 @@ class UpsertWriter:
         set_schema(self.partitioning.with_generated(DeltaPartitioning.strip(changes.schema)), changes.widened)
         if table is None or changes.keys is None:  # a new table: every row is new
             return [self._write(txn, changes.rows, 1)]
-        filters = self._jvm.java.util.ArrayList()
+        filters = java_class(self._jvm, "java.util.ArrayList")()
         if changes.scope is not None:  # only the partitions the changed keys are in
             table = table.where(changes.scope)
             filters.add(self.spark._jsparkSession.sessionState().sqlParser().parseExpression(changes.scope))
@@ -126,7 +127,7 @@ class UpsertWriter:
         if filters.isEmpty():
             candidates = txn.filterFiles()  # the transaction read every file: a writer changing one conflicts
         else:  # read, and registered as read: a writer adding or changing a file they match conflicts
-            seq = self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(filters).toList()
+            seq = java_class(self._jvm, "scala.jdk.javaapi.CollectionConverters").asScala(filters).toList()
             candidates = txn.filterFiles(seq, False)  # (filters, keepNumRecords): the one-argument form takes files
         if candidates.isEmpty():  # no file can hold a changed key: nothing to mark or rewrite
             return [self._write(txn, changes.rows, 1)]
@@ -145,7 +146,7 @@ class UpsertWriter:
         """The AddFiles of ``rows`` written by the transaction, in at most ``files`` files (the
         generated partition columns computed by Delta, in the partitions they name)."""
         rows = rows.drop(*self.partitioning.generated_names).coalesce(files)
-        written = self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(txn.writeFiles(rows._jdf))
+        written = java_class(self._jvm, "scala.jdk.javaapi.CollectionConverters").asJava(txn.writeFiles(rows._jdf))
         crash_point(MID_MERGE)
         return written
 
@@ -157,32 +158,32 @@ class UpsertWriter:
         reach the driver."""
         from pyspark.sql import functions as F
 
-        jvm, commands = self._jvm, self._jvm.org.apache.spark.sql.delta.commands
+        jvm = self._jvm
+        generator = java_class(jvm, "org.apache.spark.sql.delta.commands.DeletionVectorBitmapGenerator")
+        helper = java_class(jvm, "org.apache.spark.sql.delta.commands.DMLWithDeletionVectorsHelper")
         session = self.spark._jsparkSession
         matched = table.select(
             *self.spec.key,
             F.col("_metadata.file_path").alias(FILE_COLUMN),
             F.col("_metadata.row_index").alias(ROW_COLUMN),
         ).join(keys, list(self.spec.key), "left_semi")
-        vectors = commands.DeletionVectorBitmapGenerator.buildRowIndexSetsForFilesMatchingCondition(
+        vectors = generator.buildRowIndexSetsForFilesMatchingCondition(
             session,
             txn,
             True,  # files may have vectors already: the new rows are merged into them
             matched._jdf,
             candidates,
-            jvm.org.apache.spark.sql.catalyst.expressions.Literal.TrueLiteral(),
-            jvm.scala.Option.apply(F.col(FILE_COLUMN)._jc),
-            jvm.scala.Option.apply(F.col(ROW_COLUMN)._jc),
+            java_class(jvm, "org.apache.spark.sql.catalyst.expressions.Literal").TrueLiteral(),
+            java_class(jvm, "scala.Option").apply(F.col(FILE_COLUMN)._jc),
+            java_class(jvm, "scala.Option").apply(F.col(ROW_COLUMN)._jc),
         )
         data_path = txn.deltaLog().dataPath()
-        touched = commands.DMLWithDeletionVectorsHelper.findFilesWithMatchingRows(
-            txn, commands.DMLWithDeletionVectorsHelper.generateCandidateFileMap(data_path, candidates), vectors
-        )
-        prefix = jvm.org.apache.spark.sql.delta.stats.StatsCollectionUtils.getDataSkippingStringPrefixLength(
-            session, txn.metadata()
-        )
-        actions = commands.DMLWithDeletionVectorsHelper.processUnmodifiedData(session, touched, txn.snapshot(), prefix)
-        return jvm.scala.jdk.javaapi.CollectionConverters.asJava(actions._1())
+        touched = helper.findFilesWithMatchingRows(txn, helper.generateCandidateFileMap(data_path, candidates), vectors)
+        prefix = java_class(
+            jvm, "org.apache.spark.sql.delta.stats.StatsCollectionUtils"
+        ).getDataSkippingStringPrefixLength(session, txn.metadata())
+        actions = helper.processUnmodifiedData(session, touched, txn.snapshot(), prefix)
+        return java_class(jvm, "scala.jdk.javaapi.CollectionConverters").asJava(actions._1())
 
     def _rewrite(self, txn: Any, table: Any, whole: Any, keys: Any, rows: Any) -> tuple[Any, Any, int]:
         """Copy-on-write: the RemoveFiles of the files holding ``keys`` (found in ``table``, read
@@ -191,7 +192,7 @@ class UpsertWriter:
         from pyspark.sql import functions as F
 
         file_name = F.element_at(F.split(F.col("_metadata.file_path"), "/"), -1)
-        removes = self._jvm.java.util.ArrayList()
+        removes = java_class(self._jvm, "java.util.ArrayList")()
         touched = [
             r[0]
             for r in table.withColumn(FILE_COLUMN, file_name)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from commit_service.iceberg.partitions import HIVE_NULL, partition_text, timestamp_micros
+from commit_service.spark.jvm_classes import java_class
 
 THREADS = 8  # footers read at once for a round's DataFiles
 
@@ -60,7 +61,7 @@ def parquet_files(spark: Any, directory: str, split: Sequence[tuple[str, str]] =
     partition values their directories name, in ``split``'s order, through Hadoop's file system
     (``s3a://`` or ``file:``, as Spark wrote them)."""
     jvm = spark._jvm
-    path = jvm.org.apache.hadoop.fs.Path(directory)
+    path = java_class(jvm, "org.apache.hadoop.fs.Path")(directory)
     fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     if not split:
         return sorted(
@@ -68,7 +69,7 @@ def parquet_files(spark: Any, directory: str, split: Sequence[tuple[str, str]] =
             for s in fs.listStatus(path)
             if s.isFile() and s.getPath().getName().endswith(".parquet")
         )
-    unescape = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.unescapePathName
+    unescape = java_class(jvm, "org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils").unescapePathName
     root = str(fs.makeQualified(path).toString()).rstrip("/") + "/"
     found = []
     listing = fs.listFiles(path, True)
@@ -88,7 +89,7 @@ def data_files(spark: Any, table: Any, files: Sequence[Placed], mapping: Any) ->
     ``mapping``, the table's name mapping), on up to :data:`THREADS` threads: each footer is one
     more read in the JVM, and one after another they cost 13 ms a file (docs/performance.md)."""
     jvm = spark._jvm
-    metrics_config = jvm.org.apache.iceberg.MetricsConfig.forTable(table)
+    metrics_config = java_class(jvm, "org.apache.iceberg.MetricsConfig").forTable(table)
     io = table.io()
     spec = table.spec()
     stamps = _timestamp_fields(spec)
@@ -96,8 +97,10 @@ def data_files(spark: Any, table: Any, files: Sequence[Placed], mapping: Any) ->
     def one(item: Placed) -> tuple[Any, int]:
         path, size, values = item
         source = io.newInputFile(path, size)
-        metrics = jvm.org.apache.iceberg.parquet.ParquetUtil.fileMetrics(source, metrics_config, mapping)
-        built = jvm.org.apache.iceberg.DataFiles.builder(spec).withInputFile(source).withFormat("PARQUET")
+        metrics = java_class(jvm, "org.apache.iceberg.parquet.ParquetUtil").fileMetrics(source, metrics_config, mapping)
+        built = (
+            java_class(jvm, "org.apache.iceberg.DataFiles").builder(spec).withInputFile(source).withFormat("PARQUET")
+        )
         if values is not None and stamps:
             built = built.withPartition(_partition(jvm, spec, values, stamps))
         elif values is not None:
@@ -109,7 +112,7 @@ def data_files(spark: Any, table: Any, files: Sequence[Placed], mapping: Any) ->
     else:
         with ThreadPoolExecutor(min(THREADS, len(files)), thread_name_prefix="lakegate-iceberg-metrics") as pool:
             results = list(pool.map(one, files))
-    listed = jvm.java.util.ArrayList()
+    listed = java_class(jvm, "java.util.ArrayList")()
     for data_file, _ in results:
         listed.add(data_file)
     return Written(listed, sum(rows for _, rows in results))
@@ -136,7 +139,7 @@ def footer_files(spark: Any, table: Any, files: Sequence[Footed], mapping: Any) 
 
 def round_data_files(spark: Any) -> Any:
     """``io.lakegate.iceberg.RoundDataFiles`` (iceberg-commit/): a round's files built and handed on in one call."""
-    return spark._jvm.io.lakegate.iceberg.RoundDataFiles
+    return java_class(spark._jvm, "io.lakegate.iceberg.RoundDataFiles")
 
 
 def _batch(files: Sequence[Footed], stamps: Sequence[int]) -> bytes:
@@ -171,16 +174,16 @@ def delete_files(spark: Any, table: Any, files: Sequence[Placed], spec: Any = No
     footer: the bounds of ``file_path`` tell readers which data files it touches. Files with no
     rows are left out."""
     jvm = spark._jvm
-    metrics_config = jvm.org.apache.iceberg.MetricsConfig.forPositionDelete(table)
+    metrics_config = java_class(jvm, "org.apache.iceberg.MetricsConfig").forPositionDelete(table)
     io = table.io()
     spec = spec if spec is not None else table.spec()
     out = []
     for path, size, values in files:
         source = io.newInputFile(path, size)
-        metrics = jvm.org.apache.iceberg.parquet.ParquetUtil.fileMetrics(source, metrics_config)
+        metrics = java_class(jvm, "org.apache.iceberg.parquet.ParquetUtil").fileMetrics(source, metrics_config)
         if int(metrics.recordCount()) == 0:
             continue
-        built = jvm.org.apache.iceberg.FileMetadata.deleteFileBuilder(spec).ofPositionDeletes()
+        built = java_class(jvm, "org.apache.iceberg.FileMetadata").deleteFileBuilder(spec).ofPositionDeletes()
         if values is not None:
             built = built.withPartition(_partition(jvm, spec, values, _timestamp_fields(spec)))
         out.append(built.withInputFile(source).withFormat("PARQUET").withMetrics(metrics).build())
@@ -194,17 +197,22 @@ def _partition(jvm: Any, spec: Any, values: Sequence[str], stamps: Sequence[int]
     timestamp from text (``Conversions.fromPartitionString``): the ``stamps`` fields (an identity
     partition of a timestamp column) are parsed here and set as microseconds since the epoch."""
     parsed_as_null = [HIVE_NULL if i in stamps else v for i, v in enumerate(values)]
-    parsed = jvm.org.apache.iceberg.DataFiles.builder(spec).withPath("partition-only.parquet").withFormat("PARQUET")
+    parsed = (
+        java_class(jvm, "org.apache.iceberg.DataFiles")
+        .builder(spec)
+        .withPath("partition-only.parquet")
+        .withFormat("PARQUET")
+    )
     built = parsed.withFileSizeInBytes(0).withRecordCount(0).withPartitionValues(_listed(jvm, parsed_as_null))
     partition = built.build().partition()
     for i in stamps:
         if values[i] != HIVE_NULL:
-            partition.set(i, jvm.java.lang.Long.valueOf(str(timestamp_micros(values[i]))))
+            partition.set(i, java_class(jvm, "java.lang.Long").valueOf(str(timestamp_micros(values[i]))))
     return partition
 
 
 def _listed(jvm: Any, values: Sequence[str]) -> Any:
-    listed = jvm.java.util.ArrayList()
+    listed = java_class(jvm, "java.util.ArrayList")()
     for value in values:
         listed.add(value)
     return listed

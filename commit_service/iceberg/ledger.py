@@ -16,6 +16,7 @@ from typing import Any
 from commit_service.domain.history import LedgerCommit, TableHistory
 from commit_service.iceberg.summary import COMMIT, OFFSETS, decode
 from commit_service.iceberg.tables import IcebergTable
+from commit_service.spark.jvm_classes import java_class
 from commit_service.spark.row_audit import RowAudit
 from lakegate_core.errors import ProtocolError
 from lakegate_core.status import CommitRecord
@@ -64,7 +65,7 @@ class IcebergLedger(RowAudit):
         table = self.table.load()
         if table is None or table.currentSnapshot() is None:
             return TableHistory(-1 if table is None else 0, ())
-        ancestry = self.spark._jvm.org.apache.iceberg.util.SnapshotUtil.currentAncestors(table)
+        ancestry = java_class(self.spark._jvm, "org.apache.iceberg.util.SnapshotUtil").currentAncestors(table)
         snapshots = []
         it = ancestry.iterator()
         while it.hasNext():

@@ -29,6 +29,7 @@ from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.iceberg.merge import IcebergArrowMerge
 from commit_service.iceberg.summary import OFFSETS
 from commit_service.iceberg.tables import IcebergTable
+from commit_service.spark.jvm_classes import java_class
 from commit_service.spark.session import job_label
 from lakegate_core.status import MaintenanceKind, MaintenanceRecord
 
@@ -71,7 +72,9 @@ class IcebergMaintainer:
         started_ms, t0 = int(time.time() * 1000), time.monotonic()
         table = self._loaded()
         version_before, files_before = self._version(table), self._files(table)
-        actions = self.spark._jvm.org.apache.iceberg.spark.actions.SparkActions.get(self.spark._jsparkSession)
+        actions = java_class(self.spark._jvm, "org.apache.iceberg.spark.actions.SparkActions").get(
+            self.spark._jsparkSession
+        )
         with job_label(
             self.spark,
             f"lakegate-maintenance-{self.table.name}",
@@ -138,7 +141,9 @@ class IcebergMaintainer:
         started_ms, t0 = int(time.time() * 1000), time.monotonic()
         table = self._loaded()
         version_before, files_before = self._version(table), self._files(table)
-        actions = self.spark._jvm.org.apache.iceberg.spark.actions.SparkActions.get(self.spark._jsparkSession)
+        actions = java_class(self.spark._jvm, "org.apache.iceberg.spark.actions.SparkActions").get(
+            self.spark._jsparkSession
+        )
         rewritten = added = by_arrow = 0
         label = f"lakegate maintenance {self.table.name}: merge {plan.files} small files"
         with job_label(self.spark, f"lakegate-maintenance-{self.table.name}", label):
@@ -173,7 +178,7 @@ class IcebergMaintainer:
         """Iceberg's expression for one partition (by the table's partition transforms); None for
         an unpartitioned table. A value this cannot express leaves its field out (more files are
         candidates: still only those below the group's size)."""
-        exprs = self.spark._jvm.org.apache.iceberg.expressions.Expressions
+        exprs = java_class(self.spark._jvm, "org.apache.iceberg.expressions.Expressions")
         schema, where = table.schema(), None
         for field in table.spec().fields():
             if field.name() not in values:

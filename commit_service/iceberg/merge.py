@@ -20,6 +20,7 @@ from typing import Any
 
 from commit_service.domain.compaction import bins
 from commit_service.iceberg.tables import IcebergTable
+from commit_service.spark.jvm_classes import java_class
 from commit_service.storage.merge import merge_files
 from commit_service.storage.reader import StorageReader
 
@@ -60,7 +61,7 @@ class IcebergArrowMerge:
             return None  # some are gone (a later look plans again), or of two specs: Spark sorts those out
         ordered = sorted(found, key=lambda p: int(found[p].dataSequenceNumber() or 0))  # rounds' order
         jvm = self.spark._jvm
-        metrics_config = jvm.org.apache.iceberg.MetricsConfig.forTable(table)
+        metrics_config = java_class(jvm, "org.apache.iceberg.MetricsConfig").forTable(table)
         mapping = self.table.name_mapping(table)
         rewrite = table.newRewrite().validateFromSnapshot(snapshot.snapshotId())
         removed = added = 0
@@ -74,11 +75,16 @@ class IcebergArrowMerge:
             first = found[sources[0]]
             source = table.io().newInputFile(target, merged.facts.size_bytes)
             data_file = (
-                jvm.org.apache.iceberg.DataFiles.builder(table.specs().get(first.specId()))
+                java_class(jvm, "org.apache.iceberg.DataFiles")
+                .builder(table.specs().get(first.specId()))
                 .withInputFile(source)
                 .withFormat("PARQUET")
                 .withPartition(first.partition())
-                .withMetrics(jvm.org.apache.iceberg.parquet.ParquetUtil.fileMetrics(source, metrics_config, mapping))
+                .withMetrics(
+                    java_class(jvm, "org.apache.iceberg.parquet.ParquetUtil").fileMetrics(
+                        source, metrics_config, mapping
+                    )
+                )
                 .build()
             )
             for location in sources:

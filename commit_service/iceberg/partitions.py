@@ -21,6 +21,7 @@ from typing import Any
 from commit_service.domain.partitioning import EPOCH, KeyPartition, PartitionField, Pin, Transform, key_fields
 from commit_service.errors import TableLayoutError
 from commit_service.round.partitions import EPOCH as EPOCH_UTC
+from commit_service.spark.jvm_classes import java_class
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the null partition, as Iceberg and Spark write it
 SPLIT_COLUMN = "__lakegate_part_{}"  # a rewritten frame's i-th partition value (never in a file)
@@ -45,7 +46,7 @@ class UnknownSpecError(ValueError):
 
 def build_spec(jvm: Any, schema: Any, fields: Sequence[PartitionField]) -> Any:
     """``partition_by``'s ``PartitionSpec`` over Iceberg ``schema`` (unpartitioned when empty)."""
-    builder = jvm.org.apache.iceberg.PartitionSpec.builderFor(schema)
+    builder = java_class(jvm, "org.apache.iceberg.PartitionSpec").builderFor(schema)
     for f in fields:
         if f.transform is Transform.IDENTITY:
             builder = builder.identity(f.column)

@@ -22,6 +22,7 @@ from commit_service.iceberg.summary import decode
 from commit_service.iceberg.validator import offset_texts
 from commit_service.ports import TableSnapshot
 from commit_service.spark.java_errors import ICEBERG_NO_TABLE, thrown
+from commit_service.spark.jvm_classes import java_class
 from lakegate_core.types import PartitionOffsets
 
 logger = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ class IcebergTable:
         self.name = name
         self.location = location.rstrip("/")
         self._jvm = spark._jvm
-        self._ident = self._jvm.org.apache.iceberg.catalog.TableIdentifier.parse(name)
+        self._ident = java_class(self._jvm, "org.apache.iceberg.catalog.TableIdentifier").parse(name)
         self._said_location = False
 
     def _catalog(self) -> Any:
@@ -52,7 +53,7 @@ class IcebergTable:
         build) from the thread's ``SQLConf.get``, which without an active session is a fallback
         conf that lacks the catalogs (``CATALOG_NOT_FOUND``)."""
         session = self.spark._jsparkSession
-        self._jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
+        java_class(self._jvm, "org.apache.spark.sql.SparkSession").setActiveSession(session)
         return session.sessionState().catalogManager().catalog(self.catalog).icebergCatalog()
 
     def load(self) -> Any | None:
@@ -87,7 +88,7 @@ class IcebergTable:
             except Exception:  # created meanwhile by another writer: fine if it exists now
                 if not catalog.namespaceExists(namespace):
                     raise
-        props = jvm.java.util.HashMap()
+        props = java_class(jvm, "java.util.HashMap")()
         for key, value in CREATED_PROPERTIES.items():
             props.put(key, value)
         # One transaction, so the table is born with its name mapping: a reader (or a second
@@ -112,12 +113,14 @@ class IcebergTable:
         return self.load()
 
     def _iceberg_schema(self, schema: Schema) -> Any:
-        struct = self._jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps(schema))
-        return self._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(struct)
+        struct = java_class(self._jvm, "org.apache.spark.sql.types.DataType").fromJson(json.dumps(schema))
+        return java_class(self._jvm, "org.apache.iceberg.spark.SparkSchemaUtil").convert(struct)
 
     def spark_schema(self, table: Any) -> Schema:
         """The table's schema in Spark's JSON form (what the round's schema is reconciled with)."""
-        result: Schema = json.loads(self._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(table.schema()).json())
+        result: Schema = json.loads(
+            java_class(self._jvm, "org.apache.iceberg.spark.SparkSchemaUtil").convert(table.schema()).json()
+        )
         return result
 
     def grow(self, table: Any, schema: Schema) -> None:
@@ -137,19 +140,21 @@ class IcebergTable:
             table.refresh()
 
     def _mapping_text(self, table: Any) -> str:
-        mapping = self._jvm.org.apache.iceberg.mapping.MappingUtil.create(table.schema())
-        return str(self._jvm.org.apache.iceberg.mapping.NameMappingParser.toJson(mapping))
+        mapping = java_class(self._jvm, "org.apache.iceberg.mapping.MappingUtil").create(table.schema())
+        return str(java_class(self._jvm, "org.apache.iceberg.mapping.NameMappingParser").toJson(mapping))
 
     def name_mapping(self, table: Any) -> Any:
         """The table's name mapping; a table created without one (by Spark SQL, another tool) is
         given one for its schema first (a mapping it has is kept as it is)."""
         if table.properties().get(NAME_MAPPING) is None:
             self.map_names(table)
-        return self._jvm.org.apache.iceberg.mapping.NameMappingParser.fromJson(table.properties().get(NAME_MAPPING))
+        return java_class(self._jvm, "org.apache.iceberg.mapping.NameMappingParser").fromJson(
+            table.properties().get(NAME_MAPPING)
+        )
 
     def offsets_text(self, table: Any) -> str | None:
         """The ``lakegate.offsets`` text of the table's newest snapshot that has one (None: none)."""
-        ancestry = self._jvm.org.apache.iceberg.util.SnapshotUtil.currentAncestors(table)
+        ancestry = java_class(self._jvm, "org.apache.iceberg.util.SnapshotUtil").currentAncestors(table)
         return next((text for text in offset_texts(ancestry) if text is not None), None)
 
     def snapshot(self, table: Any | None) -> TableSnapshot:

@@ -23,12 +23,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from commit_service.iceberg.summary import OFFSETS
+from commit_service.spark.jvm_classes import java_class
 
 
 def offsets_unchanged(jvm: Any, expected: str | None) -> Any:
     """The validator of one round: accepts a head whose newest ``lakegate.offsets`` is exactly
     ``expected`` (the text the round was planned from; None: no snapshot had offsets)."""
-    return jvm.io.lakegate.iceberg.OffsetsUnchanged(OFFSETS, expected)
+    return java_class(jvm, "io.lakegate.iceberg.OffsetsUnchanged")(OFFSETS, expected)
 
 
 def offset_texts(snapshots: Any) -> Iterator[str | None]:

@@ -17,6 +17,8 @@ import logging
 import os
 from typing import Any
 
+from commit_service.spark.jvm_classes import java_class
+
 logger = logging.getLogger(__name__)
 
 MAX_NICE = 19
@@ -25,7 +27,9 @@ MAX_NICE = 19
 def jvm_peer_thread_id(jvm: Any) -> int | None:
     """The Linux thread id of the JVM thread serving this Python thread; None off Linux."""
     try:
-        link = jvm.java.nio.file.Files.readSymbolicLink(jvm.java.io.File("/proc/thread-self").toPath())
+        link = java_class(jvm, "java.nio.file.Files").readSymbolicLink(
+            java_class(jvm, "java.io.File")("/proc/thread-self").toPath()
+        )
         return int(str(link.getFileName().toString()))
     except Exception as exc:  # no /proc (not Linux) or an unexpected link: keep the priority
         logger.debug("no thread id for this thread's JVM peer: %s", exc)

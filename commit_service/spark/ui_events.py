@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from commit_service.errors import CommitError
+from commit_service.spark.jvm_classes import java_class
 from lakegate_core.status import CommitRecord
 
 from .session import SparkHandle
@@ -63,7 +64,7 @@ class SparkUiCommits:
             return
         try:
             jvm = session.sparkContext._jvm
-            jvm.io.lakegate.spark.ui.CommitEvents.post(
+            java_class(jvm, "io.lakegate.spark.ui.CommitEvents").post(
                 session.sparkContext._jsc.sc(), event_json(record, self.formats.get(record.table, ""))
             )
         except Exception as exc:  # the tab is a view: a failure never touches the commit, said once

@@ -227,3 +227,12 @@ def test_the_pipeline_poller_counts_a_file_re_added_with_a_deletion_vector_once(
     poller.poll()
     assert sorted(p for p, _ in poller.seen_ms) == [1, 2, 3, 4]
     assert len(poller.versions) == 2
+
+
+def test_the_benchmarks_run_the_sidecar_at_its_default_poll_interval() -> None:
+    """``--sidecar-poll-seconds`` defaults to the sidecar's own default (the benchmark's package
+    may not import the sidecar's)."""
+    from lakegate_bench.lakegate_knobs import SIDECAR_POLL_SECONDS
+    from sidecar.config import SidecarConfig
+
+    assert SIDECAR_POLL_SECONDS == SidecarConfig.poll_interval_seconds

@@ -38,9 +38,21 @@ def fake_jvm(link: Callable[[], str]) -> Any:
         assert path == "/proc/thread-self"
         return FakeLink(link())
 
-    files = SimpleNamespace(readSymbolicLink=read_symbolic_link)
-    io = SimpleNamespace(File=lambda name: SimpleNamespace(toPath=lambda: name))
-    return SimpleNamespace(java=SimpleNamespace(nio=SimpleNamespace(file=SimpleNamespace(Files=files)), io=io))
+    classes = {
+        "java.nio.file.Files": SimpleNamespace(readSymbolicLink=read_symbolic_link),
+        "java.io.File": lambda name: SimpleNamespace(toPath=lambda: name),
+    }
+    return FakeJvm(classes)
+
+
+class FakeJvm:
+    """A py4j JVM view that knows ``classes`` by their whole names."""
+
+    def __init__(self, classes: dict[str, Any]) -> None:
+        self.classes = classes
+
+    def __getattr__(self, name: str) -> Any:
+        return self.classes[name]
 
 
 def this_thread() -> str:
