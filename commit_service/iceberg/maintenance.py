@@ -29,7 +29,7 @@ from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.iceberg.merge import IcebergArrowMerge
 from commit_service.iceberg.summary import OFFSETS
 from commit_service.iceberg.tables import IcebergTable
-from commit_service.spark.jvm_classes import java_class
+from commit_service.spark.jvm_classes import java_class, java_elements
 from commit_service.spark.session import job_label
 from lakegate_core.status import MaintenanceKind, MaintenanceRecord
 
@@ -180,7 +180,7 @@ class IcebergMaintainer:
         candidates: still only those below the group's size)."""
         exprs = java_class(self.spark._jvm, "org.apache.iceberg.expressions.Expressions")
         schema, where = table.schema(), None
-        for field in table.spec().fields():
+        for field in java_elements(table.spec().fields()):
             if field.name() not in values:
                 continue
             column = schema.findColumnName(field.sourceId())

@@ -21,7 +21,7 @@ from typing import Any
 from commit_service.domain.partitioning import EPOCH, KeyPartition, PartitionField, Pin, Transform, key_fields
 from commit_service.errors import TableLayoutError
 from commit_service.round.partitions import EPOCH as EPOCH_UTC
-from commit_service.spark.jvm_classes import java_class
+from commit_service.spark.jvm_classes import java_class, java_elements
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the null partition, as Iceberg and Spark write it
 SPLIT_COLUMN = "__lakegate_part_{}"  # a rewritten frame's i-th partition value (never in a file)
@@ -69,7 +69,7 @@ class IcebergPartitioning:
         """The table's current spec (:class:`UnknownSpecError` for one Lakegate cannot place files by)."""
         schema = table.schema()
         fields, names = [], []
-        for pf in table.spec().fields():
+        for pf in java_elements(table.spec().fields()):
             text = str(pf.transform().toString())
             column = str(schema.findColumnName(pf.sourceId()))
             m = TRANSFORM_TEXT.match(text)

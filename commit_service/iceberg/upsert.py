@@ -41,6 +41,7 @@ from commit_service.round.conform import conform
 from commit_service.round.convert import FrameReader
 from commit_service.round.partitions import check_round_columns
 from commit_service.round.upsert_round import RoundChanges
+from commit_service.spark.jvm_classes import java_elements
 from commit_service.storage.facts import FileFacts
 
 # Field ids Iceberg's spec reserves for a position delete file's columns.
@@ -140,7 +141,7 @@ class IcebergUpsert:
         from pyspark.sql import functions as F
 
         key = list(self.spec.key)
-        partitioned = any(s.isPartitioned() for s in table.specs().values())
+        partitioned = any(e.getValue().isPartitioned() for e in java_elements(table.specs().entrySet()))
         placed = ["_spec_id", "_partition"] if partitioned else []
         located = self._at(snapshot_id, *(f"`{k}`" for k in key), "_file", "_pos", *placed)
         for condition in (c for c in (scope, bounds) if c is not None):
@@ -163,7 +164,7 @@ class IcebergUpsert:
             spec = table.specs().get(spec_id)
             split = [
                 (SPLIT_COLUMN.format(i), marked(f"`_lakegate_partition`.`{f.name()}`"))
-                for i, f in enumerate(spec.fields())
+                for i, f in enumerate(java_elements(spec.fields()))
             ]
             group = positions.where(F.col("_lakegate_spec_id") == spec_id).repartition("file_path")
             within = f"{directory}/spec-{spec_id}"

@@ -3,7 +3,7 @@ the JVM for each attribute it is given; the real one: every Iceberg and Delta te
 
 from __future__ import annotations
 
-from commit_service.spark.jvm_classes import java_class
+from commit_service.spark.jvm_classes import java_class, java_elements
 
 
 class FakeJvm:
@@ -30,3 +30,21 @@ def test_each_jvm_has_its_own_classes() -> None:
     java_class(first, "scala.Option")
     java_class(second, "scala.Option")
     assert first.asked == ["scala.Option"] and second.asked == ["scala.Option"]
+
+
+class FakeJavaList:
+    """A py4j Java list: its array by index; iterating it would end in a JVM exception."""
+
+    def __init__(self, items: list[str]) -> None:
+        self.items = items
+
+    def toArray(self) -> list[str]:  # noqa: N802 (Java's name)
+        return list(self.items)
+
+    def __iter__(self) -> None:
+        raise AssertionError("iterated in Python: its end is a JVM exception")
+
+
+def test_a_java_collection_is_read_by_index_not_iterated() -> None:
+    assert java_elements(FakeJavaList(["day(ts)", "bucket(16, id)"])) == ["day(ts)", "bucket(16, id)"]
+    assert java_elements(FakeJavaList([])) == []
