@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,13 +75,8 @@ class ConnectRest:
         CPU. A named connector the answer leaves out (deleted, or removed while Connect answered)
         is ``MISSING``."""
         expanded = self._get("/connectors?expand=status&expand=info") or {}
-        if regex is None:
-            followed = list(names)
-        else:
-            pattern = re.compile(regex)
-            followed = sorted(n for n in expanded if pattern.fullmatch(n))
         views = []
-        for name in followed:
+        for name in following(names, regex, expanded):
             entry = expanded.get(name) or {}
             status, info = entry.get("status"), entry.get("info")
             if status is None or info is None:
@@ -96,10 +92,15 @@ class ConnectRest:
         return ConnectorSpec.from_connect(name, config or {}, status)
 
     def followed(self, names: tuple[str, ...], regex: str | None) -> list[str]:
-        if regex is None:
-            return list(names)
-        pattern = re.compile(regex)
-        return sorted(n for n in self.connectors() if pattern.fullmatch(n))
+        return following(names, regex, self.connectors() if regex is not None else ())
+
+
+def following(names: tuple[str, ...], regex: str | None, existing: Iterable[str]) -> list[str]:
+    """The connectors followed: ``names``, or with ``regex`` those of ``existing`` it matches, sorted."""
+    if regex is None:
+        return list(names)
+    pattern = re.compile(regex)
+    return sorted(n for n in existing if pattern.fullmatch(n))
 
 
 def connector_view(name: str, status: dict[str, Any], config: dict[str, Any], worker_id: str) -> ConnectorView:

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from commit_service.spark import jvm_classes
+
 
 @dataclass(frozen=True)
 class JvmHandles:
@@ -38,7 +40,7 @@ class JvmHandles:
     @classmethod
     def resolve(cls, jvm: Any) -> JvmHandles:
         def java_class(name: str) -> Any:
-            return getattr(jvm, name)  # the whole name in one lookup: no miss per package prefix
+            return jvm_classes.java_class(jvm, name)
 
         option = java_class("scala.Option")
         converters = java_class("scala.jdk.javaapi.CollectionConverters")

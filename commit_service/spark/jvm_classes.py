@@ -36,10 +36,11 @@ def java_class(jvm: Any, name: str) -> Any:
 
 
 def java_elements(collection: Any) -> list[Any]:
-    """The elements of a Java ``Collection`` (a py4j ``JavaList``, ``JavaSet``, a map's ``entrySet()``:
-    py4j's map answers ``values()`` in Python, by iterating), read from its array by index. Iterating one in Python ends in the Java iterator's
-    ``NoSuchElementException``, which pyspark's handler of every JVM exception converts before py4j
-    turns it into ``StopIteration``: about 15 round trips, two class-path searches and a stack trace
-    each time a loop ends (every round's ``table.spec().fields()`` did that)."""
+    """The elements of a Java ``Collection`` (a py4j ``JavaList``, ``JavaSet``, a map's
+    ``entrySet()``: py4j's map answers ``values()`` in Python, by iterating), read from its array
+    by index. Iterating one in Python ends in the Java iterator's ``NoSuchElementException``,
+    which pyspark's handler of every JVM exception converts before py4j turns it into
+    ``StopIteration``: about 15 round trips, two class-path searches and a stack trace each time a
+    loop ends (every round's ``table.spec().fields()`` did that)."""
     array = collection.toArray()
     return [array[i] for i in range(len(array))]
