@@ -20,8 +20,9 @@ Every run's Spark jobs are labelled ``lakegate maintenance <table>: <kind>`` in 
 
 from __future__ import annotations
 
-import datetime as dt
+import struct
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from commit_service.domain.compaction import CompactionPlan, PartitionKey
@@ -29,13 +30,12 @@ from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.iceberg.merge import IcebergArrowMerge
 from commit_service.iceberg.summary import OFFSETS
 from commit_service.iceberg.tables import IcebergTable
-from commit_service.spark.jvm_classes import java_class, java_elements
+from commit_service.spark.jvm_classes import java_class
 from commit_service.spark.session import job_label
 from lakegate_core.status import MaintenanceKind, MaintenanceRecord
 
 HOUR_MS = 3_600_000
 LARGEST = 2**63 - 1  # rewriteDataFiles' max-file-size-bytes: no file is split for being large
-EPOCH = dt.date(1970, 1, 1)
 
 
 class IcebergMaintainer:
@@ -45,8 +45,7 @@ class IcebergMaintainer:
         self.spark = spark
         self.table = table
         self._arrow = arrow  # merges a group of small files without Spark where it can (None: an upsert table's never)
-        self._partitions: dict[PartitionKey, dict[str, Any]] = {}  # the last read's partition values, as typed
-        self._small: dict[PartitionKey, list[tuple[str, int]]] = {}  # the last read's small files (path, size)
+        self._look: Look | None = None  # the last read of the small files, for the merge that follows it
 
     def _loaded(self) -> Any:
         table = self.table.load()
@@ -115,31 +114,22 @@ class IcebergMaintainer:
         )
 
     def small_files(self, below: int) -> dict[PartitionKey, list[int]]:
-        """The sizes of the data files smaller than ``below`` bytes, by partition (a Spark query of
-        the table's ``files`` metadata table)."""
-        from pyspark.sql import functions as F  # noqa: N812 (Spark's own idiom)
-
-        files = self.spark.table(f"{self.table.catalog}.{self.table.name}.files").where(
-            (F.col("content") == 0) & (F.col("file_size_in_bytes") < below)
-        )
-        partitioned = "partition" in files.columns
-        key = F.col("partition") if partitioned else F.lit(None)
-        listed = F.collect_list(F.struct("file_path", "file_size_in_bytes")).alias("files")
-        rows = files.groupBy(key.alias("p")).agg(listed).collect()
-        self._partitions, self._small = {}, {}
-        for row in rows:
-            values = row["p"].asDict() if partitioned and row["p"] is not None else {}
-            part = tuple((name, _text(v)) for name, v in values.items())
-            self._partitions[part] = values
-            self._small[part] = [(str(f["file_path"]), int(f["file_size_in_bytes"])) for f in row["files"]]
-        return {part: [size for _, size in files] for part, files in self._small.items()}
+        """The sizes of the data files smaller than ``below`` bytes, by partition: one scan of the
+        current snapshot's manifests in the JVM (``io.lakegate.iceberg.SmallFiles``), kept for the
+        merge that follows (:meth:`compact_small`)."""
+        table = self._loaded()
+        look = java_class(self.spark._jvm, "io.lakegate.iceberg.SmallFiles").of(table, below)
+        self._look = Look(table, look, groups(bytes(look.listing())))
+        return {part: [size for _, size in files] for part, (_, files) in self._look.groups.items()}
 
     def compact_small(self, plan: CompactionPlan) -> MaintenanceRecord:
-        """Each group merged by Arrow, or where Arrow leaves it, by one ``rewriteDataFiles``
-        filtered to its partition, its candidates the files below the group's size; one ``replace``
-        snapshot each, with no offsets."""
+        """Each group (of the last :meth:`small_files`) merged by Arrow, or where Arrow leaves it,
+        by one ``rewriteDataFiles`` filtered to its partition, its candidates the files below the
+        group's size; one ``replace`` snapshot each, with no offsets."""
         started_ms, t0 = int(time.time() * 1000), time.monotonic()
-        table = self._loaded()
+        if self._look is None:
+            raise ValueError(f"table {self.table.name}: no small files were read to merge")
+        table, look = self._look.table, self._look.look
         version_before, files_before = self._version(table), self._files(table)
         actions = java_class(self.spark._jvm, "org.apache.iceberg.spark.actions.SparkActions").get(
             self.spark._jsparkSession
@@ -148,50 +138,33 @@ class IcebergMaintainer:
         label = f"lakegate maintenance {self.table.name}: merge {plan.files} small files"
         with job_label(self.spark, f"lakegate-maintenance-{self.table.name}", label):
             for group in plan.groups:
-                where = self._filter(table, self._partitions.get(group.partition, {}))
-                paths = [path for path, size in self._small.get(group.partition, []) if size < group.below_bytes]
-                arrow = self._arrow if len(paths) >= 2 else None
-                merged = arrow.merge(table, where, paths, plan.target_bytes) if arrow is not None else None
+                index, files = self._look.groups.get(group.partition, (-1, []))
+                if index < 0:
+                    continue
+                arrow = self._arrow if sum(1 for _, size in files if size < group.below_bytes) >= 2 else None
+                merged = arrow.merge(table, look, index, files, group.below_bytes, plan.target_bytes) if arrow else None
                 if merged is not None:  # else rewriteDataFiles merges them (storage.merge.refusal)
                     rewritten, added, by_arrow = rewritten + merged[0], added + merged[1], by_arrow + 1
-                    table.refresh()
                     continue
-                action = (
+                table.refresh()  # from the head a merge of another group may have made
+                result = (
                     actions.rewriteDataFiles(table)
+                    .filter(look.filter(index))
                     .option("min-file-size-bytes", str(group.below_bytes))
                     .option("target-file-size-bytes", str(plan.target_bytes))
                     .option("max-file-size-bytes", str(LARGEST))
                     .option("min-input-files", "2")
                     .option("remove-dangling-deletes", "true")
+                    .execute()
                 )
-                result = (action.filter(where) if where is not None else action).execute()
                 rewritten += int(result.rewrittenDataFilesCount())
                 added += int(result.addedDataFilesCount())
-                table.refresh()  # the next group's rewrite starts from this one's snapshot
+        self._look = None
         detail = (
             f"merged {rewritten} small files of {len(plan.groups)} partition(s) into {added} "
             f"(target {plan.target_bytes} bytes; {by_arrow} of the {len(plan.groups)} by Arrow)"
         )
         return self._record(table, MaintenanceKind.COMPACT, started_ms, t0, version_before, files_before, detail)
-
-    def _filter(self, table: Any, values: dict[str, Any]) -> Any | None:
-        """Iceberg's expression for one partition (by the table's partition transforms); None for
-        an unpartitioned table. A value this cannot express leaves its field out (more files are
-        candidates: still only those below the group's size)."""
-        exprs = java_class(self.spark._jvm, "org.apache.iceberg.expressions.Expressions")
-        schema, where = table.schema(), None
-        for field in java_elements(table.spec().fields()):
-            if field.name() not in values:
-                continue
-            column = schema.findColumnName(field.sourceId())
-            term = _term(exprs, str(field.transform()), column)
-            value = values[field.name()]
-            literal = _literal(value)
-            if term is None or (value is not None and literal is None):
-                continue
-            one = exprs.isNull(term) if value is None else exprs.equal(term, literal)
-            where = one if where is None else getattr(exprs, "and")(where, one)  # ``and``: a Python keyword
-        return where
 
     def _vacuum(self, actions: Any, table: Any, cutoff_ms: int) -> str:
         keep_from = cutoff_ms
@@ -216,30 +189,41 @@ class IcebergMaintainer:
         )
 
 
-def _term(exprs: Any, transform: str, column: str) -> Any | None:
-    """The term of ``transform`` (as Iceberg prints it: ``day``, ``bucket[16]``) over ``column``."""
-    if transform == "identity":
-        return exprs.ref(column)
-    if transform in ("year", "month", "day", "hour"):
-        return getattr(exprs, transform)(column)
-    name, _, width = transform.partition("[")
-    if name in ("bucket", "truncate") and width.endswith("]"):
-        return getattr(exprs, name)(column, int(width[:-1]))
-    return None  # void, or a transform this does not know
+@dataclass(frozen=True)
+class Look:
+    """A read of a table's small files: the table as loaded, ``io.lakegate.iceberg.SmallFiles``
+    (which keeps the files for the merges), and its groups as Python has them (each partition's
+    index and files: location and size, in the order their rounds added them)."""
+
+    table: Any
+    look: Any
+    groups: dict[PartitionKey, tuple[int, list[tuple[str, int]]]]
 
 
-def _literal(value: Any) -> Any | None:
-    """A partition value as read by Spark, in the form Iceberg's literals take (dates as days,
-    timestamps as microseconds)."""
-    if isinstance(value, dt.datetime):
-        at = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-        return int(at.timestamp() * 1_000_000)
-    if isinstance(value, dt.date):
-        return (value - EPOCH).days
-    if isinstance(value, (bool, int, str)):
-        return value
-    return None
+def groups(listing: bytes) -> dict[PartitionKey, tuple[int, list[tuple[str, int]]]]:
+    """The groups of ``SmallFiles.listing`` (the layout its class comment gives)."""
+    view, at = memoryview(listing), 0
 
+    def number(fmt: str) -> int:
+        nonlocal at
+        (value,) = struct.unpack_from(fmt, view, at)
+        at += struct.calcsize(fmt)
+        return int(value)
 
-def _text(value: Any) -> str | None:
-    return None if value is None else value.isoformat() if isinstance(value, dt.date) else str(value)
+    def text() -> str:
+        nonlocal at
+        size = number(">i")
+        at += size
+        return bytes(view[at - size : at]).decode()
+
+    out: dict[PartitionKey, tuple[int, list[tuple[str, int]]]] = {}
+    for index in range(number(">i")):
+        spec = number(">i")
+        key: PartitionKey = tuple((text(), text() if number(">b") else None) for _ in range(number(">i")))
+        key = key if key not in out else (*key, ("spec_id", str(spec)))  # the same values in two specs
+        files = []
+        for _ in range(number(">i")):
+            size = number(">q")
+            files.append((text(), size))
+        out[key] = (index, files)
+    return out

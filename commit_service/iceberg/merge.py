@@ -4,23 +4,24 @@ adds the merged file, validated from the snapshot the files were read in, with n
 
 Used by :class:`~commit_service.iceberg.maintenance.IcebergMaintainer` for each group of a merge
 plan (:mod:`commit_service.domain.compaction`), before ``rewriteDataFiles``, which merges the
-groups this leaves (:func:`commit_service.storage.merge.refusal`). The merged file's metrics are
-Iceberg's own (``ParquetUtil.fileMetrics``, the table's name mapping), read from its footer, and
-it lies under the table's ``data/`` (orphan removal deletes it when its commit never lands).
-Rounds that land meanwhile only append, and Iceberg retries the replace on the new head; a file
-it deletes that is gone fails it, and the merge is planned again at the next look.
+groups this leaves (:func:`commit_service.storage.merge.refusal`). The files come from the look
+that planned the merge (``io.lakegate.iceberg.SmallFiles``, which keeps them in the JVM); the
+merged file's metrics are Iceberg's ``footerMetrics`` of the footer read back after it was
+written (the table's name mapping), and it lies under the table's ``data/`` (orphan removal
+deletes it when its commit never lands). Rounds that land meanwhile only append, and Iceberg
+retries the replace on the new head; a file it deletes that is gone fails it, and the merge is
+planned again at the next look.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
-from contextlib import closing
+from collections.abc import Sequence
 from typing import Any
 
 from commit_service.domain.compaction import bins
+from commit_service.errors import DataFileError
 from commit_service.iceberg.tables import IcebergTable
-from commit_service.spark.jvm_classes import java_class
 from commit_service.storage.merge import merge_files
 from commit_service.storage.reader import StorageReader
 
@@ -36,62 +37,44 @@ class IcebergArrowMerge:
         self.table = table
         self.storage = storage
 
-    def merge(self, table: Any, where: Any | None, paths: Collection[str], target_bytes: int) -> tuple[int, int] | None:
-        """Merge the data files at ``paths`` (of one partition; ``where``: its filter, or None) into
-        files of up to about ``target_bytes`` (:func:`~commit_service.domain.compaction.bins`) and
-        commit them in their place, in one snapshot: (files removed, files added), or None when
-        Arrow leaves them to Spark or the table no longer holds them all (nothing committed)."""
-        snapshot = table.currentSnapshot()
-        if snapshot is None:
-            return None
-        wanted = set(paths)
-        scan = table.newScan().useSnapshot(snapshot.snapshotId())
-        found: dict[str, Any] = {}
-        with closing(scan.filter(where).planFiles() if where is not None else scan.planFiles()) as tasks:
-            it = tasks.iterator()
-            while it.hasNext():
-                task = it.next()
-                data_file = task.file()
-                location = str(data_file.location())
-                if location in wanted:
-                    if not task.deletes().isEmpty():
-                        return None  # rows deleted by delete files: rewriteDataFiles applies them
-                    found[location] = data_file
-        if len(found) != len(wanted) or len({int(f.specId()) for f in found.values()}) != 1:
-            return None  # some are gone (a later look plans again), or of two specs: Spark sorts those out
-        ordered = sorted(found, key=lambda p: int(found[p].dataSequenceNumber() or 0))  # rounds' order
-        jvm = self.spark._jvm
-        metrics_config = java_class(jvm, "org.apache.iceberg.MetricsConfig").forTable(table)
-        mapping = self.table.name_mapping(table)
-        rewrite = table.newRewrite().validateFromSnapshot(snapshot.snapshotId())
-        removed = added = 0
-        codec = str(table.properties().getOrDefault(CODEC, DEFAULT_CODEC))  # what Iceberg's writers use
-        for run in bins([int(found[p].fileSizeInBytes()) for p in ordered], target_bytes):
-            sources = [ordered[i] for i in run]
-            target = f"{table.location().rstrip('/')}/{MERGED_FOLDER}/part-{uuid.uuid4()}.parquet"
-            merged = merge_files(self.storage, sources, target, codec)
-            if merged is None:
-                return None  # nothing committed; a merged file already written is an orphan removal deletes
-            first = found[sources[0]]
-            source = table.io().newInputFile(target, merged.facts.size_bytes)
-            data_file = (
-                java_class(jvm, "org.apache.iceberg.DataFiles")
-                .builder(table.specs().get(first.specId()))
-                .withInputFile(source)
-                .withFormat("PARQUET")
-                .withPartition(first.partition())
-                .withMetrics(
-                    java_class(jvm, "org.apache.iceberg.parquet.ParquetUtil").fileMetrics(
-                        source, metrics_config, mapping
-                    )
-                )
-                .build()
+    def merge(
+        self,
+        table: Any,
+        look: Any,
+        group: int,
+        files: Sequence[tuple[str, int]],
+        below_bytes: int,
+        target_bytes: int,
+    ) -> tuple[int, int] | None:
+        """Merge group ``group``'s files of ``look`` (``io.lakegate.iceberg.SmallFiles``; ``files``:
+        its files as Python read them, location and size, in the rounds' order) below
+        ``below_bytes`` into files of up to about ``target_bytes``
+        (:func:`~commit_service.domain.compaction.bins`) and commit them in their place, in one
+        snapshot: (files removed, files added), or None when Arrow leaves them to Spark (nothing
+        committed)."""
+        merge = look.merge(group, below_bytes)
+        if merge is None:
+            return None  # rows deleted by delete files: rewriteDataFiles applies them
+        chosen = [(path, size) for path, size in files if size < below_bytes]
+        if int(merge.count()) != len(chosen):
+            raise ValueError(
+                f"table {self.table.name}: {int(merge.count())} files to merge in the JVM, {len(chosen)} here"
             )
-            for location in sources:
-                rewrite = rewrite.deleteFile(found[location])
-            rewrite = rewrite.addFile(data_file)
-            removed, added = removed + len(sources), added + 1
+        mapping = self.table.name_mapping(table)
+        codec = str(table.properties().getOrDefault(CODEC, DEFAULT_CODEC))  # what Iceberg's writers use
+        rows = added = 0
+        for run in bins([size for _, size in chosen], target_bytes):
+            target = f"{table.location().rstrip('/')}/{MERGED_FOLDER}/part-{uuid.uuid4()}.parquet"
+            merged = merge_files(self.storage, [chosen[i][0] for i in run], target, codec)
+            if merged is None or merged.facts.footer is None:
+                return None  # nothing committed; a merged file already written is an orphan removal deletes
+            rows += int(
+                merge.replace(run.start, run.stop, target, merged.facts.size_bytes, merged.facts.footer, mapping)
+            )
+            added += 1
         if not added:
             return None
-        rewrite.commit()
-        return removed, added
+        replaced = int(merge.replacedRows())
+        if replaced != rows:  # the table's counts of the files replaced, against the merged files' footers
+            raise DataFileError(target, f"merged files hold {rows} rows where the files they replace hold {replaced}")
+        return int(merge.commit()), added

@@ -15,14 +15,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from commit_service.config import TableConfig
 from commit_service.coordination.table_maintenance import TableMaintenance
 from commit_service.domain.maintenance import MaintenancePolicy
+from commit_service.domain.plan import PendingFile
 from commit_service.storage.merge import merge_files
 from commit_service.storage.reader import StorageReader
+from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.fidelity import same
 from tests.partition_helpers import DAY, SCHEMA, WITH_TAGS, Landing, Table
 
@@ -188,3 +191,53 @@ def test_spark_reads_a_merge_of_int96_files_as_it_read_them(spark: Any, tmp_path
     after = spark.read.parquet(str(target.parent))
     assert after.schema == before.schema
     assert sorted(after.collect()) == sorted(before.collect() * 2)
+
+
+def test_an_iceberg_look_groups_small_files_by_partition_and_filters_each_group_alone(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The look at an Iceberg table's small files (``io.lakegate.iceberg.SmallFiles``, one scan of
+    its manifests) groups them as the independent reader partitions them: a null apart from the
+    text ``"null"``, each hour and bucket its own; and each group's filter (what Spark's
+    ``rewriteDataFiles`` is given where Arrow leaves a group) plans that group's files alone."""
+    table = Table(spark, tmp_path, "iceberg", "looked_clicks", "page", "hour(ts)", "bucket(2, id)")
+    landing = Landing(table.root)
+    next_offset = 0
+    for hour in (1, 2):  # two rounds, each a file of every page in its hour; ids spread over both buckets
+        rows = [
+            {
+                "id": next_offset + i,
+                "ts": DAY + timedelta(hours=hour, minutes=i),
+                "page": page,
+                "offset": next_offset + i,
+            }
+            for i, page in enumerate([None, "null", "a", None, "null", "a", "a", None])
+        ]
+        path = landing.dir / f"clicks-0-{next_offset}"
+        pq.write_table(pa.Table.from_pylist(rows, schema=landing.schema), path)
+        end, size = next_offset + len(rows) - 1, path.stat().st_size
+        f = DataFile(path.as_uri(), "clicks", 0, next_offset, end, size, FileFormat.PARQUET, len(rows))
+        table.commit([PendingFile(f, f"m-{next_offset}", "sc-1")])
+        next_offset += len(rows)
+
+    maintainer = table.committer._parts()[4]
+    small = maintainer.small_files(1 << 30)
+    look = maintainer._look
+    by_reader: dict[tuple[tuple[str, str | None], ...], set[str]] = {}
+    for file_path, part, _ in table.files():
+        by_reader.setdefault(tuple(sorted(part.items())), set()).add(file_path)
+    looked = {key: {p for p, _ in files} for key, (_, files) in look.groups.items()}
+    assert sorted(map(sorted, looked.values())) == sorted(map(sorted, by_reader.values())), (looked, by_reader)
+    assert {len(sizes) for sizes in small.values()} == {1} and len(small) == len(by_reader) >= 6
+    pages = {dict(key)["page"] for key in looked}
+    assert pages == {None, "null", "a"}, pages
+    hours = {dict(key)["ts_hour"] for key in looked}
+    assert hours == {"2026-11-27-01", "2026-11-27-02"}, hours
+
+    java_table = look.table
+    for key, (index, files) in look.groups.items():
+        tasks = java_table.newScan().filter(look.look.filter(index)).planFiles().iterator()
+        planned = set()
+        while tasks.hasNext():
+            planned.add(str(tasks.next().file().location()))
+        assert planned == {p for p, _ in files}, (key, planned, files)

@@ -66,12 +66,11 @@ public final class RoundDataFiles {
     MetricsConfig config = MetricsConfig.forTable(table);
     PartitionSpec spec = table.spec();
     FileIO io = table.io();
-    ParquetMetadataConverter converter = Converter.INSTANCE;
     List<Entry> entries = entries(batch);
     DataFile[] out = new DataFile[entries.size()];
     IntStream.range(0, out.length)
         .parallel()
-        .forEach(i -> out[i] = entries.get(i).dataFile(spec, io, converter, config, mapping));
+        .forEach(i -> out[i] = entries.get(i).dataFile(spec, io, config, mapping));
     return new ArrayList<>(Arrays.asList(out));
   }
 
@@ -99,6 +98,36 @@ public final class RoundDataFiles {
   private static final class Converter {
     static final ParquetMetadataConverter INSTANCE =
         new ParquetMetadataConverter(ParquetReadOptions.builder().build());
+  }
+
+  /**
+   * The data file of the Parquet file at {@code location} ({@code size} bytes) in {@code
+   * partition} of {@code spec} (null: unpartitioned), its metrics Iceberg's {@code footerMetrics}
+   * of {@code footer} (Thrift), as {@link #fromFooters} builds each file of a batch.
+   */
+  static DataFile fromFooter(
+      PartitionSpec spec,
+      FileIO io,
+      MetricsConfig config,
+      NameMapping mapping,
+      String location,
+      long size,
+      byte[] footer,
+      StructLike partition) {
+    ParquetMetadata parsed;
+    try {
+      parsed =
+          Converter.INSTANCE.readParquetMetadata(new ByteArrayInputStream(footer), ParquetMetadataConverter.NO_FILTER);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read the footer of " + location, e);
+    }
+    DataFiles.Builder built =
+        DataFiles.builder(spec)
+            .withPath(recorded(io.newInputFile(location, size)))
+            .withFileSizeInBytes(size)
+            .withFormat(FileFormat.PARQUET)
+            .withMetrics(ParquetUtil.footerMetrics(parsed, Stream.empty(), config, mapping));
+    return partition == null ? built.build() : built.withPartition(partition).build();
   }
 
   /** {@code files} appended by {@code append}. */
@@ -164,21 +193,8 @@ public final class RoundDataFiles {
 
   /** One file of a batch: where it lies, its size, its footer, its partition values (null: none). */
   private record Entry(String location, long size, byte[] footer, List<String> texts, Map<Integer, Long> stamps) {
-    DataFile dataFile(
-        PartitionSpec spec, FileIO io, ParquetMetadataConverter converter, MetricsConfig config, NameMapping mapping) {
-      ParquetMetadata parsed;
-      try {
-        parsed = converter.readParquetMetadata(new ByteArrayInputStream(footer), ParquetMetadataConverter.NO_FILTER);
-      } catch (IOException e) {
-        throw new UncheckedIOException("cannot read the footer of " + location, e);
-      }
-      DataFiles.Builder built =
-          DataFiles.builder(spec)
-              .withPath(recorded(io.newInputFile(location, size)))
-              .withFileSizeInBytes(size)
-              .withFormat(FileFormat.PARQUET)
-              .withMetrics(ParquetUtil.footerMetrics(parsed, Stream.empty(), config, mapping));
-      return texts == null ? built.build() : built.withPartition(partition(spec)).build();
+    DataFile dataFile(PartitionSpec spec, FileIO io, MetricsConfig config, NameMapping mapping) {
+      return fromFooter(spec, io, config, mapping, location, size, footer, texts == null ? null : partition(spec));
     }
 
     /** The tuple {@code withPartitionValues} parses from the texts (a stamp's as null), the stamps then set. */
