@@ -141,8 +141,11 @@ class IcebergMaintainer:
                 index, files = self._look.groups.get(group.partition, (-1, []))
                 if index < 0:
                     continue
-                arrow = self._arrow if sum(1 for _, size in files if size < group.below_bytes) >= 2 else None
-                merged = arrow.merge(table, look, index, files, group.below_bytes, plan.target_bytes) if arrow else None
+                chosen = [(path, size) for path, size in files if size < group.below_bytes]
+                arrow = self._arrow if len(chosen) >= 2 else None
+                merged = (
+                    arrow.merge(table, look, index, chosen, group.below_bytes, plan.target_bytes) if arrow else None
+                )
                 if merged is not None:  # else rewriteDataFiles merges them (storage.merge.refusal)
                     rewritten, added, by_arrow = rewritten + merged[0], added + merged[1], by_arrow + 1
                     continue

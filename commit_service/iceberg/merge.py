@@ -46,26 +46,25 @@ class IcebergArrowMerge:
         below_bytes: int,
         target_bytes: int,
     ) -> tuple[int, int] | None:
-        """Merge group ``group``'s files of ``look`` (``io.lakegate.iceberg.SmallFiles``; ``files``:
-        its files as Python read them, location and size, in the rounds' order) below
-        ``below_bytes`` into files of up to about ``target_bytes``
+        """Merge group ``group``'s files of ``look`` (``io.lakegate.iceberg.SmallFiles``) below
+        ``below_bytes`` (``files``: those, as Python read them, location and size, in the rounds'
+        order) into files of up to about ``target_bytes``
         (:func:`~commit_service.domain.compaction.bins`) and commit them in their place, in one
         snapshot: (files removed, files added), or None when Arrow leaves them to Spark (nothing
         committed)."""
         merge = look.merge(group, below_bytes)
         if merge is None:
             return None  # rows deleted by delete files: rewriteDataFiles applies them
-        chosen = [(path, size) for path, size in files if size < below_bytes]
-        if int(merge.count()) != len(chosen):
+        if int(merge.count()) != len(files):
             raise ValueError(
-                f"table {self.table.name}: {int(merge.count())} files to merge in the JVM, {len(chosen)} here"
+                f"table {self.table.name}: {int(merge.count())} files to merge in the JVM, {len(files)} here"
             )
         mapping = self.table.name_mapping(table)
         codec = str(table.properties().getOrDefault(CODEC, DEFAULT_CODEC))  # what Iceberg's writers use
         rows = added = 0
-        for run in bins([size for _, size in chosen], target_bytes):
+        for run in bins([size for _, size in files], target_bytes):
             target = f"{table.location().rstrip('/')}/{MERGED_FOLDER}/part-{uuid.uuid4()}.parquet"
-            merged = merge_files(self.storage, [chosen[i][0] for i in run], target, codec)
+            merged = merge_files(self.storage, [files[i][0] for i in run], target, codec)
             if merged is None or merged.facts.footer is None:
                 return None  # nothing committed; a merged file already written is an orphan removal deletes
             rows += int(
