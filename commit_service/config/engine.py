@@ -98,8 +98,9 @@ class IcebergCatalog:
             if key in self.properties:
                 raise ConfigError(f"{where}.properties.{key}: set it as {where}.{key.replace('catalog-impl', 'type')}")
 
-    def spark_conf(self) -> dict[str, str]:
-        """The Spark properties of this catalog (``spark.sql.catalog.<name>...``)."""
+    def spark_conf(self, s3: S3Settings | None = None) -> dict[str, str]:
+        """The Spark properties of this catalog (``spark.sql.catalog.<name>...``), its FileIO given
+        the service's ``storage.s3`` settings (``s3``; credentials among them: set at run time)."""
         prefix = f"spark.sql.catalog.{self.name}"
         conf = {
             prefix: "org.apache.iceberg.spark.SparkCatalog",
@@ -107,13 +108,35 @@ class IcebergCatalog:
             f"{prefix}.uri": self.uri,
             # every commit reads the table afresh: Spark's cached copy would hide another writer
             f"{prefix}.cache-enabled": "false",
-            # the file system Spark has (s3a://, file:), with the service's s3a settings
-            f"{prefix}.io-impl": "org.apache.iceberg.hadoop.HadoopFileIO",
+            **{f"{prefix}.{k}": v for k, v in file_io(s3).items()},
         }
         if self.warehouse is not None:
             conf[f"{prefix}.warehouse"] = self.warehouse
         conf.update({f"{prefix}.{k}": v for k, v in self.properties.items()})
         return conf
+
+
+def file_io(s3: S3Settings | None) -> dict[str, str]:
+    """How Iceberg reads and writes a table's metadata and its own data files. With ``storage.s3``
+    set: Iceberg's ``ResolvingFileIO``, which takes ``S3FileIO`` (one request a file, the AWS SDK's
+    own client) for ``s3a://``/``s3://`` and Hadoop's file systems for the rest, with those
+    settings. Hadoop's S3A under ``HadoopFileIO`` makes a ``HEAD`` before every manifest it opens
+    and a ``HEAD`` and a ``LIST`` before every one it writes: most of the service's JVM time
+    beside a busy Iceberg table (docs/performance.md). Without ``storage.s3``, ``HadoopFileIO``
+    and the AWS environment, as Spark's own ``s3a://`` reads."""
+    if s3 is None:
+        return {"io-impl": "org.apache.iceberg.hadoop.HadoopFileIO"}
+    conf = {
+        "io-impl": "org.apache.iceberg.io.ResolvingFileIO",
+        "client.region": s3.region,
+        "s3.path-style-access": str(s3.path_style).lower(),
+    }
+    if s3.endpoint:
+        conf["s3.endpoint"] = s3.endpoint
+    if s3.access_key is not None and s3.secret_key is not None:
+        conf["s3.access-key-id"] = s3.access_key
+        conf["s3.secret-access-key"] = s3.secret_key
+    return conf
 
 
 @dataclass(frozen=True)

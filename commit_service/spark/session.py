@@ -266,7 +266,7 @@ def create_session(settings: SparkSettings) -> SparkSession:
         for key, value in s3a_credentials(settings.s3).items():
             hadoop.set(key, value)
     for catalog in settings.catalogs:  # before any table is loaded: Spark builds a catalog on first use
-        for key, value in catalog.spark_conf().items():
+        for key, value in catalog.spark_conf(settings.s3).items():
             session.conf.set(key, value)
     session.sparkContext.setLogLevel("WARN")
     logger.info(

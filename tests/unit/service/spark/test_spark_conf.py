@@ -187,3 +187,21 @@ def test_half_credentials_are_refused() -> None:
 def test_bad_ui_port_is_refused() -> None:
     with pytest.raises(SparkSetupError, match="not a TCP port"):
         SparkSettings(ui_port=70000)
+
+
+def test_an_iceberg_catalog_reaches_s3_through_s3fileio_with_the_services_s3_settings() -> None:
+    from commit_service.config.engine import CatalogType, IcebergCatalog
+
+    catalog = IcebergCatalog("lake", CatalogType.REST, "http://rest:8181", properties={"s3.endpoint": "http://mine"})
+    prefix = "spark.sql.catalog.lake."
+    s3 = S3Settings("http://s3:9000", region="eu-west-1", path_style=False, access_key="id", secret_key="sec")
+    conf = {k.removeprefix(prefix): v for k, v in catalog.spark_conf(s3).items()}
+    assert conf["io-impl"] == "org.apache.iceberg.io.ResolvingFileIO"
+    assert conf["client.region"] == "eu-west-1" and conf["s3.path-style-access"] == "false"
+    assert conf["s3.access-key-id"] == "id" and conf["s3.secret-access-key"] == "sec"
+    assert conf["s3.endpoint"] == "http://mine"  # the catalog's own properties win
+    # credentials from the AWS environment: none set here, S3FileIO takes the SDK's chain
+    keys = {k.removeprefix(prefix) for k in catalog.spark_conf(S3Settings())}
+    assert "client.region" in keys and not {"s3.access-key-id", "s3.secret-access-key"} & keys
+    # no storage.s3: Hadoop's file systems, as Spark reads the files
+    assert catalog.spark_conf(None)[prefix + "io-impl"] == "org.apache.iceberg.hadoop.HadoopFileIO"

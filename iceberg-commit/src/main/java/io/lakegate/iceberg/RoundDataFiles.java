@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.apache.iceberg.AppendFiles;
@@ -60,7 +61,10 @@ public final class RoundDataFiles {
   /**
    * The batch's data files, in its order, in the table's current spec: the batch is read in order,
    * then the files are built on the common fork-join pool (parsing a footer and working out its
-   * metrics is most of a file's cost; the files are independent).
+   * metrics is most of a file's cost; the files are independent). Each task runs with the caller's
+   * context class loader: the pool's threads have the JVM's system loader, which cannot see the
+   * jars Spark added (Iceberg's {@code S3FileIO} loads its HTTP client by name through the context
+   * loader when it first makes its client, which may be in one of these tasks).
    */
   public static List<DataFile> fromFooters(Table table, NameMapping mapping, byte[] batch) throws IOException {
     MetricsConfig config = MetricsConfig.forTable(table);
@@ -68,10 +72,23 @@ public final class RoundDataFiles {
     FileIO io = table.io();
     List<Entry> entries = entries(batch);
     DataFile[] out = new DataFile[entries.size()];
+    ClassLoader loader = Thread.currentThread().getContextClassLoader();
     IntStream.range(0, out.length)
         .parallel()
-        .forEach(i -> out[i] = entries.get(i).dataFile(spec, io, config, mapping));
+        .forEach(i -> out[i] = withLoader(loader, () -> entries.get(i).dataFile(spec, io, config, mapping)));
     return new ArrayList<>(Arrays.asList(out));
+  }
+
+  /** {@code work} run with {@code loader} as the thread's context class loader, then the thread's own again. */
+  private static <T> T withLoader(ClassLoader loader, Supplier<T> work) {
+    Thread thread = Thread.currentThread();
+    ClassLoader own = thread.getContextClassLoader();
+    thread.setContextClassLoader(loader);
+    try {
+      return work.get();
+    } finally {
+      thread.setContextClassLoader(own);
+    }
   }
 
   /**
