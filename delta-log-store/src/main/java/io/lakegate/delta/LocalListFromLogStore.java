@@ -4,9 +4,14 @@ import io.delta.storage.LocalLogStore;
 import java.io.File;
 import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
@@ -33,7 +38,13 @@ import org.apache.hadoop.fs.RawLocalFileSystem;
  *
  * <p>Set by the Lakegate commit service for {@code file:} tables ({@code
  * spark.delta.logStore.file.impl} for Delta, {@code io.delta.kernel.logStore.file.impl} for
- * Kernel's checkpoints); writes are {@code LocalLogStore}'s.
+ * Kernel's checkpoints).
+ *
+ * <p>A new log entry is put only if absent across processes, not within one JVM alone: {@code
+ * LocalLogStore} checks that the entry does not exist and then renames its temporary file onto it,
+ * and a local rename replaces what is there, so two services committing the same version of one
+ * table each believed they had (one's commit lost). Here the temporary file is hard-linked to the
+ * entry's name, which fails when the name exists.
  */
 public class LocalListFromLogStore extends LocalLogStore {
 
@@ -70,6 +81,33 @@ public class LocalListFromLogStore extends LocalLogStore {
       }
     }
     return statuses.iterator();
+  }
+
+  @Override
+  public void write(Path path, Iterator<String> actions, Boolean overwrite, Configuration hadoopConf)
+      throws IOException {
+    FileSystem fs = path.getFileSystem(hadoopConf);
+    File target = overwrite ? null : localFile(fs, path);
+    if (target == null) {
+      super.write(path, actions, overwrite, hadoopConf);
+      return;
+    }
+    File folder = target.getParentFile();
+    Files.createDirectories(folder.toPath());
+    File temp = new File(folder, "." + target.getName() + "." + UUID.randomUUID() + ".tmp");
+    try {
+      try (Writer out = Files.newBufferedWriter(temp.toPath(), StandardCharsets.UTF_8)) {
+        while (actions.hasNext()) {
+          out.write(actions.next());
+          out.write('\n');
+        }
+      }
+      Files.createLink(target.toPath(), temp.toPath());
+    } catch (FileAlreadyExistsException exists) {
+      throw new FileAlreadyExistsException(path.toString());
+    } finally {
+      Files.deleteIfExists(temp.toPath());
+    }
   }
 
   /** The local folder behind {@code folder}, or null when {@code fs} is not the local file system. */
