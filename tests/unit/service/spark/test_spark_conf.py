@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from commit_service.config import S3Settings, ServiceConfig, SparkSettings
+from commit_service.config import CatalogType, IcebergCatalog, S3Settings, ServiceConfig, SparkSettings
 from commit_service.errors import SparkSetupError
 from commit_service.spark.session import (
     JIT_OPTIONS,
@@ -190,8 +190,6 @@ def test_bad_ui_port_is_refused() -> None:
 
 
 def test_an_iceberg_catalog_reaches_s3_through_s3fileio_with_the_services_s3_settings() -> None:
-    from commit_service.config.engine import CatalogType, IcebergCatalog
-
     catalog = IcebergCatalog("lake", CatalogType.REST, "http://rest:8181", properties={"s3.endpoint": "http://mine"})
     prefix = "spark.sql.catalog.lake."
     s3 = S3Settings("http://s3:9000", region="eu-west-1", path_style=False, access_key="id", secret_key="sec")
