@@ -108,6 +108,9 @@ class IcebergCatalog:
             f"{prefix}.uri": self.uri,
             # every commit reads the table afresh: Spark's cached copy would hide another writer
             f"{prefix}.cache-enabled": "false",
+            # Iceberg's REST client posts a metrics report after every commit and scan: a request
+            # each round that serves no commit (a catalog's properties may turn it back on)
+            **({f"{prefix}.rest-metrics-reporting-enabled": "false"} if self.type is CatalogType.REST else {}),
             **{f"{prefix}.{k}": v for k, v in file_io(s3).items()},
         }
         if self.warehouse is not None:

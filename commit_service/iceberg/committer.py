@@ -6,7 +6,8 @@ Iceberg's half of the round skeleton (:mod:`commit_service.round.commit`, which 
 plan's offsets, labels the Spark jobs and places the crash points). A round (docs/iceberg.md,
 "How a round commits"):
 
-1. the table is read afresh from its catalog, and its offsets from its newest Lakegate snapshot
+1. the table as the last round left it (read afresh from its catalog after a failed round, a
+   maintenance run or a start), and its offsets from its newest Lakegate snapshot
    (:mod:`commit_service.iceberg.summary`); the plan must start exactly there, else
    :class:`OffsetsMovedError` (re-read, re-plan);
 2. the round's schema is reconciled from each file's shape and the table's
@@ -216,6 +217,8 @@ class IcebergCommitter:
             raise
         except Exception as exc:  # py4j surfaces Iceberg's exceptions as Py4JJavaError
             raise self.translate(exc, reread=False) from exc
+        finally:  # it commits through a table of its own: the next round reads afresh
+            self._forget()
 
     def small_files(self, below: int) -> dict[PartitionKey, list[int]]:
         try:
@@ -232,6 +235,8 @@ class IcebergCommitter:
             raise
         except Exception as exc:
             raise self.translate(exc, reread=False) from exc
+        finally:
+            self._forget()
 
     def checkpoint(self) -> MaintenanceRecord:
         raise TableWriteError(f"table {self.table}: an Iceberg table has no checkpoints")
@@ -248,7 +253,15 @@ class IcebergCommitter:
     def commit(self, plan: CommitPlan) -> CommitRecord:
         """Make ``plan`` one Iceberg snapshot, or raise a :class:`CommitError` having changed nothing
         (files a failed round wrote under ``data/`` are in no snapshot)."""
-        return self._round.commit(plan)
+        try:
+            return self._round.commit(plan)
+        except BaseException:
+            self._forget()
+            raise
+
+    def _forget(self) -> None:
+        if self._ready is not None:
+            self._ready[2].forget()
 
     def session(self) -> Any:
         return self._parts()[0]
@@ -258,10 +271,11 @@ class IcebergCommitter:
         return writer, schemas
 
     def open_round(self, plan: CommitPlan) -> Opened:
-        """The table read afresh from its catalog, and its offsets from its newest Lakegate snapshot."""
+        """The table as the last round left it (else read afresh from its catalog: see
+        :meth:`IcebergTable.current`), and its offsets from its newest Lakegate snapshot."""
         self._validator = None
         tables = self._parts()[2]
-        table = tables.load()
+        table = tables.current()
         base, base_text = tables.read(table)  # base_text: what the round lands on, as stored
         schema = tables.spark_schema(table) if table is not None else None
         return Opened(_Base(table, base, base_text), base.version, base.offsets, schema)

@@ -46,6 +46,7 @@ class IcebergTable:
         self._jvm = spark._jvm
         self._ident = java_class(self._jvm, "org.apache.iceberg.catalog.TableIdentifier").parse(name)
         self._said_location = False
+        self._held: Any | None = None  # the table as this service's last round left it
 
     def _catalog(self) -> Any:
         """Iceberg's catalog, as the session's Spark catalog holds it. The calling thread's active
@@ -75,6 +76,21 @@ class IcebergTable:
             )
             self._said_location = True
         return table
+
+    def current(self) -> Any | None:
+        """The table as this service's last round left it (a commit leaves the metadata the
+        catalog answered with in it), else read afresh (:meth:`load`). A round never needs a read
+        of its own: Iceberg's commit reads the table's head again before it makes the snapshot,
+        and the round's offsets check runs against that head, so a table another writer moved
+        meanwhile refuses the round (then :meth:`forget`, and the next round reads afresh)."""
+        if self._held is None:
+            self._held = self.load()
+        return self._held
+
+    def forget(self) -> None:
+        """Read the table afresh on the next :meth:`current` (after a failed round, or a
+        maintenance commit made through another copy of the table)."""
+        self._held = None
 
     def create(self, schema: Schema, partition_by: Sequence[PartitionField] = ()) -> Any:
         """Create the table with ``schema`` (Spark's JSON form), partitioned by ``partition_by``, at
@@ -110,7 +126,8 @@ class IcebergTable:
                 raise
             return table
         logger.info("table %s: created in catalog %s at %s", self.name, self.catalog, self.location)
-        return self.load()
+        self._held = self.load()
+        return self._held
 
     def _iceberg_schema(self, schema: Schema) -> Any:
         struct = java_class(self._jvm, "org.apache.spark.sql.types.DataType").fromJson(json.dumps(schema))

@@ -2,10 +2,10 @@
 server): random record shapes, written as sinks write them and committed in random rounds, come
 back whole from delta-rs and from Spark, every field of every record (lakegate_stack.fidelity).
 Half the examples' tables are partitioned by a random spec. ``LAKEGATE_FIDELITY_EXAMPLES`` sets how
-many examples run on local files (64 by default, new ones each run: 3.8-5 s an example in runs of
-40-160, 1.7 s over a thousand; about 4 minutes in CI) and a quarter of that on the S3 server (16,
-about 3.2 s each), 80 in all; ``scripts/fidelity`` runs the thousands
-(docs/performance.md). CI ran 200 until the whole suite passed 45 minutes."""
+many examples run on local files (32 by default, new ones each run: 3.8-5 s an example in runs of
+40-160, 1.7 s over a thousand; about 2 minutes in CI) and a quarter of that on the S3 server (8,
+about 3.2 s each), 40 in all; ``scripts/fidelity`` runs the thousands
+(docs/performance.md). CI ran 200, then 80, until the whole suite passed 45 minutes."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from lakegate_stack.delta_read import live_rows
 from lakegate_stack.s3 import S3Server
 from tests.delta_helpers import commit_all, delta_rs_options
 
-EXAMPLES = int(os.environ.get("LAKEGATE_FIDELITY_EXAMPLES", "64"))
+EXAMPLES = int(os.environ.get("LAKEGATE_FIDELITY_EXAMPLES", "32"))
 SPECS = {
     "append": None,
     "upsert": UpsertSpec(("k",), delete_on_tombstone=True),

@@ -289,7 +289,9 @@ def test_an_iceberg_table_partitioned_outside_lakegate_is_adopted_and_its_spec_e
     spark: Any, tmp_path: Path
 ) -> None:
     """``partition_by: []``, a table made by Spark SQL partitioned by ``region``: its rounds go into
-    its own spec; once another writer adds ``bucket(4, id)`` to the spec, the next round follows it."""
+    its own spec. Another writer adds ``bucket(4, id)`` to the spec: the round that meets the change
+    lands whole in the spec it was planned in (Lakegate holds the table between rounds; Iceberg
+    reads two specs as one table), and the round after it follows the new spec."""
     name = "lakegate_parts.adopted"
     location = (tmp_path / "iceberg" / "adopted").as_uri()
     spark.sql(
@@ -323,12 +325,16 @@ def test_an_iceberg_table_partitioned_outside_lakegate_is_adopted_and_its_spec_e
     assert sorted((p["region"], n) for _, p, n in table.files()) == [("eu", 1), ("eu", 4), ("us", 2)]
 
     spark.sql(f"ALTER TABLE {ICEBERG_CATALOG}.{name} ADD PARTITION FIELD bucket(4, id)")
+    meets, rows_meets = regional(1, 3, ["us"] * 2)  # the round that meets the change: region alone
+    record = table.commit([meets])
+    assert (record.in_place, record.split) == (1, None)  # one partition: nothing split
+    assert [p for _, p, _ in table.files() if p.get("id_bucket_4") is not None] == []
     later, rows_later = regional(0, 4, ["us"] * 6)  # ids 4..9: several buckets, so it is split
     record = table.commit([later])
     assert (record.in_place, record.rewritten, record.split) == (0, 1, 1)
     newest = [p for _, p, _ in table.files() if p.get("id_bucket_4") is not None]  # Spark's name for the field
     assert {p["region"] for p in newest} == {"us"} and len(newest) > 1
     rows = {r["id"]: r for r in table.rows()}
-    for want in rows_eu + rows_mixed + rows_later:
+    for want in rows_eu + rows_mixed + rows_meets + rows_later:
         assert same(want, rows[want["id"]]), f"{want} != {rows[want['id']]}"
-    assert len(rows) == 13
+    assert len(rows) == 15

@@ -203,3 +203,14 @@ def test_an_iceberg_catalog_reaches_s3_through_s3fileio_with_the_services_s3_set
     assert "client.region" in keys and not {"s3.access-key-id", "s3.secret-access-key"} & keys
     # no storage.s3: Hadoop's file systems, as Spark reads the files
     assert catalog.spark_conf(None)[prefix + "io-impl"] == "org.apache.iceberg.hadoop.HadoopFileIO"
+
+
+def test_a_rest_catalog_posts_no_metrics_reports_unless_its_properties_say_so() -> None:
+    key = "spark.sql.catalog.lake.rest-metrics-reporting-enabled"
+    assert IcebergCatalog("lake", CatalogType.REST, "http://rest:8181").spark_conf()[key] == "false"
+    on = IcebergCatalog(
+        "lake", CatalogType.REST, "http://rest:8181", properties={"rest-metrics-reporting-enabled": "true"}
+    )
+    assert on.spark_conf()[key] == "true"
+    jdbc = IcebergCatalog("lake", CatalogType.JDBC, "jdbc:sqlite:/tmp/c.db", warehouse="file:///tmp/w")
+    assert key not in jdbc.spark_conf()
