@@ -162,7 +162,10 @@ class ConnectWorker:
             "offset.flush.interval.ms": self.offset_flush_interval_ms,
             "scheduled.rebalance.max.delay.ms": 2000,
             "plugin.path": self.plugin_path,
-            "plugin.discovery": "hybrid_warn",
+            # every plugin here (the stand-in sink, Iceberg's sink, Kafka's own) has ServiceLoader
+            # manifests: no reflective scan of every jar (4.5 s of a worker's 7 s start, 10.6 s
+            # with Iceberg's sink; Kafka's start-up log said so under hybrid_warn)
+            "plugin.discovery": "service_load",
             "consumer.metadata.max.age.ms": 5000,
         }
 

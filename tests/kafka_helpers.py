@@ -42,7 +42,7 @@ def wait_committed(bootstrap: str, group: str, expected: dict[TopicPartition, in
         seen = committed_offsets(bootstrap, group)
         if all(seen.get(tp, -1) >= off for tp, off in expected.items()):
             return
-        time.sleep(1)
+        time.sleep(0.5)
     raise AssertionError(f"group {group} committed {seen}, expected {expected} within {timeout:.0f}s")
 
 

@@ -146,7 +146,7 @@ def wait_committed(
             offsets.update(service.call("GET", f"/v1/tables/{name}/offsets").json())
         if all(offsets.get(tp.topic, {}).get(str(tp.partition)) == ends[tp] for tp in parts):
             return
-        time.sleep(1)
+        time.sleep(0.25)
     raise AssertionError(f"table offsets {offsets} never reached the log ends {ends}")
 
 

@@ -321,5 +321,5 @@ def wait_committed(service: ServiceProcess, bootstrap: str, timeout: float = 300
             )
         if not behind:
             return
-        time.sleep(1)
+        time.sleep(0.25)
     raise AssertionError(f"tables behind the log ends {ends}: {behind}")
