@@ -106,7 +106,8 @@ class IcebergCatalog:
             prefix: "org.apache.iceberg.spark.SparkCatalog",
             f"{prefix}.type": self.type.value,
             f"{prefix}.uri": self.uri,
-            # every commit reads the table afresh: Spark's cached copy would hide another writer
+            # Spark's reads of a table (an upsert round's merge) are the catalog's: a copy cached
+            # by Spark would hide another writer (the committer holds its own: docs/iceberg.md)
             f"{prefix}.cache-enabled": "false",
             # Iceberg's REST client posts a metrics report after every commit and scan: a request
             # each round that serves no commit (a catalog's properties may turn it back on)
