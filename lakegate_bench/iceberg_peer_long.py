@@ -98,6 +98,7 @@ class LongRun:
         )  # fmt: skip
         self.lakegate_run: LakegateRun | None = None
         self.systems: list[System] = []
+        self.cpu_over_run: dict[str, list[list[Any]]] = {}  # by system: [minute, CPU-s by process so far]
 
     def start(self) -> None:
         print("starting the peer's Connect worker (a group of its own) ...", flush=True)
@@ -160,7 +161,7 @@ class LongRun:
                     produced = producing.result(timeout=PROGRESS_S)
                     break
                 except FuturesTimeout:
-                    self._progress(started_ms)
+                    self._progress(started_ms, before)
         for system in self.systems:
             wait_for(system.poller, produced, timeout=300)
         rows: dict[str, Any] = {}
@@ -172,12 +173,21 @@ class LongRun:
         rows["started_ms"] = started_ms
         return rows
 
-    def _progress(self, started_ms: int) -> None:
+    def _progress(self, started_ms: int, before: dict[tuple[str, str], float]) -> None:
+        """A line a minute: each table's live files and records seen, and each process's CPU-seconds
+        so far (kept by minute in the row's ``cpu_over_run_s``: whether a process's cost grows with the run)."""
         minutes = (time.time() * 1000 - started_ms) / MINUTE_MS
         parts = []
         for system in self.systems:
             live = system.poller.live[-1] if system.poller.live else (0, 0, 0, "")
-            parts.append(f"{system.name} {live[1]} live files, {len(system.poller.seen_ms):,} records seen")
+            used = {
+                role: round(cpu_seconds([pid]) - before[(system.name, role)], 1) for role, pid in system.pids.items()
+            }
+            self.cpu_over_run.setdefault(system.name, []).append([round(minutes, 1), used])
+            cpu = ", ".join(f"{role} {s}" for role, s in used.items())
+            parts.append(
+                f"{system.name} {live[1]} live files, {len(system.poller.seen_ms):,} records seen, CPU-s {cpu}"
+            )
         print(f"    {minutes:.1f} min: " + "; ".join(parts), flush=True)
 
     def _row(
@@ -205,6 +215,7 @@ class LongRun:
             "s3_writes_per_million": round(sum(requests.get(m, 0) for m in WRITES) * per_million),
             "s3_reads_per_million": round(sum(requests.get(m, 0) for m in READS) * per_million),
             "live_over_run": [[ms, files] for ms, files, _, _ in poller.live],
+            "cpu_over_run_s": self.cpu_over_run.get(system.name, []),  # [minute, CPU-s by process so far]
         }
 
     def tables(self, minute_lo: int) -> dict[str, dict[str, Any]]:

@@ -77,6 +77,36 @@ def written(files: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for f in files for r in pq.read_table(f["path"][len("file://") :]).to_pylist()]
 
 
+def descendants(pid: int) -> list[int]:
+    """The processes ``pid`` started, and theirs (``/proc``'s children lists)."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:  # the thread ended
+                continue
+            found += children
+            todo += children
+    return found
+
+
+def command(pid: int) -> str:
+    """The program ``pid`` runs (``python``, ``java``), from its command line's first word ("": gone)."""
+    try:
+        line = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # a helper the JVM ran has exited
+        return ""
+    return Path(line.split(b"\0")[0].decode()).name.rstrip("0123456789.")
+
+
+def thp_enabled(pid: int) -> bool:
+    """Whether the kernel may give ``pid`` transparent huge pages (its ``THP_enabled``, Linux 5.0 on)."""
+    [line] = [x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("THP_enabled:")]
+    return line.split()[1] == "1"
+
+
 @pytest.fixture(params=["delta", "iceberg"])
 def served(request: pytest.FixtureRequest, tmp_path: Path) -> ServedTable:
     """The test's table in each format (an Iceberg table named after the test: the catalog outlives it)."""
@@ -137,6 +167,15 @@ def test_commit_restart_and_resubmit(tmp_path: Path, served: ServedTable, reques
         assert any(d.startswith(label) and ": 6 files, 600 records" in d for d in descriptions), descriptions
         metrics = requests.get(f"{svc.url}/metrics", timeout=10).text
         assert f'lakegate_records_committed_total{{table="{t.name}"}} 600.0' in metrics
+        assert svc.process.pid is not None
+        # the worker and the Spark JVM it started run without transparent huge pages (Arrow's
+        # allocator zeroes a 2 MiB page at each region's first touch with them: docs/configuration.md)
+        huge_pages = {
+            comm: thp_enabled(pid)
+            for pid in descendants(svc.process.pid)
+            if (comm := command(pid)) in ("python", "java")
+        }
+        assert set(huge_pages) == {"python", "java"} and not any(huge_pages.values()), huge_pages
     finally:
         svc.stop()
     t.assert_holds_once()

@@ -11,7 +11,7 @@ from gunicorn.http import errors as parse_errors
 
 from commit_service.config import ServerConfig
 from commit_service.errors import ConfigError, RequestTimeoutError
-from commit_service.serving.options import HEADER_BYTES, gunicorn_options
+from commit_service.serving.options import HEADER_BYTES, gunicorn_options, process_env
 from commit_service.serving.worker import (
     Arrival,
     LakegateWorker,
@@ -47,6 +47,11 @@ def test_options_come_from_the_server_section_and_gunicorn_takes_them() -> None:
     assert cfg.worker_class is worker and cfg.threads == 4 and cfg.worker_connections == 200
     # the loop's header limit is the largest header gunicorn's parser could accept under its limits
     assert HEADER_BYTES >= cfg.limit_request_line + cfg.limit_request_fields * (cfg.limit_request_field_size + 2)
+
+
+def test_the_worker_runs_without_huge_pages_unless_the_operator_says_otherwise() -> None:
+    assert process_env({}) == {"MIMALLOC_ALLOW_THP": "0"}
+    assert process_env({"MIMALLOC_ALLOW_THP": "1", "PATH": "/bin"}) == {}
 
 
 def test_the_settled_config_reads_as_gunicorns() -> None:
