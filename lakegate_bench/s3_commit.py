@@ -11,8 +11,11 @@ is not counted), into an append table or, with ``--mode upsert``, an upsert tabl
 (the keys repeat, so rounds update rows; ``--keys new``: each key above every earlier one); the
 table is Delta, or with ``--format iceberg`` Iceberg in a JDBC catalog (SQLite, in the bench's
 scratch directory) whose warehouse is on the S3 server. Shows whether a slow round on that server
-is the server's or the commit's (``--profile``: where the last round's time went). Prints each figure and writes JSON (default
-.lakegate/bench/s3-commit.json). Run through ``scripts/bench-s3-commit``.
+is the server's or the commit's (``--profile``: where the last round's time went), and how many
+classes Spark generated and compiled in each round and how long the JVM's JIT worked (a round
+whose queries' generated code is new compiles its own, and the JIT then compiles those). Prints
+each figure and writes JSON (default .lakegate/bench/s3-commit.json). Run through
+``scripts/bench-s3-commit``.
 """
 
 from __future__ import annotations
@@ -153,6 +156,15 @@ def timed(label: str, work: object) -> float:
     return elapsed
 
 
+def compiled(spark: Any) -> tuple[int, int]:
+    """The classes Spark's code generator has compiled (Janino; a query whose generated code is
+    new, such as one whose literals changed, compiles its own), and the milliseconds the JVM's JIT
+    compilers have spent, so far in this JVM."""
+    jvm = spark._jvm
+    classes = int(jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount())
+    return classes, int(jvm.java.lang.management.ManagementFactory.getCompilationMXBean().getTotalCompilationTime())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="scripts/bench-s3-commit", description=__doc__.splitlines()[0] if __doc__ else None
@@ -210,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         committer = table_committer(args.format, spark, storage, facts, args.mode)
         state = TableState("bench")
 
+        compiles: list[tuple[int, int]] = []  # each measured round's (classes generated, JIT ms)
+
         def commit(batch: list[DataFile]) -> None:
+            before = compiled(spark)
             for f in batch:
                 state.offer(PendingFile(f, "bench-sidecar", "bench-worker"), now=0)
             plan = state.plan(now=0, force=True)
@@ -218,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
             record = committer.commit(plan)
             assert record.files == len(batch) and record.records == len(batch) * args.rows, record
             state.committed_plan(plan, record.version, now=0)
+            after = compiled(spark)
+            compiles.append((after[0] - before[0], after[1] - before[1]))
+            print(f"  Spark compiled {compiles[-1][0]} classes, the JIT worked {compiles[-1][1]} ms", flush=True)
 
         timed(f"creating the table ({PARTITIONS} files)", lambda: commit(first))
         what = f"{args.format} {args.mode} round of {args.files} {args.kind} files of {args.rows} records"
@@ -254,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         "rounds_s": [round(t, 3) for t in times],
         "median_round_s": round(statistics.median(times), 3),
         "table_files": table_files,
+        "classes_compiled_by_round": [c for c, _ in compiles[1:]],  # Spark's generated code, the measured rounds
+        "jit_ms_by_round": [ms for _, ms in compiles[1:]],
     }
     report(result, args.out)
     return 0

@@ -16,8 +16,9 @@ write otherwise than it read them: lists and maps, whose element names differ be
 nanosecond timestamps, and columns of no type). Spark's INT96 timestamps are written as the UTC
 microseconds they hold (INT64 ``TIMESTAMP(MICROS)``), which Spark reads as the same ``timestamp``.
 
-Memory is bounded by ``ROW_GROUP_BYTES`` of decoded rows, ``READ_AHEAD`` files in flight and the
-merged file itself (compressed, no larger than the group's files together: below the target).
+Memory is bounded by ``ROW_GROUP_BYTES`` of decoded rows (written as row groups of at most
+``ROW_GROUP_ROWS``), ``READ_AHEAD`` files in flight and the merged file itself (compressed, no
+larger than the group's files together: below the target).
 """
 
 from __future__ import annotations
@@ -36,7 +37,12 @@ from commit_service.storage.reader import StorageReader
 
 logger = logging.getLogger(__name__)
 
-ROW_GROUP_BYTES = 128 * 1024 * 1024  # decoded rows held before they are written as one row group
+ROW_GROUP_BYTES = 128 * 1024 * 1024  # decoded rows held before they are written
+# The most rows a row group holds (Arrow's own default): a merged file keeps its rows' time order,
+# and a query of a time range reads only the row groups whose bounds meet it. Row groups of 128 MiB
+# decoded held 3.3 million of the long benchmark's rows, so a one-minute range of 300,000 read
+# eleven times its rows (docs/performance.md, "Beside Apache Iceberg's Kafka Connect sink").
+ROW_GROUP_ROWS = 1024 * 1024
 READ_AHEAD = 8  # files read at once (on S3 each is a request or two; they wait on the network)
 # the table format's codec names (Spark's spark.sql.parquet.compression.codec, Iceberg's
 # write.parquet.compression-codec) as Arrow's; a codec not here leaves the merge to Spark
@@ -130,7 +136,7 @@ def _write(writer: pq.ParquetWriter, held: list[pa.Table]) -> int:
     if not held:
         return 0
     table = pa.concat_tables(held)
-    writer.write_table(table, row_group_size=max(1, table.num_rows))  # one row group
+    writer.write_table(table, row_group_size=max(1, min(table.num_rows, ROW_GROUP_ROWS)))
     return table.num_rows
 
 

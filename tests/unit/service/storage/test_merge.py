@@ -150,6 +150,22 @@ def test_row_groups_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [80, 80]
 
 
+def test_row_groups_hold_at_most_their_rows_so_a_range_reads_only_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uris, rows = _files(tmp_path, _schema(), [40, 40, 40])
+    monkeypatch.setattr(merge, "ROW_GROUP_ROWS", 50)
+    target = tmp_path / "merged.parquet"
+    merged = merge_files(StorageReader(local_roots=[str(tmp_path)]), uris, target.as_uri(), "snappy")
+    assert merged is not None and merged.rows == len(rows)
+    meta = pq.ParquetFile(target).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [50, 50, 20]
+    ids = [meta.row_group(i).column(0).statistics for i in range(meta.num_row_groups)]
+    assert [(s.min, s.max) for s in ids] == [(0, 49), (50, 99), (100, 119)]  # each group's own bounds
+    for want, have in zip(rows, pq.read_table(target).to_pylist(), strict=True):
+        assert all(_same(want[k], have[k]) for k in want), (want, have)
+
+
 def test_spark_s_int96_timestamps_are_written_as_the_utc_microseconds_they_hold(tmp_path: Path) -> None:
     at = [dt.datetime(2026, 12, 1, 10, 0, 0, 123456, tzinfo=UTC), None, dt.datetime(1969, 7, 20, 20, 17, tzinfo=UTC)]
     paths = []
