@@ -9,6 +9,7 @@ thread. The app is built inside the worker, after the fork, so the JVM is never 
 
 from __future__ import annotations
 
+import ctypes
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -26,11 +27,12 @@ HEADER_BYTES = REQUEST_LINE_BYTES + 2 + HEADER_FIELDS * (HEADER_FIELD_BYTES + 2)
 # Set for the worker before it loads Arrow, unless the operator set them. Arrow's allocator
 # (mimalloc) asks the kernel for transparent huge pages, and the kernel then zeroes a whole 2 MiB
 # page at the first touch of each region it maps: a quarter of the worker's own CPU at 5,000
-# records a second into an Iceberg table went into clearing pages (perf; 1.3% with this, the
-# worker 1.54-1.87 -> 1.28 CPU-s over two minutes; docs/performance.md). mimalloc turns huge
-# pages off for the process (prctl), which the Spark JVM the worker starts inherits; a JVM uses
-# them only when told to (-XX:+UseTransparentHugePages).
+# records a second into an Iceberg table went into clearing pages (perf; 1.3% without them;
+# docs/performance.md). The mimalloc of pyarrow 26 (3.4.1) honours this variable; that of pyarrow
+# 17 has no such option, so :func:`run` also turns them off itself, as mimalloc does (prctl). The
+# Spark JVM the worker starts inherits that; a JVM uses them only with -XX:+UseTransparentHugePages.
 PROCESS_ENV = {"MIMALLOC_ALLOW_THP": "0"}
+PR_SET_THP_DISABLE = 41  # <linux/prctl.h>
 
 WORKER_TIMEOUT_SECONDS = 300  # the worker's heartbeat (its event loop, never a request) may lag this long
 GRACEFUL_TIMEOUT_SECONDS = 60  # requests in flight at SIGTERM may finish within this
@@ -64,12 +66,29 @@ def process_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {key: value for key, value in PROCESS_ENV.items() if key not in environ}
 
 
+def huge_pages_kept(environ: Mapping[str, str]) -> bool:
+    """Whether the operator asked to keep transparent huge pages (``MIMALLOC_ALLOW_THP`` other than 0)."""
+    return environ.get("MIMALLOC_ALLOW_THP", "0") != "0"
+
+
+def no_huge_pages() -> bool:
+    """Turn transparent huge pages off for this process and every process it starts (inherited
+    through fork and exec); False where the system has no such switch (not Linux)."""
+    try:
+        return int(ctypes.CDLL(None, use_errno=True).prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def run(options: dict[str, Any], load: Callable[[], Any]) -> None:
     """Run gunicorn with ``options``; ``load`` builds the WSGI app inside the worker process
-    (which inherits :func:`process_env`: the worker loads Arrow after the fork)."""
+    (which inherits :func:`process_env` and, unless the operator keeps them, no huge pages: the
+    worker loads Arrow and starts the JVM after the fork)."""
     from gunicorn.app.base import BaseApplication
 
     os.environ.update(process_env(os.environ))
+    if not huge_pages_kept(os.environ):
+        no_huge_pages()
 
     class Service(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:

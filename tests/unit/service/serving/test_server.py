@@ -4,6 +4,8 @@ the service's JSON errors (the worker itself runs under gunicorn in tests/integr
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from gunicorn.config import Config
@@ -11,7 +13,7 @@ from gunicorn.http import errors as parse_errors
 
 from commit_service.config import ServerConfig
 from commit_service.errors import ConfigError, RequestTimeoutError
-from commit_service.serving.options import HEADER_BYTES, gunicorn_options, process_env
+from commit_service.serving.options import HEADER_BYTES, gunicorn_options, huge_pages_kept, process_env
 from commit_service.serving.worker import (
     Arrival,
     LakegateWorker,
@@ -52,6 +54,19 @@ def test_options_come_from_the_server_section_and_gunicorn_takes_them() -> None:
 def test_the_worker_runs_without_huge_pages_unless_the_operator_says_otherwise() -> None:
     assert process_env({}) == {"MIMALLOC_ALLOW_THP": "0"}
     assert process_env({"MIMALLOC_ALLOW_THP": "1", "PATH": "/bin"}) == {}
+    assert not huge_pages_kept({}) and not huge_pages_kept({"MIMALLOC_ALLOW_THP": "0"})
+    assert huge_pages_kept({"MIMALLOC_ALLOW_THP": "1"})
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_huge_pages_go_off_for_the_process_and_the_ones_it_starts() -> None:
+    """In a child Python (the switch is for its life): off after the call, and in a process it starts."""
+    code = (
+        "import subprocess; from commit_service.serving.options import no_huge_pages; assert no_huge_pages(); "
+        "print(subprocess.run(['grep', 'THP_enabled', '/proc/self/status'], capture_output=True, text=True).stdout)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["THP_enabled:", "0"], out
 
 
 def test_the_settled_config_reads_as_gunicorns() -> None:
