@@ -166,12 +166,17 @@ class LongRun:
             wait_for(system.poller, produced, timeout=300)
         rows: dict[str, Any] = {}
         for system in self.systems:
-            cpu = {role: cpu_seconds([pid]) - before[(system.name, role)] for role, pid in system.pids.items()}
+            cpu = self._cpu_since(system, before)
             jit = {role: jit_seconds(jit_before[(system.name, role)], [pid]) for role, pid in system.pids.items()}
             requests = s3_logs[system.name].count_since(marks[system.name])
             rows[system.name] = self._row(system, produced, rate, cpu, jit, requests)
         rows["started_ms"] = started_ms
         return rows
+
+    @staticmethod
+    def _cpu_since(system: System, before: dict[tuple[str, str], float]) -> dict[str, float]:
+        """Each of ``system``'s processes' CPU-seconds since ``before`` (by system name and role)."""
+        return {role: cpu_seconds([pid]) - before[(system.name, role)] for role, pid in system.pids.items()}
 
     def _progress(self, started_ms: int, before: dict[tuple[str, str], float]) -> None:
         """A line a minute: each table's live files and records seen, and each process's CPU-seconds
@@ -180,9 +185,7 @@ class LongRun:
         parts = []
         for system in self.systems:
             live = system.poller.live[-1] if system.poller.live else (0, 0, 0, "")
-            used = {
-                role: round(cpu_seconds([pid]) - before[(system.name, role)], 1) for role, pid in system.pids.items()
-            }
+            used = {role: round(seconds, 1) for role, seconds in self._cpu_since(system, before).items()}
             self.cpu_over_run.setdefault(system.name, []).append([round(minutes, 1), used])
             cpu = ", ".join(f"{role} {s}" for role, s in used.items())
             parts.append(

@@ -48,6 +48,13 @@ def rss_mib(pid: int) -> float:
     return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE / 2**20
 
 
+def thp_enabled(pid: int) -> bool:
+    """Whether the kernel may give the process transparent huge pages (``THP_enabled`` of its
+    status, Linux 5.0 on; 0 once a prctl turned them off for it or a parent)."""
+    [line] = [x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("THP_enabled:")]
+    return line.split()[1] == "1"
+
+
 def process_tree(pids: list[int]) -> list[int]:
     """These processes and all their descendants, now (each process once, parents first)."""
     children: dict[int, list[int]] = {}

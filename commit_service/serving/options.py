@@ -31,7 +31,8 @@ HEADER_BYTES = REQUEST_LINE_BYTES + 2 + HEADER_FIELDS * (HEADER_FIELD_BYTES + 2)
 # docs/performance.md). The mimalloc of pyarrow 26 (3.4.1) honours this variable; that of pyarrow
 # 17 has no such option, so :func:`run` also turns them off itself, as mimalloc does (prctl). The
 # Spark JVM the worker starts inherits that; a JVM uses them only with -XX:+UseTransparentHugePages.
-PROCESS_ENV = {"MIMALLOC_ALLOW_THP": "0"}
+THP_VARIABLE = "MIMALLOC_ALLOW_THP"  # also the operator's switch: a value other than 0 keeps them
+PROCESS_ENV = {THP_VARIABLE: "0"}
 PR_SET_THP_DISABLE = 41  # <linux/prctl.h>
 
 WORKER_TIMEOUT_SECONDS = 300  # the worker's heartbeat (its event loop, never a request) may lag this long
@@ -68,7 +69,7 @@ def process_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 def huge_pages_kept(environ: Mapping[str, str]) -> bool:
     """Whether the operator asked to keep transparent huge pages (``MIMALLOC_ALLOW_THP`` other than 0)."""
-    return environ.get("MIMALLOC_ALLOW_THP", "0") != "0"
+    return environ.get(THP_VARIABLE, "0") != "0"
 
 
 def no_huge_pages() -> bool:

@@ -26,6 +26,7 @@ from pyiceberg.catalog import Catalog, load_catalog
 
 from lakegate_stack.datafiles import manifest_entry
 from lakegate_stack.iceberg_catalog import IcebergRestCatalog
+from lakegate_stack.procfs import process_tree, thp_enabled
 from lakegate_stack.services import ADMIN_TOKEN
 from tests.http_counter import CountingProxy
 from tests.service_helpers import ServiceProcess, manifest, race_commits, write_parquet
@@ -77,21 +78,6 @@ def written(files: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for f in files for r in pq.read_table(f["path"][len("file://") :]).to_pylist()]
 
 
-def descendants(pid: int) -> list[int]:
-    """The processes ``pid`` started, and theirs (``/proc``'s children lists)."""
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        for task in Path(f"/proc/{parent}/task").glob("*"):
-            try:
-                children = [int(c) for c in (task / "children").read_text().split()]
-            except OSError:  # the thread ended
-                continue
-            found += children
-            todo += children
-    return found
-
-
 def command(pid: int) -> str:
     """The program ``pid`` runs (``python``, ``java``), from its command line's first word ("": gone)."""
     try:
@@ -99,12 +85,6 @@ def command(pid: int) -> str:
     except OSError:  # a helper the JVM ran has exited
         return ""
     return Path(line.split(b"\0")[0].decode()).name.rstrip("0123456789.")
-
-
-def thp_enabled(pid: int) -> bool:
-    """Whether the kernel may give ``pid`` transparent huge pages (its ``THP_enabled``, Linux 5.0 on)."""
-    [line] = [x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("THP_enabled:")]
-    return line.split()[1] == "1"
 
 
 @pytest.fixture(params=["delta", "iceberg"])
@@ -172,7 +152,7 @@ def test_commit_restart_and_resubmit(tmp_path: Path, served: ServedTable, reques
         # allocator zeroes a 2 MiB page at each region's first touch with them: docs/configuration.md)
         huge_pages = {
             comm: thp_enabled(pid)
-            for pid in descendants(svc.process.pid)
+            for pid in process_tree([svc.process.pid])[1:]
             if (comm := command(pid)) in ("python", "java")
         }
         assert set(huge_pages) == {"python", "java"} and not any(huge_pages.values()), huge_pages
