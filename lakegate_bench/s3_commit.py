@@ -25,6 +25,7 @@ import cProfile
 import gzip
 import io
 import json
+import os
 import pstats
 import statistics
 import sys
@@ -47,6 +48,7 @@ from commit_service.spark.session import create_session
 from commit_service.storage.prefetch import THREADS, FactsCache, storage_facts
 from commit_service.storage.reader import StorageReader
 from lakegate_bench.iceberg import CATALOG, bench_catalog
+from lakegate_bench.process_cpu import cpu_seconds
 from lakegate_bench.result import report, work_dir
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_stack.s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
@@ -188,8 +190,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also print where the last round's wall time went (cProfile, Lakegate's functions by cumulative time)",
     )
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark property for the session, as a service's spark.conf sets it (repeatable; e.g. "
+        "spark.eventLog.enabled=true with spark.eventLog.dir to see each round's stages and tasks)",
+    )
     parser.add_argument("--out", type=Path, default=Path(".lakegate/bench/s3-commit.json"))
     args = parser.parse_args(argv)
+    bad = [kv for kv in args.spark_conf if "=" not in kv]
+    if bad:
+        parser.error(f"--spark-conf takes KEY=VALUE, got {', '.join(bad)}")
     work = work_dir("lakegate-bench-s3-commit-")
     if args.store == "seaweedfs":
         from lakegate_stack.seaweedfs import SeaweedS3Server
@@ -217,15 +230,23 @@ def main(argv: list[str] | None = None) -> int:
         print("starting Spark (local[2]) ...", flush=True)
         catalogs = (bench_catalog(work, f"s3a://{BUCKET}/iceberg/"),) if args.format == "iceberg" else ()
         spark = create_session(
-            SparkSettings(master="local[2]", ui_enabled=False, local_dir=work / "spark", s3=settings, catalogs=catalogs)
+            SparkSettings(
+                master="local[2]",
+                ui_enabled=False,
+                local_dir=work / "spark",
+                s3=settings,
+                catalogs=catalogs,
+                conf=dict(kv.split("=", 1) for kv in args.spark_conf),
+            )
         )
         committer = table_committer(args.format, spark, storage, facts, args.mode)
         state = TableState("bench")
 
         compiles: list[tuple[int, int]] = []  # each measured round's (classes generated, JIT ms)
+        cpus: list[float] = []  # each round's CPU-s, this process and Spark's JVM
 
         def commit(batch: list[DataFile]) -> None:
-            before = compiled(spark)
+            before, cpu = compiled(spark), cpu_seconds([os.getpid()])
             for f in batch:
                 state.offer(PendingFile(f, "bench-sidecar", "bench-worker"), now=0)
             plan = state.plan(now=0, force=True)
@@ -234,8 +255,12 @@ def main(argv: list[str] | None = None) -> int:
             assert record.files == len(batch) and record.records == len(batch) * args.rows, record
             state.committed_plan(plan, record.version, now=0)
             after = compiled(spark)
+            cpus.append(cpu_seconds([os.getpid()]) - cpu)
             compiles.append((after[0] - before[0], after[1] - before[1]))
-            print(f"  Spark compiled {compiles[-1][0]} classes, the JIT worked {compiles[-1][1]} ms", flush=True)
+            print(
+                f"  {cpus[-1]:.2f} CPU-s; Spark compiled {compiles[-1][0]} classes, the JIT worked {compiles[-1][1]} ms",
+                flush=True,
+            )
 
         timed(f"creating the table ({PARTITIONS} files)", lambda: commit(first))
         what = f"{args.format} {args.mode} round of {args.files} {args.kind} files of {args.rows} records"
@@ -274,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         "table_files": table_files,
         "classes_compiled_by_round": [c for c, _ in compiles[1:]],  # Spark's generated code, the measured rounds
         "jit_ms_by_round": [ms for _, ms in compiles[1:]],
+        "cpu_s_by_round": [round(c, 2) for c in cpus[1:]],  # the bench's process and Spark's JVM
     }
     report(result, args.out)
     return 0
