@@ -180,18 +180,10 @@ class TableCoordinator:
             return self._state.buffered_through(key), self._state.held_after(key, MAX_HELD_RUNS)
 
     def due_ms(self) -> int | None:
-        """When the next round is due (epoch ms), for the lease answer (``LeaseGrant.due_ms``);
-        None unless the table catches up (``commit.catch_up_seconds``) and the round may still
-        wait to (a round long due, an idle table's, no longer does: sidecars then need not
-        follow it closely)."""
-        wait = self.config.commit.catch_up_seconds
-        if not wait:
-            return None
+        """When the next round is due (epoch ms), for the lease answer (``LeaseGrant.due_ms``;
+        ``RoundCadence.due_ms``)."""
         with self._lock:
-            due = self._state.due_at()
-        if self.clock() >= due + wait:
-            return None
-        return math.ceil(due * 1000)  # rounded up: a read at or after it is at or after the due time
+            return self._state.cadence.due_ms(self.clock(), self.config.commit.catch_up_seconds)
 
     # -- commit rounds --------------------------------------------------------------------
 
@@ -214,7 +206,10 @@ class TableCoordinator:
             return self._attempt(self._failures.cap(plan))
 
     def _attempt(self, plan: CommitPlan) -> CommitRecord:
-        """Commit ``plan`` (under the commit lock); any failure is accounted, then raised as a CommitError."""
+        """Commit ``plan`` (under the commit lock); any failure is accounted, then raised as a CommitError.
+        While it commits, lease answers name the next round's due time (``RoundCadence.began``)."""
+        with self._lock:  # until it ends, the next round is due an interval after this one's base
+            self._state.cadence.began(self.clock() if plan.planned_at is None else plan.planned_at)
         try:
             record = self.committer.commit(plan)
         except ContentRangeError as exc:
@@ -248,6 +243,7 @@ class TableCoordinator:
         no quarantine); the file and the orphans inside its span leave the buffer, and its sender
         learns the span from the receipt of its next claim (``FileReceipt.holds``)."""
         with self._lock:
+            self._state.cadence.ended()
             dropped = self._state.refuse_content(exc.path, exc.holds)
         self._last_error = exc.message
         round_log.refused(self.config.name, exc, dropped)
@@ -281,7 +277,10 @@ class TableCoordinator:
             return self._state.plan(now, force=force, limits=limits)
 
     def _failed(self, exc: CommitError, plan: CommitPlan | None, cause: BaseException | None = None) -> None:
-        """Account for a failed round: back off, and quarantine the file the failures condemn."""
+        """Account for a failed round (the next round is the one it was): back off, and quarantine
+        the file the failures condemn."""
+        with self._lock:
+            self._state.cadence.ended()
         if isinstance(exc, OffsetsMovedError):
             with self._lock:
                 self._epochs.learn(exc.offsets)

@@ -21,6 +21,7 @@ from dataclasses import replace
 from itertools import chain, islice
 
 from commit_service.domain.buffer import FileBuffer, row_size
+from commit_service.domain.cadence import RoundCadence
 from commit_service.domain.manifests import ManifestBook
 from commit_service.domain.plan import (
     ROW_END,
@@ -67,13 +68,10 @@ class TableState:
         self.expected: set[TopicPartition] = set()
         self.reported_at: dict[TopicPartition, float] = {}
         self.connect_at: dict[TopicPartition, int] = {}  # Connect's committed offset, as a sidecar last read it
-        # per expected partition, the Kafka log end its sidecar first read at or after the round
-        # was due: what the round waits, up to catch_up_seconds, for the table to hold (cleared by
-        # each commit, whose next round has a new due time)
-        self.catch_up: dict[TopicPartition, int] = {}
+        # when the next round is due, and the log ends it waits for (up to catch_up_seconds)
+        self.cadence = RoundCadence(self.policy.interval_seconds, now)
         self.version: int = -1
         self.round_started = now
-        self.last_commit = now
         self.manifests = ManifestBook()  # what became of each manifest
         # per partition, file path -> the offsets its content holds, learnt from a refused claim;
         # forgotten once the committed offset passes the span
@@ -242,23 +240,18 @@ class TableState:
         self.connect_at[tp] = connect_offset
         if first_file is not None and self.undecided(tp):
             self._decide_start(tp, first_file, connect_offset)
-        if log_end is not None and read_at >= self.due_at():
-            self.catch_up.setdefault(tp, log_end)
+        if log_end is not None:
+            self.cadence.note_log_end(tp, log_end, read_at)
         if self.buffered_through(tp) >= connect_offset:
             self.note_reported(tp, read_at)
             return True
         return False
 
-    def due_at(self) -> float:
-        """When the next round is due on the interval: ``interval_seconds`` after the previous
-        round's base (``committed_plan``)."""
-        return self.last_commit + self.policy.interval_seconds
-
     def caught_up(self) -> bool:
         """Whether the table holds or buffers, for every expected partition, every record below
         the log end its sidecar read once the round was due (a partition with no such read yet
         has not caught up)."""
-        return all(tp in self.catch_up and self.buffered_through(tp) >= self.catch_up[tp] for tp in self.expected)
+        return self.cadence.caught_up(self.expected, self.buffered_through)
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -307,16 +300,16 @@ class TableState:
             else "max_bytes"
             if run_size >= policy.max_bytes
             else "interval"
-            if now - self.last_commit >= policy.interval_seconds
+            if now - self.cadence.last_commit >= policy.interval_seconds
             else None
         )
         if reason is None:
             return None
         planned_at, due, caught = now, None, None
         if reason == "interval":
-            due, wait = self.due_at(), self.policy.catch_up_seconds
+            due, wait = self.cadence.due_at(), self.policy.catch_up_seconds
             if wait and self.expected and self.caught_up():
-                caught = PartitionOffsets({tp: self.catch_up[tp] for tp in self.expected})
+                caught = PartitionOffsets({tp: self.cadence.catch_up[tp] for tp in self.expected})
             elif wait and self.expected and now < due + wait:
                 return None  # what Kafka held when the round was due is not all here yet
             planned_at = max(due, now - wait)  # the cadence counts from the due time, not the catch-up
@@ -352,18 +345,18 @@ class TableState:
         return (
             self.buffer.count >= self.policy.max_files
             or self.buffer.size >= self.policy.max_bytes
-            or now - self.last_commit >= self.policy.interval_seconds
+            or now - self.cadence.last_commit >= self.policy.interval_seconds
         )
 
     def next_round_at(self) -> float | None:
-        """When :meth:`plan` may next fire on its own (the clock of ``last_commit``): None with
+        """When :meth:`plan` may next fire on its own (the clock of ``cadence.last_commit``): None with
         nothing buffered, ``-inf`` once a size trigger fired. The coordinator's loop sleeps until
         then, and intake wakes it early only once this has passed."""
         if not self.buffer:
             return None
         if self.buffer.count >= self.policy.max_files or self.buffer.size >= self.policy.max_bytes:
             return float("-inf")
-        return self.last_commit + self.policy.interval_seconds
+        return self.cadence.last_commit + self.policy.interval_seconds
 
     def find(self, path: str) -> PendingFile | None:
         """The buffered file at ``path``, if any."""
@@ -398,9 +391,8 @@ class TableState:
         for tp, offset in plan.offsets.items():
             self.committed[tp] = max(self.committed.get(tp, 0), offset)
         self._drop_stale()
-        self.last_commit = now if plan.planned_at is None else plan.planned_at
+        self.cadence.committed(now if plan.planned_at is None else plan.planned_at)
         self.round_started = now
-        self.catch_up.clear()
 
     def partitions(self) -> set[TopicPartition]:
         """Every partition the state knows of: committed, buffered, expected or reported."""
@@ -424,7 +416,7 @@ class TableState:
             self.time_floors.pop(tp, None)
             self.spans.forget(tp)
             self.connect_at.pop(tp, None)
-            self.catch_up.pop(tp, None)
+            self.cadence.forget(tp)
             self.reported_at.pop(tp, None)
             self.expected.discard(tp)
         return dropped

@@ -6,6 +6,7 @@ from __future__ import annotations
 from commit_service.config import ServiceConfig
 from commit_service.coordination.coordinator import Coordinator
 from commit_service.domain.leases import LeaseTable
+from commit_service.domain.plan import CommitPlan, CommitRecord
 from lakegate_core.configfile import build
 from lakegate_core.protocol import DataFile, FileFormat, LeaseRequest, Manifest, OffsetSpan, SidecarInfo, Watermark
 from lakegate_core.types import TopicPartition
@@ -146,3 +147,61 @@ def test_a_table_that_catches_up_says_when_its_round_is_due_and_waits_for_the_lo
     clock.now = 1023.0  # nothing came: the round, due at 1020, can no longer wait to catch up
     [idle] = coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0,)))
     assert idle.due_ms is None, "no sidecar follows a round that no longer waits"
+
+
+def test_while_a_round_commits_the_lease_answer_names_the_next_rounds_due_time() -> None:
+    """A round that commits for most of its interval: a sidecar claiming meanwhile learns when the
+    next round is due (not the committing round's due time, long past), so it reads its log ends
+    then; what it read at or after that time is what the next round catches up with, and a round
+    that fails leaves the due time it was planned at."""
+    clock = Clock(1000.0)
+    table = {
+        "name": "orders",
+        "path": "s3a://lake/orders",
+        "topics": ["orders"],
+        "placement": "copy_into_table",
+        "commit": {"interval_seconds": 10, "catch_up_seconds": 3},
+    }
+    config = build(
+        ServiceConfig, {"auth": {"enabled": False}, "storage": {"allowed_roots": ["s3a://landing/"]}, "tables": [table]}
+    )
+    sidecar = SidecarInfo("sc-1", "w:1")
+    seen: list[int | None] = []
+
+    class Slow(PoisonCommitter):
+        def commit(self, plan: CommitPlan) -> CommitRecord:  # eight seconds of a ten-second interval
+            clock.now += 8
+            [grant] = coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0,)))
+            seen.append(grant.due_ms)
+            if len(seen) == 1:  # the sidecar's round at the next due time, before this commit ends
+                clock.now = 1020.1
+                mark = Watermark("orders", 0, 20, 1_020_100, 30)
+                coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0,), (mark,)))
+            return super().commit(plan)
+
+    committer = Slow()
+    coordinator = Coordinator(config, lambda t: committer, clock=clock)
+    coordinator.load()
+    coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0,)))
+
+    def send(start: int, end: int) -> None:
+        f = DataFile(f"s3a://landing/orders-0-{start}", "orders", 0, start, end, 100, FileFormat.PARQUET)
+        coordinator.submit(Manifest(f"m{start}", sidecar, (f,)))
+
+    send(0, 9)
+    clock.now = 1010.0
+    mark = Watermark("orders", 0, 10, 1_010_000, 10)
+    coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0,), (mark,)))
+    coordinator.tick()  # the round due at 1010, caught up: it commits until 1020.1
+    assert committer.version == 0 and seen == [1_020_000], "the next round's due time, while this one commits"
+    send(10, 19)
+    clock.now = 1020.2
+    coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0,), (Watermark("orders", 0, 20, 1_020_200),)))
+    coordinator.tick()
+    assert committer.version == 0, "20..29 was in Kafka when the next round came due: it waits for them"
+    send(20, 29)
+    committer.poison = {"s3a://landing/orders-0-20"}
+    coordinator.tick()
+    assert committer.version == 0 and seen[1:] == [1_030_000], "the failed round named its next due time"
+    [grant] = coordinator.claim(LeaseRequest(sidecar, "snk", (0,), (TP0,)))
+    assert grant.due_ms is None, "the failed round is still the one due (1020, past its catch-up), not the next (1030)"

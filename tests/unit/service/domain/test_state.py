@@ -128,14 +128,14 @@ def catching_up(catch_up: float = 3) -> TableState:
 
 def test_a_due_round_waits_for_what_kafka_held_when_it_came_due() -> None:
     s = catching_up()
-    assert s.due_at() == 10
+    assert s.cadence.due_at() == 10
     s.note_watermark(("orders", 0), 10, 9.9, log_end=30)  # read before the round was due: not the cut-off
-    assert s.catch_up == {}
+    assert s.cadence.catch_up == {}
     assert s.plan(now=10) is None, "no partition has said what its log held once the round was due"
     s.note_watermark(("orders", 0), 10, 10.1, log_end=20)
     s.note_watermark(("orders", 1), 10, 10.1, log_end=10)  # partition 1 holds all of it already
     s.note_watermark(("orders", 0), 10, 10.4, log_end=25)  # a later read: the first one counts
-    assert s.catch_up == {("orders", 0): 20, ("orders", 1): 10}
+    assert s.cadence.catch_up == {("orders", 0): 20, ("orders", 1): 10}
     assert s.plan(now=11) is None and not s.caught_up(), "10..19 of partition 0 is not here yet"
     s.offer(pf(10, 19), 11.5)  # Connect's flush past the due time, sent by the sidecar
     plan = s.plan(now=11.6)
@@ -143,7 +143,7 @@ def test_a_due_round_waits_for_what_kafka_held_when_it_came_due() -> None:
     assert plan.planned_at == 10, "the cadence counts from the due time, not the catch-up"
     assert plan.due == 10 and plan.caught_up == {("orders", 0): 20, ("orders", 1): 10}
     s.committed_plan(plan, 0, now=12)
-    assert s.catch_up == {} and s.due_at() == 20, "the next round catches up with its own due time"
+    assert s.cadence.catch_up == {} and s.cadence.due_at() == 20, "the next round catches up with its own due time"
 
 
 def test_a_round_catches_up_for_at_most_catch_up_seconds() -> None:
