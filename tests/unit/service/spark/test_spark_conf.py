@@ -10,6 +10,7 @@ import pytest
 from commit_service.config import CatalogType, IcebergCatalog, S3Settings, ServiceConfig, SparkSettings
 from commit_service.errors import SparkSetupError
 from commit_service.spark.session import (
+    GC_OPTIONS,
     JIT_OPTIONS,
     UI_PLUGIN,
     driver_environment,
@@ -146,14 +147,25 @@ def test_a_user_s_java_options_follow_lakegate_s(jars_dir: Path, tmp_path: Path)
         SparkSettings(jars_dir=jars_dir, local_dir=tmp_path, conf={"spark.driver.extraJavaOptions": mine})
     )
     options = conf["spark.driver.extraJavaOptions"].split()
-    assert options == [JIT_OPTIONS, f"-Dderby.system.home={tmp_path / 'derby'}", *mine.split()]
+    assert options == [JIT_OPTIONS, GC_OPTIONS, f"-Dderby.system.home={tmp_path / 'derby'}", *mine.split()]
 
 
 def test_the_driver_compiles_only_what_runs_hot(jars_dir: Path) -> None:
     """Lukewarm code stays interpreted (45% of a steady service's CPU was compiling it): the JIT's
     counts are raised on the driver's command line, with or without a local folder."""
     options = spark_conf(SparkSettings(jars_dir=jars_dir))["spark.driver.extraJavaOptions"]
-    assert options.split() == ["-XX:CompileThresholdScaling=10"]
+    assert "-XX:CompileThresholdScaling=10" in options.split()
+
+
+def test_the_driver_collects_garbage_with_the_throughput_collector_unless_the_user_says_otherwise(
+    jars_dir: Path,
+) -> None:
+    """A round's records die young: the parallel collector, not G1's concurrent threads (a fifth of
+    an upsert round's CPU); a user's own collector flag comes last, and the JVM takes the last."""
+    options = spark_conf(SparkSettings(jars_dir=jars_dir))["spark.driver.extraJavaOptions"].split()
+    assert options == ["-XX:CompileThresholdScaling=10", "-XX:+UseParallelGC"]
+    mine = spark_conf(SparkSettings(jars_dir=jars_dir, conf={"spark.driver.extraJavaOptions": "-XX:+UseG1GC"}))
+    assert mine["spark.driver.extraJavaOptions"].split()[-1] == "-XX:+UseG1GC"
 
 
 def test_a_log_store_build_without_the_file_system_says_what_to_run(jars_dir: Path) -> None:
