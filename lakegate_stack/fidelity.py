@@ -159,6 +159,21 @@ def partition_specs(draw: Any, mode: str, pool: dict[str, Any], fields_of: dict[
     return tuple(spec)
 
 
+def late_typed_partition() -> Case:
+    """An append table partitioned by ``bucket(3, b)`` whose first round's JSON lines hold ``b``
+    null in every record (no type yet: the round waits) and whose second round types it (both
+    commit together). Drawn by :func:`cases` now and then; pinned as an explicit example."""
+    rounds = []
+    for start, b in ((0, None), (2, 7)):
+        envelopes = tuple(
+            {"key": None, "value": {"b": b, "a": f"x{i}", "rid": f"t0-0-{start + i}"}, "offset": start + i}
+            for i in range(2)
+        )
+        types = (("a", "string"), ("b", "long"))
+        rounds.append([SinkFile("t0", 0, start, envelopes, FileFormat.JSONL, False, types)])
+    return Case("append", rounds, ("bucket(4, rid)", "bucket(3, b)"))
+
+
 def _record(
     mode: str, topic: str, partition: int, offset: int, row: dict[str, Any], draw: Any, live: dict[int, Any]
 ) -> dict[str, Any]:
@@ -306,6 +321,12 @@ def model(case: Case) -> dict[Any, dict[str, Any]]:
             else:
                 out[v["after"]["k"]] = v["after"]
     return out
+
+
+def untyped(case: Case, columns: list[str]) -> list[str]:
+    """The ``columns`` no row the table must hold gives a value (so no round may have typed them)."""
+    rows = model(case).values()
+    return [c for c in columns if all(r.get(c) is None for r in rows)]
 
 
 def same(expected: Any, got: Any) -> bool:

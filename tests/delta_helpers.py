@@ -1,5 +1,6 @@
-"""Helpers of the Delta integration tests: one commit round on a committer, a checkpoint written
-the way the service writes it, delta-rs S3 options."""
+"""Helpers of the committer integration tests: one commit round on a committer, rounds committed
+as the coordinator retries them, a checkpoint written the way the service writes it, delta-rs S3
+options."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
+from commit_service.errors import TableLayoutError
 from commit_service.ports import Committer
 from commit_service.spark.thread_priority import jvm_peer_thread_id
 from lakegate_core.status import CommitRecord, MaintenanceRecord
@@ -25,6 +27,24 @@ def commit_all(committer: Committer, state: TableState, files: list[PendingFile]
     record = committer.commit(plan)
     state.committed_plan(plan, record.version, now=0)
     return record
+
+
+def commit_rounds(committer: Committer, state: TableState, rounds: list[list[PendingFile]]) -> bool:
+    """Commit each round in turn; whether any made the table. A round refused because no record
+    yet typed a partition's source column (tombstones alone, or the column null in every record,
+    in a format without schemas) leaves the table to wait for a record that types it: its files
+    stay buffered in ``state`` and go with the next round, as the coordinator's retry takes them
+    (docs/design.md, "What is not built yet"). Any other refusal, or one after the table was
+    made, is raised."""
+    created = False
+    for files in rounds:
+        try:
+            commit_all(committer, state, files)
+            created = True
+        except TableLayoutError as exc:
+            if created or "which the table's files do not have" not in str(exc):
+                raise
+    return created
 
 
 def checkpoint_in_thread(spark: Any, committer: DeltaCommitter) -> tuple[MaintenanceRecord, int]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from deltalake import DeltaTable
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from commit_service.config import S3Settings
 from commit_service.delta.committer import DeltaCommitter
@@ -25,14 +25,13 @@ from commit_service.domain.partitioning import parse_spec
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
 from commit_service.domain.upsert import Cdc, UpsertSpec
-from commit_service.errors import TableLayoutError
 from commit_service.storage.reader import StorageReader
 from lakegate_core.protocol import DataFile
 from lakegate_stack import fidelity
 from lakegate_stack import s3 as s3mod
 from lakegate_stack.delta_read import live_rows
 from lakegate_stack.s3 import S3Server
-from tests.delta_helpers import commit_all, delta_rs_options
+from tests.delta_helpers import commit_rounds, delta_rs_options
 
 EXAMPLES = int(os.environ.get("LAKEGATE_FIDELITY_EXAMPLES", "32"))
 SPECS = {
@@ -60,22 +59,12 @@ def _run_case(spark: Any, storage: StorageReader, table: str, put: Put, case: fi
     partitioning = DeltaPartitioning(spec)
     committer = DeltaCommitter(spark, "t", table, storage, upsert=SPECS[case.mode], partitioning=partitioning)
     state = TableState("t")
-    created = False
-    for n, files in enumerate(case.rounds):
-        try:
-            commit_all(committer, state, [PendingFile(put(f), f"m-{n}-{i}", "sc") for i, f in enumerate(files)])
-            created = True
-        except TableLayoutError as exc:
-            # the first rounds give a partition column no type (tombstones alone, or the column
-            # null in every record): the table waits for a record that types it, its files
-            # buffered and taken with the next round, as the coordinator's retry takes them
-            # (docs/design.md, "What is not built yet")
-            if created or "which the table's files do not have" not in str(exc):
-                raise
+    rounds = [
+        [PendingFile(put(f), f"m-{n}-{i}", "sc") for i, f in enumerate(files)] for n, files in enumerate(case.rounds)
+    ]
+    created = commit_rounds(committer, state, rounds)
     if not created:  # no record ever typed some partition column: nothing lost, all still buffered
-        rows = fidelity.model(case).values()
-        untyped = [f.column for f in spec if all(r.get(f.column) is None for r in rows)]
-        assert untyped, f"rows to hold, but no round made the table: {case.describe()}"
+        assert fidelity.untyped(case, [f.column for f in spec]), f"rows to hold, but no table: {case.describe()}"
         return []
     spark_rows = [
         r.asDict(recursive=True) for r in spark.read.format("delta").load(table.replace("s3://", "s3a://")).collect()
@@ -86,6 +75,7 @@ def _run_case(spark: Any, storage: StorageReader, table: str, put: Put, case: fi
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=SLOW)
 @given(case=fidelity.cases())
+@example(case=fidelity.late_typed_partition())
 def test_every_field_of_every_record_comes_back(
     spark: Any, tmp_path_factory: pytest.TempPathFactory, case: fidelity.Case
 ) -> None:
