@@ -281,8 +281,7 @@ class TableCoordinator:
         the file the failures condemn."""
         with self._lock:
             self._state.cadence.ended()
-        if isinstance(exc, OffsetsMovedError):
-            with self._lock:
+            if isinstance(exc, OffsetsMovedError):
                 self._epochs.learn(exc.offsets)
                 self._state.recovered(exc.offsets, exc.version)
         decision = self._failures.failed(exc, plan, self.clock())
