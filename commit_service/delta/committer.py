@@ -32,6 +32,7 @@ from commit_service.config import Placement
 from commit_service.delta.append import AppendWriter
 from commit_service.delta.jvm_actions import ActionBuilder, ActionKind
 from commit_service.delta.jvm_handles import JvmHandles
+from commit_service.delta.key_ranges import KeyRangeLog
 from commit_service.delta.ledger import DeltaLedger
 from commit_service.delta.log import LogReadError, read_log
 from commit_service.delta.maintenance import DeltaMaintainer
@@ -127,7 +128,11 @@ class DeltaCommitter:
             partitioning=partitioning,
         )
         self._upsert = (
-            UpsertWriter(spark, self.location, upsert, type_widening, partitioning) if upsert is not None else None
+            UpsertWriter(
+                spark, self.location, upsert, type_widening, partitioning, KeyRangeLog(storage, self.root, upsert.key)
+            )
+            if upsert is not None
+            else None
         )
         self._round = RoundCommit(
             table, self, storage, self.facts, unwrap=unwrap, offset_check=offset_check, root=self.root, clock=clock

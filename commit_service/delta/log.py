@@ -70,36 +70,57 @@ def commit_txns(text: str) -> dict[str, int]:
     return out
 
 
+@dataclass(frozen=True)
+class LogSegment:
+    """The objects a table's state at ``version`` is read from: the newest complete checkpoint at or
+    below it (its parts' URIs; empty: none) and the JSON commits after it, in order."""
+
+    version: int  # -1: no table
+    checkpoint: tuple[str, ...]
+    commits: tuple[str, ...]
+
+
+def commit_uri(table_root: str, version: int) -> str:
+    """The URI of the table's JSON commit of ``version``."""
+    return f"{table_root}{LOG_FOLDER}/{version:020d}.json"
+
+
+def log_segment(storage: StorageReader, table_root: str, version: int | None = None) -> LogSegment:
+    """The :class:`LogSegment` of the table under ``table_root`` (a canonical prefix ending in
+    ``/``) at its latest version or at ``version``; raises :class:`LogReadError` when a commit after
+    the checkpoint is missing (listing the log is the only storage call)."""
+    uris = storage.list_own(f"{table_root}{LOG_FOLDER}")
+    names = {uri.rsplit("/", 1)[1]: uri for uri in uris}
+    found = [int(m[1]) for name in names if (m := _COMMIT.match(name))]
+    commits = sorted(v for v in found if version is None or v <= version)
+    if not commits:
+        if any(_CHECKPOINT.match(n) for n in names):
+            raise LogReadError("a checkpoint but no commit file")
+        return LogSegment(-1, (), ())
+    latest = commits[-1]
+    checkpoint = latest_checkpoint(names, latest)
+    first = checkpoint[0] + 1 if checkpoint is not None else 0
+    missing = set(range(first, latest + 1)) - set(commits)
+    if missing:
+        raise LogReadError(f"commit files missing after the checkpoint: {sorted(missing)[:5]}")
+    parts = tuple(names[n] for n in checkpoint[1]) if checkpoint is not None else ()
+    return LogSegment(latest, parts, tuple(names[f"{v:020d}.json"] for v in range(first, latest + 1)))
+
+
 def read_log(storage: StorageReader, table_root: str, version: int | None = None) -> LogState:
     """The table's :class:`LogState` from its log under ``table_root`` (a canonical prefix ending in
     ``/``), at its latest version or at ``version`` (what a transaction read)."""
-    folder = f"{table_root}{LOG_FOLDER}"
     try:
-        uris = storage.list_own(folder)
-        names = {uri.rsplit("/", 1)[1]: uri for uri in uris}
-        found = [int(m[1]) for name in names if (m := _COMMIT.match(name))]
-        commits = sorted(v for v in found if version is None or v <= version)
-        if not commits:
-            if any(_CHECKPOINT.match(n) for n in names):
-                raise LogReadError("a checkpoint but no commit file")
-            return LogState(-1, {})
-        latest = commits[-1]
+        segment = log_segment(storage, table_root, version)
         txns: dict[str, int] = {}
-        checkpoint = latest_checkpoint(names, latest)
-        first = 0
-        if checkpoint is not None:
-            first = checkpoint[0] + 1
-            for name in checkpoint[1]:
-                for row in storage.read_own_column(names[name], "txn"):
-                    if row is not None:
-                        txns[str(row["appId"])] = int(row["version"])
-        missing = set(range(first, latest + 1)) - set(commits)
-        if missing:
-            raise LogReadError(f"commit files missing after the checkpoint: {sorted(missing)[:5]}")
-        for version in range(first, latest + 1):
-            txns.update(commit_txns(storage.read_own(names[f"{version:020d}.json"]).decode("utf-8")))
+        for part in segment.checkpoint:
+            for row in storage.read_own_column(part, "txn"):
+                if row is not None:
+                    txns[str(row["appId"])] = int(row["version"])
+        for uri in segment.commits:
+            txns.update(commit_txns(storage.read_own(uri).decode("utf-8")))
     except LogReadError:
         raise
     except Exception as exc:  # storage, Parquet or JSON trouble: the caller falls back to Delta
         raise LogReadError(f"{type(exc).__name__}: {exc}") from exc
-    return LogState(latest, txns)
+    return LogState(segment.version, txns)

@@ -29,9 +29,12 @@ new row written where its new values put it.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from commit_service.delta.key_ranges import KeyRangeLog
+from commit_service.delta.log import LogReadError
 from commit_service.delta.partitions import UNPARTITIONED, DeltaPartitioning
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.round_schema import Widening
@@ -42,6 +45,8 @@ from commit_service.round.partitions import check_round_columns, column_types
 from commit_service.round.upsert_round import RoundChanges
 from commit_service.spark.jvm_classes import java_class
 from commit_service.storage.facts import FileFacts
+
+logger = logging.getLogger(__name__)
 
 FILE_COLUMN = "__lakegate_file"
 ROW_COLUMN = "__lakegate_row_index"
@@ -82,10 +87,12 @@ class UpsertWriter:
         spec: UpsertSpec,
         type_widening: bool = False,
         partitioning: DeltaPartitioning = UNPARTITIONED,
+        key_ranges: KeyRangeLog | None = None,
     ) -> None:
         self.spark = spark
         self.location = location
         self.spec = spec
+        self.key_ranges = key_ranges
         self.type_widening = type_widening
         self.partitioning = partitioning
         self._jvm = spark._jvm
@@ -128,6 +135,11 @@ class UpsertWriter:
             candidates = txn.filterFiles()  # the transaction read every file: a writer changing one conflicts
         else:  # read, and registered as read: a writer adding or changing a file they match conflicts
             seq = java_class(self._jvm, "scala.jdk.javaapi.CollectionConverters").asScala(filters).toList()
+            if bounded is not None and self._none_hold(txn, read_version, changes.limits):
+                # what filterFiles registers when it finds no file, without its Spark jobs:
+                # (filters, partitionOnly, shouldRewriteFilter) as filterFiles passes them
+                txn.trackReadPredicates(seq, False, True)
+                return [self._write(txn, changes.rows, 1)]
             candidates = txn.filterFiles(seq, False)  # (filters, keepNumRecords): the one-argument form takes files
         if candidates.isEmpty():  # no file can hold a changed key: nothing to mark or rewrite
             return [self._write(txn, changes.rows, 1)]
@@ -141,6 +153,18 @@ class UpsertWriter:
         else:
             applied, rows, touched = self._rewrite(txn, table, whole, changes.keys, changes.rows)
         return [applied, self._write(txn, rows, max(1, touched))]
+
+    def _none_hold(self, txn: Any, read_version: int, limits: Mapping[str, tuple[Any, Any]]) -> bool:
+        """Whether the table's log shows that no file at ``read_version`` can hold a key within
+        ``limits`` (False when it cannot tell: Delta is asked)."""
+        if self.key_ranges is None or not limits:
+            return False
+        try:
+            ranges = self.key_ranges.at(read_version, str(txn.metadata().id()))
+        except LogReadError as exc:
+            logger.info("%s: the key ranges from the log: %s; Delta filters the files", self.location, exc)
+            return False
+        return not ranges.may_hold(limits)
 
     def _write(self, txn: Any, rows: Any, files: int) -> Any:
         """The AddFiles of ``rows`` written by the transaction, in at most ``files`` files (the

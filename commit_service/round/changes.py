@@ -11,7 +11,7 @@ changes older than the row the table holds.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 from commit_service.domain.content import KAFKA_COLUMNS
 from commit_service.domain.upsert import DEBEZIUM_UPSERTS, DELETE, ORDER, TABLE_ORDER, Cdc, ChangeError, UpsertSpec
@@ -231,7 +231,15 @@ def key_measures(schema: Any, key: tuple[str, ...]) -> list[Any]:
     return [F.count(F.lit(1)).alias("n"), *bounds]
 
 
-def key_range(measured: dict[str, Any], schema: Any, key: tuple[str, ...]) -> tuple[int, Any | None]:
+class KeyRange(NamedTuple):
+    """What :func:`key_range` measures of a round's kept changes."""
+
+    kept: int  # how many changes the round keeps
+    condition: Any | None  # Column every table row of one of their keys meets (None: nothing bounds them)
+    limits: dict[str, tuple[Any, Any]]  # key column -> (least, greatest) as Python values (the same bounds)
+
+
+def key_range(measured: dict[str, Any], schema: Any, key: tuple[str, ...]) -> KeyRange:
     """How many changes a round keeps, and a condition every table row of one of their keys meets
     (a Column; None: nothing bounds them), from :func:`key_measures` of those changes (of Spark
     ``schema``): each key column of an ordered type (integers, dates, decimals) between the
@@ -240,18 +248,21 @@ def key_range(measured: dict[str, Any], schema: Any, key: tuple[str, ...]) -> tu
     keys outside the range is never read: a round of new keys above the table's (an identity, a
     sequence) reads no file at all. Text keys are not bounded: most are random (UUIDs), their
     range is the whole table's, and filtering by it cost a Delta round on S3 about 0.5 s for
-    nothing; nor timestamps and floating point keys (a literal's time zone, NaN)."""
+    nothing; nor timestamps and floating point keys (a literal's time zone, NaN). The same bounds
+    as Python values are :attr:`KeyRange.limits` (a Delta table's files are matched against them
+    from its log, :mod:`commit_service.delta.key_ranges`)."""
     from pyspark.sql import functions as F
 
     ordered = _ordered(schema, key)
+    limits = {
+        k: (measured[f"lo{i}"], measured[f"hi{i}"]) for i, k in enumerate(ordered) if measured[f"lo{i}"] is not None
+    }
     conditions = [
-        F.col(f"`{k}`").between(
-            F.lit(measured[f"lo{i}"]).cast(schema[k].dataType), F.lit(measured[f"hi{i}"]).cast(schema[k].dataType)
-        )
-        for i, k in enumerate(ordered)
-        if measured[f"lo{i}"] is not None
+        F.col(f"`{k}`").between(F.lit(lo).cast(schema[k].dataType), F.lit(hi).cast(schema[k].dataType))
+        for k, (lo, hi) in limits.items()
     ]
-    return int(measured["n"]), functools.reduce(lambda a, b: a & b, conditions) if conditions else None
+    condition = functools.reduce(lambda a, b: a & b, conditions) if conditions else None
+    return KeyRange(int(measured["n"]), condition, limits)
 
 
 def _ordered(schema: Any, key: tuple[str, ...]) -> list[str]:

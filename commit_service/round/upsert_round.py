@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from commit_service.domain import round_guard
@@ -67,6 +67,7 @@ class UpsertChanges:
     widened: tuple[Widening, ...]  # the table columns this round widens (Delta's type widening)
     scope: str | None = None  # Spark SQL: the table's partitions the changed keys can be in (None: all)
     bounds: Any | None = None  # Column: the changed keys' range (changes.key_range; None: unbounded)
+    limits: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)  # the same range as Python values
 
 
 class RoundChanges:
@@ -114,9 +115,10 @@ class RoundChanges:
         if table is not None and narrowed is not None:
             logger.info("%s: the merge reads the partitions where %s", self.location, narrowed[1])
             table = table.where(narrowed[0])
-        bounds = None
+        bounds: Any | None = None
+        limits: dict[str, tuple[Any, Any]] = {}
         if table is not None:
-            counted, bounds = changes_of.key_range(kept.values(), changed.schema, self.spec.key)
+            counted, bounds, limits = changes_of.key_range(kept.values(), changed.schema, self.spec.key)
             if bounds is not None:  # the table's rows of the changed keys lie in their range
                 table = table.where(bounds)
             # few enough keys are broadcast to each task scanning the table: the table is never shuffled
@@ -153,7 +155,7 @@ class RoundChanges:
             if small:
                 keys = F.broadcast(keys)
         scoped = narrowed[0] if narrowed is not None else None
-        return UpsertChanges(rows, keys, schema, tuple(widened), scoped, bounds)
+        return UpsertChanges(rows, keys, schema, tuple(widened), scoped, bounds, limits)
 
     def _changes(
         self,

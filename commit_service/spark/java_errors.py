@@ -44,6 +44,10 @@ ICEBERG_VALIDATION = frozenset({"org.apache.iceberg.exceptions.ValidationExcepti
 # The catalog holds no table of that name (asked by loading it: one request, where asking first
 # whether it exists was two).
 ICEBERG_NO_TABLE = frozenset({"org.apache.iceberg.exceptions.NoSuchTableException"})
+# delta-spark's Python package, once imported (``delta.tables``), turns Delta's conflict exceptions
+# into Python classes of its own (``delta.exceptions.captured``) that carry no Java throwable; every
+# class of this module among their bases is a concurrent commit.
+DELTA_PYTHON_CONFLICTS = "delta.exceptions.base"
 MAX_CAUSES = 8
 MAX_SUMMARY = 300
 
@@ -83,6 +87,8 @@ def classify(exc: BaseException) -> Failure:
     """What kind of failure ``exc`` is (see :class:`Failure`)."""
     if isinstance(exc, Py4JNetworkError):
         return Failure.UNAVAILABLE  # the JVM did not answer
+    if any(c.__module__ == DELTA_PYTHON_CONFLICTS for c in type(exc).__mro__):
+        return Failure.CONCURRENT
     throwable = java_exception(exc)
     if throwable is None:
         return Failure.UNEXPECTED

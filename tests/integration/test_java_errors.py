@@ -35,4 +35,9 @@ def test_classes_not_messages_decide(spark: Any) -> None:
     nested = jvm.org.apache.spark.SparkException("Job aborted", jvm.java.io.IOException("task could not read"))
     assert classify(wrapped(nested)) is Failure.DELTA  # a task's I/O error is the plan's, not an outage
     assert classify(KeyError("x")) is Failure.UNEXPECTED
+    # delta-spark's Python conversion of a conflict (active once delta.tables is imported) holds no
+    # Java throwable; its class still says what it is
+    from delta.exceptions.base import ConcurrentAppendException
+
+    assert classify(ConcurrentAppendException("a concurrent MERGE added data")) is Failure.CONCURRENT
     assert "\n" not in java_summary(wrapped(nested)) and "at org." not in java_summary(wrapped(nested))

@@ -353,6 +353,49 @@ def test_a_round_reads_only_the_files_its_keys_range_can_be_in(
     t.assert_offsets("users", landing)
 
 
+def test_a_round_the_log_finds_no_file_for_still_conflicts_with_a_writer_adding_its_keys(
+    upsert_table: Callable[..., UpsertTable], spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Delta round whose keys no file's statistics hold (read from the log,
+    commit_service.delta.key_ranges) skips Delta's file filtering but registers its read
+    predicates as that filtering does: another writer's MERGE adding one of the round's keys while
+    the round writes makes the round's commit conflict, and the round planned again finds that
+    file and marks the row deleted. Every key holds the round's value once."""
+    t = upsert_table("delta", UpsertSpec(("id",), delete_on_tombstone=True))
+    landing, state = Landing(tmp_path, "users"), TableState(t.name)
+    seed, sent = landing.write(0, [({"id": k}, {"id": k, "name": "seed"}) for k in range(6)], FileFormat.JSONL)
+    commit_all(t.committer, state, [seed])
+    fast: list[bool] = []
+    none_hold, write = UpsertWriter._none_hold, UpsertWriter._write
+
+    def spy(self: Any, *args: Any) -> bool:
+        fast.append(none_hold(self, *args))
+        return fast[-1]
+
+    def write_beside_a_merge(self: Any, txn: Any, rows: Any, files: int) -> Any:
+        written = write(self, txn, rows, files)
+        if len(fast) == 1:  # the first attempt: another writer inserts key 11 first
+            spark.sql(
+                f"MERGE INTO delta.`{tmp_path / 't'}` t USING (SELECT 11L AS id, 'other' AS name) s ON t.id = s.id"
+                " WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id, s.name)"
+            )
+        return written
+
+    monkeypatch.setattr(UpsertWriter, "_none_hold", spy)
+    monkeypatch.setattr(UpsertWriter, "_write", write_beside_a_merge)
+    update, envelopes = landing.write(
+        0, [({"id": k}, {"id": k, "name": "new"}) for k in (10, 11, 12)], FileFormat.JSONL
+    )
+    sent += envelopes
+    with pytest.raises(OffsetsMovedError):
+        commit_all(t.committer, state, [update])
+    assert fast == [True], "the log's key ranges did not find the table's files outside the round's keys"
+    commit_all(t.committer, state, [])  # planned again, as the coordinator does after a concurrent commit
+    assert fast == [True, False], "the round planned again did not see the other writer's file of key 11"
+    t.assert_model(upsert_model(sent, tombstones_delete=True), "after the other writer's merge")
+    t.assert_offsets("users", landing)
+
+
 @pytest.mark.parametrize("table_format", ["delta", "iceberg"])
 def test_records_without_the_key_are_refused_naming_the_file(
     upsert_table: Callable[..., UpsertTable], tmp_path: Path, table_format: str
