@@ -140,11 +140,11 @@ class KeyRangeLog:
         if not segment.checkpoint:
             return state
         for part in segment.checkpoint:
-            for add in self.storage.read_own_column(part, "add"):
-                if add is not None:
+            for add in self.storage.read_own_fields(part, ("add.path", "add.stats")):
+                if add["path"] is not None:  # a row of another action
                     state.add(add)
-            for meta in self.storage.read_own_column(part, "metaData"):
-                if meta is not None:
+            for meta in self.storage.read_own_fields(part, ("metaData.id",)):
+                if meta["id"] is not None:
                     state.table_id = str(meta["id"])
         state.version = segment.version - len(segment.commits)
         return state

@@ -12,7 +12,7 @@ import os
 import shutil
 import stat
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
@@ -291,6 +291,16 @@ class StorageReader:
         fs, path = self._resolve(uri, source=False)
         try:
             return pq.read_table(path, columns=[column], filesystem=fs).column(column).to_pylist()
+        except OSError as exc:
+            raise DataFileUnavailableError(uri, f"cannot read: {exc}") from exc
+
+    def read_own_fields(self, uri: str, fields: Sequence[str]) -> list[dict[str, Any]]:
+        """Fields of one struct column of a Parquet object of the service's own (a Delta
+        checkpoint's ``add.path`` and ``add.stats``), each row as {field's last name: value}: only
+        those fields' pages are read, never the struct's others (its map of partition values)."""
+        fs, path = self._resolve(uri, source=False)
+        try:
+            return pq.read_table(path, columns=list(fields), filesystem=fs).to_pylist()
         except OSError as exc:
             raise DataFileUnavailableError(uri, f"cannot read: {exc}") from exc
 

@@ -25,6 +25,7 @@ import pytest
 from deltalake import DeltaTable
 
 from commit_service.delta.committer import DeltaCommitter
+from commit_service.delta.key_ranges import KeyRangeLog
 from commit_service.delta.txn import app_id
 from commit_service.delta.upsert import UpsertWriter
 from commit_service.domain.maintenance import MaintenancePolicy
@@ -394,6 +395,15 @@ def test_a_round_the_log_finds_no_file_for_still_conflicts_with_a_writer_adding_
     assert fast == [True, False], "the round planned again did not see the other writer's file of key 11"
     t.assert_model(upsert_model(sent, tombstones_delete=True), "after the other writer's merge")
     t.assert_offsets("users", landing)
+    # the same files and key ranges from the JSON commits and from Delta's own checkpoint of them
+    committer, version = t.committer, t.version()
+    table_id = DeltaTable(str(tmp_path / "t")).metadata().id
+    from_commits = KeyRangeLog(committer.storage, committer.root, ("id",)).at(version, table_id)
+    committer.checkpoint()  # of the snapshot Delta holds: the reader takes it and the commits after it
+    assert list((tmp_path / "t" / "_delta_log").glob("*.checkpoint.parquet"))
+    from_checkpoint = KeyRangeLog(committer.storage, committer.root, ("id",)).at(version, table_id)
+    assert from_checkpoint.files == from_commits.files and len(from_commits.files) >= 3
+    assert not from_checkpoint.may_hold({"id": (13, 99)}) and from_checkpoint.may_hold({"id": (11, 11)})
 
 
 @pytest.mark.parametrize("table_format", ["delta", "iceberg"])
