@@ -174,6 +174,23 @@ def late_typed_partition() -> Case:
     return Case("append", rounds, ("bucket(4, rid)", "bucket(3, b)"))
 
 
+def nul_partition_value() -> Case:
+    """An append table partitioned by ``truncate(2, a)`` of a string: a first round of plain
+    values, then a file (JSON lines: its rows rewritten by Spark) whose second record's ``a``
+    begins with NUL (U+0000). A Delta table refuses that file, naming it (Spark would write the
+    partition's value raw into a path no file system or S3 listing can hold); an Iceberg table
+    escapes it in its paths and keeps it. Drawn by :func:`cases` now and then (its texts may hold
+    NUL); pinned as an explicit example."""
+    rounds = []
+    for start, a in ((0, "ok"), (2, "\x00x")):
+        envelopes = tuple(
+            {"key": None, "value": {"a": a if i else "ok", "rid": f"t0-0-{start + i}"}, "offset": start + i}
+            for i in range(2)
+        )
+        rounds.append([SinkFile("t0", 0, start, envelopes, FileFormat.JSONL, False, (("a", "string"),))])
+    return Case("append", rounds, ("truncate(2, a)",))
+
+
 def _record(
     mode: str, topic: str, partition: int, offset: int, row: dict[str, Any], draw: Any, live: dict[int, Any]
 ) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 from commit_service.delta.committer import DeltaCommitter
 from commit_service.domain.plan import PendingFile
 from commit_service.domain.state import TableState
-from commit_service.errors import TableLayoutError
+from commit_service.errors import DataFileError, TableLayoutError
 from commit_service.ports import Committer
 from commit_service.spark.thread_priority import jvm_peer_thread_id
 from lakegate_core.status import CommitRecord, MaintenanceRecord
@@ -29,22 +29,30 @@ def commit_all(committer: Committer, state: TableState, files: list[PendingFile]
     return record
 
 
-def commit_rounds(committer: Committer, state: TableState, rounds: list[list[PendingFile]]) -> bool:
-    """Commit each round in turn; whether any made the table. A round refused because no record
-    yet typed a partition's source column (tombstones alone, or the column null in every record,
-    in a format without schemas) leaves the table to wait for a record that types it: its files
-    stay buffered in ``state`` and go with the next round, as the coordinator's retry takes them
-    (docs/design.md, "What is not built yet"). Any other refusal, or one after the table was
-    made, is raised."""
-    created = False
-    for files in rounds:
+def commit_rounds(
+    committer: Committer, state: TableState, rounds: list[list[PendingFile]], refused: list[DataFileError] | None = None
+) -> int:
+    """Commit each round in turn; how many of them landed, counted to the last that made a commit
+    (0: none made the table). A round refused because no record yet typed a partition's source
+    column (tombstones alone, or the column null in every record, in a format without schemas)
+    leaves the table to wait for a record that types it: its files stay buffered in ``state`` and
+    go with the next round, as the coordinator's retry takes them (docs/design.md, "What is not
+    built yet"). With ``refused`` given, a file refused (:class:`DataFileError`) is put there and
+    ends the rounds. Any other refusal, or one after the table was made, is raised."""
+    landed = 0
+    for n, files in enumerate(rounds):
         try:
             commit_all(committer, state, files)
-            created = True
+            landed = n + 1
         except TableLayoutError as exc:
-            if created or "which the table's files do not have" not in str(exc):
+            if landed or "which the table's files do not have" not in str(exc):
                 raise
-    return created
+        except DataFileError as exc:
+            if refused is None:
+                raise
+            refused.append(exc)
+            break
+    return landed
 
 
 def checkpoint_in_thread(spark: Any, committer: DeltaCommitter) -> tuple[MaintenanceRecord, int]:

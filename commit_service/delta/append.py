@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from commit_service.config import Placement
+from commit_service.delta import path_guard
 from commit_service.delta.jvm_actions import ActionBuilder, ActionKind
 from commit_service.delta.jvm_handles import JvmHandles
 from commit_service.delta.partitions import UNPARTITIONED, DeltaPartitioning
@@ -98,7 +99,7 @@ class AppendWriter:
         split = 0
         for p in files:  # one pass: a membership test per file made 10,000-file rounds quadratic
             addable = self._adds_in_place(p, reader, facts[p.file.path], target, fitting)
-            values = self._partition_values(facts[p.file.path], types) if addable else None
+            values = self._partition_values(p.file.path, facts[p.file.path], types) if addable else None
             if values is None:
                 rewritten.append(p)
                 split += addable
@@ -115,7 +116,14 @@ class AppendWriter:
         round_guard.check(self.table, in_place_sources, 0, target)
         if rewritten:
             frame = reader.frame(rewritten, facts, target)
-            new_adds = txn.writeFiles(frame._jdf)
+            try:
+                new_adds = txn.writeFiles(path_guard.guarded(frame, self.partitioning)._jdf)
+            except Exception as exc:  # py4j surfaces the write's failure as Py4JJavaError
+                if path_guard.tripped(exc):
+                    raise path_guard.culprit(
+                        rewritten, lambda p: reader.frame([p], facts, target), self.partitioning
+                    ) from None
+                raise
             sources = [
                 round_guard.Source(p.file.path, reader.rows(p, facts[p.file.path]), shapes[p.file.path])
                 for p in rewritten
@@ -137,13 +145,17 @@ class AppendWriter:
         check_partitionable(self.table, self.partitioning.fields, files, shapes, types)
         return types
 
-    def _partition_values(self, facts: FileFacts, types: dict[str, str]) -> dict[str, str | None] | None:
-        """The ``partitionValues`` a Parquet file that may be added in place is committed with, or
-        None when its rows may lie in more than one partition (it is then rewritten: split)."""
+    def _partition_values(self, path: str, facts: FileFacts, types: dict[str, str]) -> dict[str, str | None] | None:
+        """The ``partitionValues`` a Parquet file (at ``path``) that may be added in place is
+        committed with, or None when its rows may lie in more than one partition (it is then
+        rewritten: split); a value Delta cannot hold refuses the file (:mod:`.path_guard`)."""
         if not self.partitioning.fields:
             return {}
         pins = pins_of(self.partitioning.fields, facts, types)
-        return None if pins is None else self.partitioning.values(pins)
+        values = None if pins is None else self.partitioning.values(pins)
+        if values is not None:
+            path_guard.check_values(path, values)
+        return values
 
     def _adds_in_place(
         self,

@@ -100,6 +100,17 @@ class DeltaPartitioning:
                 out.append(KeyPartition(f"`{f.name}`", _expression(f, types[f.column])[0]))
         return out
 
+    def text_values(self, types: Mapping[str, str]) -> list[tuple[PartitionField, str]]:
+        """The partitions whose value is text (a string column's identity or truncation, by the
+        round's Spark ``types``), each with the SQL expression of its value: what Spark writes
+        into the path of a file it puts in that partition."""
+        out = []
+        for f in self.fields:
+            if types.get(f.column) != "string" or f.transform not in (Transform.IDENTITY, Transform.TRUNCATE):
+                continue
+            out.append((f, f"`{f.column}`" if f.transform is Transform.IDENTITY else _expression(f, "string")[0]))
+        return out
+
     def data_problem(self, schema: dict[str, Any]) -> str | None:
         """Why a table of ``schema`` cannot be written (every column an identity partition column:
         Delta stores those in no file and needs one that is), or None."""

@@ -33,6 +33,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from commit_service.delta import path_guard
 from commit_service.delta.key_ranges import KeyRangeLog
 from commit_service.delta.log import LogReadError
 from commit_service.delta.partitions import UNPARTITIONED, DeltaPartitioning
@@ -110,8 +111,30 @@ class UpsertWriter:
         """The round's actions as Java lists: the changes to existing files (re-added with deletion
         vectors, or removed), then the written rows' AddFiles. ``set_schema`` puts the table's new
         schema into ``txn`` before any file is written (``txn.writeFiles`` collects statistics by
-        the transaction's schema)."""
+        the transaction's schema). A row whose text partition value would hold NUL refuses the
+        file holding it (:mod:`.path_guard`)."""
         table_schema = json.loads(txn.metadata().schemaString()) if read_version >= 0 else None
+        try:
+            return self._round(txn, files, reader, facts, read_version, table_schema, set_schema)
+        except Exception as exc:  # py4j surfaces the write's failure as Py4JJavaError
+            if not path_guard.tripped(exc):
+                raise
+
+            def alone(p: PendingFile) -> Any:  # one file's rows, as the round would write them
+                return self._changes.read([p], reader, facts, table_schema, None).rows
+
+            raise path_guard.culprit(files, alone, self.partitioning) from None
+
+    def _round(
+        self,
+        txn: Any,
+        files: Sequence[PendingFile],
+        reader: FrameReader,
+        facts: Mapping[str, FileFacts],
+        read_version: int,
+        table_schema: dict[str, Any] | None,
+        set_schema: Callable[[dict[str, Any], Sequence[Widening]], None],
+    ) -> list[Any]:
         table = None
         if read_version >= 0:
             table = self.spark.read.format("delta").option("versionAsOf", read_version).load(self.location)
@@ -169,7 +192,7 @@ class UpsertWriter:
     def _write(self, txn: Any, rows: Any, files: int) -> Any:
         """The AddFiles of ``rows`` written by the transaction, in at most ``files`` files (the
         generated partition columns computed by Delta, in the partitions they name)."""
-        rows = rows.drop(*self.partitioning.generated_names).coalesce(files)
+        rows = path_guard.guarded(rows.drop(*self.partitioning.generated_names), self.partitioning).coalesce(files)
         written = java_class(self._jvm, "scala.jdk.javaapi.CollectionConverters").asJava(txn.writeFiles(rows._jdf))
         crash_point(MID_MERGE)
         return written

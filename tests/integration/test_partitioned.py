@@ -22,7 +22,8 @@ from deltalake import DeltaTable
 
 from commit_service.domain.maintenance import MaintenancePolicy
 from commit_service.domain.plan import PendingFile
-from commit_service.errors import SchemaMismatchError, TableLayoutError
+from commit_service.domain.state import TableState
+from commit_service.errors import DataFileError, SchemaMismatchError, TableLayoutError
 from lakegate_core.protocol import DataFile, FileFormat
 from lakegate_core.status import MaintenanceKind
 from lakegate_stack.fidelity import same
@@ -283,6 +284,49 @@ def test_a_delta_table_of_another_layout_and_a_file_without_the_column_are_refus
     f = DataFile(path.as_uri(), TOPIC, 0, 0, 1, path.stat().st_size, FileFormat.PARQUET, 2)
     with pytest.raises(TableLayoutError, match=r"no column but its partition columns \(page\)"):
         only.commit([PendingFile(f, "m", "s")])
+
+
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+def test_a_partition_value_holding_nul_refuses_its_file_from_delta_and_iceberg_keeps_it(
+    spark: Any, tmp_path: Path, table_format: str
+) -> None:
+    """Spark writes a Delta partition's value raw into the path of each file it puts there, and
+    leaves NUL (U+0000) unescaped: no file system or S3 listing holds such a path. So a Delta
+    table refuses the file whose record would put NUL there, naming it, whether the file would be
+    added where it lies (pinned to one partition) or rewritten (its rows split); the round's other
+    files then commit without it. Iceberg escapes the value in its paths and keeps it."""
+    table = Table(spark, tmp_path, table_format, "pages", "truncate(2, page)")
+    landing = Landing(table.root)
+
+    def pages(partition: int, values: list[str]) -> tuple[PendingFile, list[dict[str, Any]]]:
+        rows = [{"id": partition * 100 + i, "ts": DAY, "page": v, "offset": i} for i, v in enumerate(values)]
+        path = landing.dir / f"{TOPIC}-{partition}-0"
+        pq.write_table(pa.Table.from_pylist(rows, schema=landing.schema), path)
+        f = DataFile(path.as_uri(), TOPIC, partition, 0, len(rows) - 1, path.stat().st_size, FileFormat.PARQUET)
+        return PendingFile(f, f"m-{partition}", "sc-1"), rows
+
+    pinned, pinned_rows = pages(0, ["\x00ab", "\x00ac"])  # one partition, "\x00a": added in place
+    split, split_rows = pages(1, ["ok", "\x00z"])  # two partitions: rewritten by Spark
+    plain, plain_rows = pages(2, ["fine", "fi"])  # one partition, "fi": added in place
+    if table_format == "iceberg":
+        record = table.commit([pinned, split, plain])
+        assert (record.records, record.in_place, record.rewritten) == (6, 2, 1)
+        assert sorted(part["page_trunc"] for _, part, _ in table.files()) == ["\x00a", "\x00z", "fi", "ok"]
+        expected = pinned_rows + split_rows + plain_rows
+    else:
+        for files, culprit in (([pinned, split, plain], pinned), ([split, plain], split)):
+            with pytest.raises(DataFileError, match=r"partition page_trunc has a NUL character") as refused:
+                table.commit(files)
+            assert refused.value.path == culprit.file.path
+            table.state = TableState("pages")  # the coordinator takes the refused file out of the plan
+        assert not (table.root / "_delta_log").exists()
+        record = table.commit([plain])
+        assert (record.records, record.in_place) == (2, 1)
+        expected = plain_rows
+    got = sorted(table.rows(), key=lambda r: r["id"])
+    assert len(got) == len(expected)
+    for want, row in zip(expected, got, strict=True):
+        assert same(want, {k: v for k, v in row.items() if k != "page_trunc"}), f"{want} != {row}"
 
 
 def test_an_iceberg_table_partitioned_outside_lakegate_is_adopted_and_its_spec_evolution_followed(

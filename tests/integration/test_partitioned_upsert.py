@@ -16,7 +16,9 @@ import pytest
 
 from commit_service.delta.partitions import DeltaPartitioning
 from commit_service.domain.partitioning import KeyPartition, parse_spec
+from commit_service.domain.state import TableState
 from commit_service.domain.upsert import UpsertSpec
+from commit_service.errors import DataFileError
 from commit_service.iceberg.partitions import IcebergPartitioning
 from commit_service.round.partitions import key_scope
 from lakegate_core.protocol import FileFormat
@@ -120,3 +122,31 @@ def landing_ends(landing: Landing) -> dict[Any, int]:
     from kafka import TopicPartition
 
     return {TopicPartition(landing.topic, p): n for p, n in landing.next.items()}
+
+
+def test_a_delta_upsert_round_names_the_file_whose_row_puts_nul_in_a_partition_value(spark: Any, tmp_path: Any) -> None:
+    """An upsert round's rows are written by Spark into the partition each names: a row whose
+    text partition value holds NUL (U+0000) would go raw into a path, so the write stops at it and
+    the round names the file it came from (read alone), not the round's first file; the round's
+    other file then commits without it, and later rounds go on."""
+    table = Table(spark, tmp_path, "delta", "names", "truncate(1, name)", upsert=UpsertSpec(("id",)))
+    landing = Landing(table.root, "names")
+
+    def row(i: int, name: str) -> tuple[dict[str, int], dict[str, Any]]:
+        return {"id": i}, {"id": i, "name": name, "n": i}
+
+    first, sent = landing.write(0, [row(1, "a"), row(2, "b")], FileFormat.JSONL)
+    table.commit([first])
+    fine, fine_sent = landing.write(0, [row(1, "aa"), row(3, "c")], FileFormat.JSONL)
+    bad, _ = landing.write(1, [row(4, "d"), row(5, "\x00e")], FileFormat.JSONL)
+    with pytest.raises(DataFileError, match=r"partition name_trunc has a NUL character") as refused:
+        table.commit([fine, bad])
+    assert refused.value.path == bad.file.path
+    table.state = TableState("names")  # the coordinator takes the refused file out of the plan
+    table.state.recovered(table.committer.snapshot().offsets, table.committer.snapshot().version)
+    table.commit([fine])
+    model = upsert_model(sent + fine_sent, tombstones_delete=False)
+    rows = table.rows()
+    assert sorted(r["id"] for r in rows) == sorted(model)
+    for r in rows:
+        assert same(model[r["id"]], {k: v for k, v in r.items() if not k.startswith("_kafka_") and k != "name_trunc"})

@@ -14,8 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from commit_service.delta import path_guard
 from commit_service.delta.partitions import GENERATION, DeltaPartitioning
 from commit_service.domain.partitioning import Pin, Transform, parse_spec, spec_problem, time_value
+from commit_service.errors import DataFileError
 from commit_service.iceberg.partitions import (
     ESCAPE,
     HIVE_NULL,
@@ -116,6 +118,21 @@ def test_generated_columns_are_added_after_the_rounds_and_an_other_layout_is_nam
         "partition_by day(ts): the column 'ts' is string, which day does not take"
     )
     assert "which the table's files do not have" in (spec_problem(layout.fields, {"ts": "timestamp"}) or "")
+
+
+def test_only_text_partition_values_are_guarded_for_nul_and_a_pinned_one_holding_it_is_refused() -> None:
+    layout = DeltaPartitioning(parse_spec(["region", "truncate(2, page)", "truncate(10, n)", "bucket(4, page)"]))
+    types = {"region": "string", "page": "string", "n": "long"}
+    assert [(f.name, sql) for f, sql in layout.text_values(types)] == [
+        ("region", "`region`"),
+        ("page_trunc", "SUBSTRING(`page`, 1, 2)"),
+    ]
+    assert layout.text_values({**types, "region": "long"})[0][0].name == "page_trunc"
+    path_guard.check_values("s3://b/t-0-0", {"region": "eu", "page_trunc": None, "n_trunc": "10"})
+    with pytest.raises(DataFileError, match=r"s3://b/t-0-0: .*partition page_trunc has a NUL character"):
+        path_guard.check_values("s3://b/t-0-0", {"region": "eu", "page_trunc": "\x00a"})
+    assert path_guard.tripped(RuntimeError(f"Job aborted: [USER_RAISED_EXCEPTION] {path_guard.MARK}page_trunc"))
+    assert not path_guard.tripped(RuntimeError("Job aborted: [TASK_WRITE_FAILED]"))
 
 
 def test_an_iceberg_files_partition_values_are_what_withpartitionvalues_parses() -> None:
