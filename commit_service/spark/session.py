@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
@@ -100,9 +101,11 @@ JIT_OPTIONS = "-XX:CompileThresholdScaling=10"
 # threads cost more than its short pauses save a service whose requests Python answers. An upsert
 # round of 50,000 gzip JSON-lines records (scripts/bench-s3-commit --kind jsonl --keys new --files
 # 15 --rows 3334 --mode upsert, the last 8 of 14 rounds of one JVM): 3.61 and 3.83 CPU-s a round
-# against 4.58 and 4.72 with G1, two runs each alternated. `-XX:+UseG1GC` in the driver's
-# extraJavaOptions brings G1 back (the last flag wins).
+# against 4.58 and 4.72 with G1, two runs each alternated. A collector named in the driver's
+# extraJavaOptions (`-XX:+UseG1GC`) replaces this one: the JVM refuses to start with two
+# ("Multiple garbage collectors selected"), whichever comes last.
 GC_OPTIONS = "-XX:+UseParallelGC"
+COLLECTOR = re.compile(r"(?<!\S)-XX:\+Use\w+GC(?!\S)")  # -XX:+UseG1GC, -XX:+UseZGC, -XX:+UseSerialGC, ...
 # The Spark UI's "Lakegate" tab (delta-log-store/, io.lakegate.spark.ui): every commit, zero-copy ones
 # included, posted on the listener bus by commit_service.spark.ui_events (and so into the event log
 # for the History Server, which takes the same jar).
@@ -200,6 +203,8 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
     if user_class_path:
         conf[DRIVER_CLASS_PATH] = os.pathsep.join([conf[DRIVER_CLASS_PATH], user_class_path])
     if user_java:
+        if COLLECTOR.search(user_java):  # the user's collector instead of Lakegate's, never beside it
+            conf[DRIVER_JAVA_OPTIONS] = conf[DRIVER_JAVA_OPTIONS].replace(f" {GC_OPTIONS}", "", 1)
         conf[DRIVER_JAVA_OPTIONS] += f" {user_java}"
     return conf
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -161,11 +163,25 @@ def test_the_driver_collects_garbage_with_the_throughput_collector_unless_the_us
     jars_dir: Path,
 ) -> None:
     """A round's records die young: the parallel collector, not G1's concurrent threads (a fifth of
-    an upsert round's CPU); a user's own collector flag comes last, and the JVM takes the last."""
+    an upsert round's CPU); a user's own collector replaces it (a JVM given two does not start:
+    checked with the machine's own java), and the user's other flags come after Lakegate's."""
     options = spark_conf(SparkSettings(jars_dir=jars_dir))["spark.driver.extraJavaOptions"].split()
     assert options == ["-XX:CompileThresholdScaling=10", "-XX:+UseParallelGC"]
-    mine = spark_conf(SparkSettings(jars_dir=jars_dir, conf={"spark.driver.extraJavaOptions": "-XX:+UseG1GC"}))
-    assert mine["spark.driver.extraJavaOptions"].split()[-1] == "-XX:+UseG1GC"
+    for user, want in (
+        ("-XX:+UseG1GC", ["-XX:CompileThresholdScaling=10", "-XX:+UseG1GC"]),
+        ("-Xss4m -XX:+UseSerialGC", ["-XX:CompileThresholdScaling=10", "-Xss4m", "-XX:+UseSerialGC"]),
+        (
+            "-XX:+UseGCOverheadLimit",
+            ["-XX:CompileThresholdScaling=10", "-XX:+UseParallelGC", "-XX:+UseGCOverheadLimit"],
+        ),
+    ):
+        mine = spark_conf(SparkSettings(jars_dir=jars_dir, conf={"spark.driver.extraJavaOptions": user}))
+        got = mine["spark.driver.extraJavaOptions"].split()
+        assert got == want, user
+        java = shutil.which("java")
+        if java is not None:  # the JVM takes these options as the driver is started with them
+            started = subprocess.run([java, *got, "-version"], capture_output=True, text=True, timeout=60)
+            assert started.returncode == 0, f"{user}: {started.stderr}"
 
 
 def test_a_log_store_build_without_the_file_system_says_what_to_run(jars_dir: Path) -> None:
