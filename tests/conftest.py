@@ -1,11 +1,24 @@
-"""Shared pytest set-up: tests under tests/integration and tests/e2e are marked ``integration``."""
+"""Shared pytest set-up: tests under tests/integration and tests/e2e are marked ``integration``.
+
+Every JVM the tests start (Kafka, Connect, the catalogs, the tests' Spark, the service's Spark, the
+demo) compiles with C1 only (``-XX:TieredStopAtLevel=1``, through ``JDK_JAVA_OPTIONS``, which the
+``java`` launcher reads): each lives for seconds to minutes on small data, and C2 compiling its
+start-up was half of a Connect worker's CPU and a fifth of the whole suite's JVM CPU (a per-thread
+sample of ``tests/e2e``). Only the JIT differs from production; no test measures speed. Set
+``JDK_JAVA_OPTIONS`` yourself (even empty) to run the tests with other options.
+"""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
 # The real-service fixtures (S3 server, Kafka, Connect, Spark): shared by integration and e2e.
 pytest_plugins = ["tests.fixtures"]
+
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+os.environ.setdefault("JDK_JAVA_OPTIONS", TEST_JVM_OPTIONS)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
