@@ -23,6 +23,7 @@ from lakegate_stack.process import free_port
 from lakegate_stack.s3 import S3Server
 
 ICEBERG_BUCKET = "lake-iceberg"  # the S3 REST catalog's bucket: its warehouse is s3a://<it>/warehouse
+FULL_JIT = "-XX:TieredStopAtLevel=4"
 ICEBERG_CATALOG = "ice"  # the Spark session's Iceberg catalog: JDBC on a sqlite file in the stack dir
 
 
@@ -93,6 +94,9 @@ def spark(stack_dir: Path, s3_server: S3Server):  # type: ignore[no-untyped-def]
         local_dir=stack_dir / "spark",
         s3=S3Settings(endpoint=s3_server.endpoint, access_key=s3mod.ACCESS_KEY, secret_key=s3mod.SECRET_KEY),
         catalogs=(iceberg_jdbc_catalog(stack_dir),),
+        # the one JVM of the run that lives the whole run and works hard (every integration test's
+        # commits): C2 back on, after tests/conftest.py's C1-only JDK_JAVA_OPTIONS (the last wins)
+        conf={"spark.driver.extraJavaOptions": FULL_JIT},
     )
     session = create_session(settings)
     yield session
