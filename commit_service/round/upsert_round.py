@@ -153,7 +153,10 @@ class RoundChanges:
         if table is not None:
             keys = last.select(*self.spec.key).distinct()
             if small:
-                keys = F.broadcast(keys)
+                # computed once and held: a plan of the distinct keys is an aggregate, which Spark's
+                # runtime bloom filter takes as worth filtering by the table's side, so each join
+                # of them with the table scanned the table's files twice
+                keys = F.broadcast(keys.localCheckpoint())
         scoped = narrowed[0] if narrowed is not None else None
         return UpsertChanges(rows, keys, schema, tuple(widened), scoped, bounds, limits)
 
