@@ -153,10 +153,11 @@ class RoundChanges:
         if table is not None:
             keys = last.select(*self.spec.key).distinct()
             if small:
-                # computed once and held: a plan of the distinct keys is an aggregate, which Spark's
-                # runtime bloom filter takes as worth filtering by the table's side, so each join
-                # of them with the table scanned the table's files twice
-                keys = F.broadcast(keys.localCheckpoint())
+                # computed once, when first used, and held: a plan of the distinct keys is an
+                # aggregate, which Spark's runtime bloom filter takes as worth filtering by the
+                # table's side, so each join of them with the table scanned the table's files twice
+                # (lazy: a Delta round the log shows touches no file never computes them)
+                keys = F.broadcast(keys.localCheckpoint(eager=False))
         scoped = narrowed[0] if narrowed is not None else None
         return UpsertChanges(rows, keys, schema, tuple(widened), scoped, bounds, limits)
 
