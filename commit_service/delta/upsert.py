@@ -151,7 +151,6 @@ class UpsertWriter:
         if changes.scope is not None:  # only the partitions the changed keys are in
             table = table.where(changes.scope)
             filters.add(self.spark._jsparkSession.sessionState().sqlParser().parseExpression(changes.scope))
-        whole = table  # the rows of the files a round may touch: a rewrite keeps those out of the key range
         bounded = _condition(table.where(changes.bounds)) if changes.bounds is not None else None
         if bounded is not None:  # only the files whose statistics hold keys in the round's range
             filters.add(bounded)
@@ -167,7 +166,9 @@ class UpsertWriter:
             candidates = txn.filterFiles(seq, False)  # (filters, keepNumRecords): the one-argument form takes files
         if candidates.isEmpty():  # no file can hold a changed key: nothing to mark or rewrite
             return [self._write(txn, changes.rows, 1)]
-        whole = self._candidates_scan(txn, whole, candidates)
+        # every row of the files a round may touch (a rewrite keeps those outside the key range),
+        # and those the key range holds, where the changed keys' rows are found
+        whole = self._candidates_scan(txn, table, candidates)
         table = whole.where(changes.bounds) if changes.bounds is not None else whole
         if self.spec.deletion_vectors and _has_vectors(txn.snapshot()):
             applied = self._mark_deleted(txn, table, changes.keys, candidates)
